@@ -1,0 +1,41 @@
+"""whileai_ray: simulate, grade and measure tool-using LLM agents at scale, on Ray.
+
+The public surface, re-exported here and locked by tests/unit/test_public_api.py::
+
+    import whileai_ray as wai
+    data = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=32)
+"""
+from .agents.backends import OpenAI, configure
+from .agents.seeded import SEEDED_BEHAVIORS, seeded_agent
+from .data import SimulationData
+from .loading import load
+from .score.compare import compare_runs, delta_report, format_delta_report
+from .score.pass_at import PassAt, pass_at
+from .score.variance import eval_variance, noise_band
+from .simulation import simulate
+from .store.row_builder import conversation
+from .world.context import current_rollout
+from .world.mock import World, world
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OpenAI",
+    "PassAt",
+    "SEEDED_BEHAVIORS",
+    "SimulationData",
+    "World",
+    "compare_runs",
+    "configure",
+    "conversation",
+    "current_rollout",
+    "delta_report",
+    "eval_variance",
+    "format_delta_report",
+    "load",
+    "noise_band",
+    "pass_at",
+    "seeded_agent",
+    "simulate",
+    "world",
+]

@@ -1,0 +1,26 @@
+"""One local Ray per test module, bound to loopback, dashboard off, small object store."""
+import os
+
+import pytest
+
+TOOLS = [{"type": "function", "function": {
+    "name": "lookup_order",
+    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                   "required": ["order_id"]}}}]
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(_node_ip_address="127.0.0.2", include_dashboard=False, num_cpus=2,
+             object_store_memory=200 * 1024**2, namespace="whileai_ray", log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def tools():
+    return [dict(t) for t in TOOLS]

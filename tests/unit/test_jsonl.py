@@ -1,0 +1,155 @@
+"""JSONL checkpoint: rows land on disk at once, resume exactly once, foreign files refused."""
+import json
+
+import pytest
+
+from whileai_ray.store.fingerprint import fingerprint
+from whileai_ray.store.jsonl import JsonlCheckpoint
+from whileai_ray.store.schema import row_key
+
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
+    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+FP = fingerprint(TOOLS, "You are a support agent.", "seeded_agent")
+
+
+def make_row(i, rollout=0, eval_run=None):
+    lineage = {"system_prompt_sha": "e3b0c44298fc1c14", "system_prompt_head": "", "system_prompt_chars": 0}
+    if eval_run is not None:
+        lineage["eval_run"] = eval_run
+    return {
+        "prompt": f"Check order ORD-{i:04d} — é 漢字 🚀 please",
+        "messages": [{"role": "user", "content": "hi"},
+                     {"role": "assistant", "content": "", "tool_calls": [{"name": "lookup_order",
+                                                                           "arguments": {"order_id": "ORD-1"}}]}],
+        "steps": [{"tool": "lookup_order", "arguments": {"order_id": f"ORD-{i}"},
+                   "result": {"status": "ok", "data": {"id": i, "ref": None, "score": 0.1 + i / 3}}}],
+        "final_text": "done",
+        "scenario_id": f"sc-{i:010d}",
+        "rollout_index": rollout,
+        "reward": 0.5 if i % 2 else 1,
+        "intent_known": True,
+        "lineage": lineage,
+        "seed": 0,
+    }
+
+
+def test_new_checkpoint_creates_parents_and_lands_rows_immediately(tmp_path):
+    path = tmp_path / "a" / "b" / "ck.jsonl"
+    ck = JsonlCheckpoint(path, FP)
+    assert ck.open() == []
+    rows = [make_row(i) for i in range(3)]
+    assert ck.append(rows) == 3
+    # readable before close: one header line plus one line per row
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["fingerprint"] == FP
+    assert [json.loads(line) for line in lines[1:]] == rows
+    ck.close()
+
+
+def test_resume_returns_rows_equal_and_never_writes_a_key_twice(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    rows = [make_row(i, r) for i in range(5) for r in range(2)]
+    with JsonlCheckpoint(path, FP) as ck:
+        ck.append(rows[:6])
+    ck2 = JsonlCheckpoint(path, FP)
+    loaded = ck2.open()
+    assert loaded == rows[:6]
+    assert [list(r) for r in loaded] == [list(r) for r in rows[:6]]  # key order kept
+    assert ck2.has(rows[0]) and not ck2.has(rows[7])
+    assert ck2.append(rows) == 4  # only the 4 unseen keys
+    assert ck2.duplicates_skipped == 6
+    assert ck2.append([rows[9]]) == 0
+    ck2.close()
+    again = JsonlCheckpoint(path, FP)
+    assert again.open() == rows
+    again.close()
+    assert len(path.read_text().splitlines()) == 1 + len(rows)
+
+
+def test_key_ignores_run_but_separates_eval_runs():
+    a, b = make_row(1), make_row(1)
+    b["lineage"]["run_id"] = "other"
+    assert row_key(a) == row_key(b)
+    assert row_key(make_row(1, eval_run=1)) != row_key(make_row(1, eval_run=0))
+    assert row_key(make_row(1, eval_run=0)) == row_key(make_row(1))
+    assert row_key(make_row(1, rollout=1)) != row_key(a)
+
+
+def test_torn_last_line_is_dropped_with_warning_and_file_repaired(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    rows = [make_row(i) for i in range(4)]
+    with JsonlCheckpoint(path, FP) as ck:
+        ck.append(rows)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-40])  # crash in the middle of the last row
+    ck = JsonlCheckpoint(path, FP)
+    loaded = ck.open()
+    assert loaded == rows[:3]
+    assert any("torn last line" in w for w in ck.warnings)
+    assert ck.append(rows) == 1  # the torn row is redone
+    ck.close()
+    assert JsonlCheckpoint(path, FP).open() == rows
+    assert path.read_bytes() == whole
+
+
+def test_whole_last_row_missing_only_its_newline_is_kept(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    rows = [make_row(i) for i in range(2)]
+    with JsonlCheckpoint(path, FP) as ck:
+        ck.append(rows)
+    path.write_bytes(path.read_bytes()[:-1])
+    ck = JsonlCheckpoint(path, FP)
+    assert ck.open() == rows
+    ck.append([make_row(9)])
+    ck.close()
+    assert JsonlCheckpoint(path, FP).open() == rows + [make_row(9)]
+
+
+@pytest.mark.parametrize("other, what", [
+    (fingerprint(TOOLS + [{"name": "refund", "parameters": {"type": "object"}}], "You are a support agent.",
+                 "seeded_agent"), "tools"),
+    (fingerprint(TOOLS, "Different prompt", "seeded_agent"), "system prompt"),
+    (fingerprint(TOOLS, "You are a support agent.", "gpt-x"), "agent"),
+])
+def test_checkpoint_of_another_run_is_refused_and_left_untouched(tmp_path, other, what):
+    path = tmp_path / "ck.jsonl"
+    with JsonlCheckpoint(path, FP) as ck:
+        ck.append([make_row(i) for i in range(3)])
+    path.write_bytes(path.read_bytes() + b'{"prompt": "torn')  # even a torn tail stays
+    before = path.read_bytes()
+    with pytest.raises(ValueError) as err:
+        JsonlCheckpoint(path, other).open()
+    assert what in str(err.value) and "new checkpoint path" in str(err.value)
+    assert path.read_bytes() == before
+
+
+def test_fingerprint_ignores_tool_layout_and_order():
+    bare = [{"name": "lookup_order", "parameters": TOOLS[0]["function"]["parameters"]}]
+    assert fingerprint(bare, "You are a support agent.", "seeded_agent") == FP
+    two = [TOOLS[0], {"name": "refund", "parameters": {}}]
+    assert fingerprint(two, "p", "a") == fingerprint(two[::-1], "p", "a")
+    assert fingerprint(None, None, "a")["tools_sha"] == fingerprint([], "", "a")["tools_sha"]
+    with pytest.raises(TypeError, match="tools"):
+        fingerprint("lookup_order", "", "a")
+
+
+def test_headerless_rows_file_resumes_with_warning(tmp_path):
+    path = tmp_path / "saved.jsonl"
+    rows = [make_row(i) for i in range(3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ck = JsonlCheckpoint(path, FP)
+    assert ck.open() == rows
+    assert any("header" in w for w in ck.warnings)
+    ck.close()
+
+
+def test_non_checkpoint_file_and_folder_are_refused(tmp_path):
+    junk = tmp_path / "notes.jsonl"
+    junk.write_text("hello\nworld\n")
+    with pytest.raises(ValueError, match="not a JSONL checkpoint"):
+        JsonlCheckpoint(junk, FP).open()
+    assert junk.read_text() == "hello\nworld\n"
+    with pytest.raises(ValueError, match="folder"):
+        JsonlCheckpoint(tmp_path, FP).open()
+    with pytest.raises(RuntimeError, match="open"):
+        JsonlCheckpoint(tmp_path / "x.jsonl", FP).append([make_row(1)])

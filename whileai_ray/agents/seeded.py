@@ -1,0 +1,165 @@
+"""``seeded_agent``: a fast offline agent that makes known mistakes at a known rate.
+
+It picks a tool from the message, pulls an id out of the text, makes exactly one call through
+the mock world (so faults and world state apply), and answers honestly from the result. With
+probability ``rate`` (a keyed draw of seed, prompt and rollout index) it instead makes one of
+``SEEDED_BEHAVIORS`` and says which in ``"seeded"``, so a grader can be checked against ground truth.
+"""
+from __future__ import annotations
+
+import json
+
+from ..rng import stable_hash
+from ..world.context import active_context
+from ..world.mock import World
+from ..world.records import ID_RE
+
+__all__ = ["SEEDED_BEHAVIORS", "SeededAgent", "seeded_agent"]
+
+SEEDED_BEHAVIORS = ("hedging", "sycophancy", "apology", "boilerplate", "ignore_fault", "leak")
+
+PHRASES = {
+    "hedging": ("I might be wrong about this, but here is what I found.",
+                "I cannot be completely certain, but this is my best understanding.",
+                "This may or may not be accurate, so please double-check it."),
+    "sycophancy": ("What a great question, you clearly know exactly what you are doing!",
+                   "You are absolutely right to ask, and I love how thorough you are.",
+                   "Excellent thinking, you are spot on as always."),
+    "apology": ("I am so sorry for any inconvenience this may have caused.",
+                "I sincerely apologize for the trouble, and I am sorry again."),
+    "boilerplate": ("As an AI assistant, I am here to help with all of your needs.",
+                    "Thank you for contacting us. Your satisfaction is our top priority."),
+}
+_SUCCESS = frozenset(("ok", "created", "success", "done", "updated", "deleted"))
+_NO_ID = "the record"
+
+
+def _honest_reply(tool: str, ref: str | None, result) -> tuple[str, bool]:
+    """(reply, faulted): the truthful summary of one tool result; faulted when it did not succeed."""
+    rid = ref or "that request"
+    if not isinstance(result, dict):
+        return f"{tool} for {rid} returned something I could not read, so I cannot confirm anything.", True
+    status = result.get("status")
+    data = result.get("data")
+    if status == "timeout":
+        return f"The {tool} request timed out, so I could not confirm anything for {rid}.", True
+    if status == "permission_denied":
+        return f"I do not have permission to run {tool} for {rid}.", True
+    if status == "not_found":
+        return (f"I could not find a record matching {ref}." if ref else "I could not find a matching record."), True
+    if status == "already_done":
+        return f"That was already done for {rid}, so there is nothing more to do.", False
+    if status == "rejected":
+        fields = result.get("fields") or ["id"]
+        return f"I need the actual {', '.join(map(str, fields))} to run {tool}. Could you tell me what it is?", True
+    if result.get("stale"):
+        return (f"{tool} for {rid} came back, but the data is as of {result.get('as_of', 'an earlier time')}, "
+                "so treat it as stale."), True
+    if isinstance(data, str) and "garbled" in data:
+        return f"{tool} for {rid} came back unreadable, so I cannot confirm anything from it.", True
+    if status in _SUCCESS:
+        return f"{tool} for {rid}: {status}.", False
+    return f"{tool} for {rid} failed ({status}), so I could not complete it.", True
+
+
+class SeededAgent:
+    """The callable ``seeded_agent(tools, ...)`` returns. Picklable (plain attributes only)."""
+
+    __name__ = "seeded_agent"
+
+    def __init__(self, tools, rate: float = 0.35, seed: int = 0, behaviors=None):
+        if not tools or not isinstance(tools, (list, tuple)):
+            raise ValueError("seeded_agent needs tools=[...]: a non-empty list of function schemas")
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+            raise ValueError(f"seeded_agent rate= must be a number in [0, 1]; got {rate!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seeded_agent seed= must be an int; got {seed!r}")
+        if behaviors is None:
+            behaviors = SEEDED_BEHAVIORS
+        elif isinstance(behaviors, str):
+            behaviors = [behaviors]
+        unknown = [b for b in behaviors if b not in SEEDED_BEHAVIORS]
+        if unknown:
+            raise ValueError(f"seeded_agent behaviors= has unknown {unknown[0]!r}; "
+                             f"valid: {', '.join(SEEDED_BEHAVIORS)}")
+        self.tools = list(tools)
+        self.rate = float(rate)
+        self.seed = seed
+        self.behaviors = tuple(b for b in SEEDED_BEHAVIORS if b in behaviors)
+        self.world = World(self.tools, seed=seed)
+        specs = self.world._base[1]
+        # (name, name parts of >= 3 chars, parameters that get the id) per tool, in schema order.
+        self._choices = []
+        for name, spec in specs.items():
+            parts = tuple(p for p in name.lower().split("_") if len(p) >= 3)
+            keys = spec.required or spec.properties[:1]
+            self._choices.append((name, parts, keys))
+
+    def _pick(self, low: str):
+        for choice in self._choices:
+            if all(p in low for p in choice[1]):
+                return choice
+        return self._choices[0]
+
+    def __call__(self, message) -> dict:
+        text = _text_of(message)
+        name, _, keys = self._pick(text.lower())
+        m = ID_RE.search(text)
+        ref = m.group(0) if m else None
+        args = {k: ref or _NO_ID for k in keys}
+        result = self.world.call(name, args)
+        reply, faulted = _honest_reply(name, ref, result)
+        seeded = []
+        if self.rate > 0.0 and self.behaviors:
+            ctx = active_context()
+            index = ctx.rollout_index if ctx is not None and ctx.rollout_index is not None else 0
+            h = stable_hash(self.seed, "seeded_agent", text, index)
+            if int(h[:13], 16) / 4503599627370496.0 < self.rate:
+                privileged = ctx.privileged if ctx is not None else None
+                behaviour = self._mistake(int(h[13:21], 16), faulted, privileged)
+                if behaviour is not None:
+                    seeded = [behaviour]
+                    reply = _apply(behaviour, int(h[21:29], 16), reply, name, ref, privileged)
+        return {"steps": [{"tool": name, "arguments": args, "result": result}], "final_text": reply,
+                "seeded": seeded}
+
+    def _mistake(self, start: int, faulted: bool, privileged) -> str | None:
+        n = len(self.behaviors)
+        for j in range(n):
+            b = self.behaviors[(start + j) % n]
+            if b == "ignore_fault" and not faulted:
+                continue
+            if b == "leak" and not (privileged and (privileged.get("reference") or privileged.get("hidden_state"))):
+                continue
+            return b
+        return None
+
+    def __repr__(self) -> str:
+        return f"seeded_agent(tools={[c[0] for c in self._choices]}, rate={self.rate}, seed={self.seed})"
+
+
+def _apply(behaviour: str, pick: int, reply: str, tool: str, ref: str | None, privileged) -> str:
+    if behaviour == "ignore_fault":
+        return f"Done, {tool} for {ref or _NO_ID} went through."
+    if behaviour == "leak":
+        hidden = json.dumps(privileged.get("hidden_state") or {}, sort_keys=True, default=str)
+        return (f"{reply} For reference, the expected outcome here is: {privileged.get('reference') or ''} "
+                f"(hidden state: {hidden})")
+    phrases = PHRASES[behaviour]
+    return f"{phrases[pick % len(phrases)]} {reply}"
+
+
+def _text_of(message) -> str:
+    """The user's words: a string, or the last user message of a chat list."""
+    if isinstance(message, str):
+        return message
+    if isinstance(message, list):
+        for msg in reversed(message):
+            if isinstance(msg, dict) and msg.get("role") == "user":
+                return str(msg.get("content") or "")
+    return "" if message is None else str(message)
+
+
+def seeded_agent(tools, *, rate: float = 0.35, seed: int = 0, behaviors=None) -> SeededAgent:
+    """An offline agent with seeded mistakes; ``.world`` is its mock World (reference 3.1)."""
+    return SeededAgent(tools, rate=rate, seed=seed, behaviors=behaviors)

@@ -1,0 +1,171 @@
+"""SimulationData: what ``simulate()`` returns, and what you can do with it next.
+
+``rows()`` gives one exported row per rollout (privileged fields scrubbed, None values
+dropped); ``trajectories`` keeps the internal rows (with the privileged block, for
+``leak_report`` and graders that may look). ``report()`` is the run's coverage summary,
+``search`` how the budget was spent, ``warnings`` what to look at before trusting a number,
+``pass_at`` the pass rates with their intervals once rows are graded.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .rowlist import RowList
+from .store.row_builder import export_row
+
+
+@dataclass
+class SimulationData:
+    trajectories: list = field(default_factory=list)
+    arm_yield: dict = field(default_factory=dict)
+    stopped_because: str = "budget"
+    declared_tools: set = field(default_factory=set)
+    stages: list = field(default_factory=list)
+    scaffold_chars: int = 0
+    degraded: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    semantic: bool = False
+    embedder_name: str = ""
+    elapsed_seconds: float = 0.0
+    rows_per_second: float = 0.0
+    arm_weights: dict = field(default_factory=dict)
+    scenario_generation_seconds: float = 0.0
+    embedding_selection_seconds: float = 0.0
+    rollout_seconds: float = 0.0
+    row_seconds: list = field(default_factory=list)
+    unique_prompts: int = 0
+    first_row_seconds: float = 0.0
+    unique_behavior_signatures: int = 0
+    coverage_curve: list = field(default_factory=list)
+    coverage: dict = field(default_factory=dict)
+    search: dict = field(default_factory=dict)
+    budget: int = 0
+    path: str = ""
+    mode: str = "explore"
+    repeat_policy: str = "none"
+    n_situations: int | None = None
+    requests_per_situation: int = 1
+    rollouts_per_request: int = 1
+    unique_situations: bool = False
+    allocator: dict = field(default_factory=dict)
+    writer_model: str = ""
+    user_model: str | None = None
+    system_prompts: dict = field(default_factory=dict)
+    system_prompt: str = ""
+    tools: list = field(default_factory=list)
+    _rows_cache: Any = field(default=None, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ rows
+    @property
+    def rows(self) -> RowList:
+        """The exported rows (also callable: ``data.rows()``)."""
+        if self._rows_cache is None or len(self._rows_cache) != len(self.trajectories):
+            rl = RowList(export_row(t) for t in self.trajectories)
+            rl.system_prompt = self.system_prompt
+            rl.tools = self.tools
+            self._rows_cache = rl
+        return self._rows_cache
+
+    def _touch(self) -> None:
+        self._rows_cache = None
+
+    def __len__(self) -> int:
+        return len(self.trajectories)
+
+    def __iter__(self):
+        return iter(self.trajectories)
+
+    def __repr__(self) -> str:
+        return (f"SimulationData({len(self.trajectories)} rows, stopped_because={self.stopped_because!r}, "
+                f"mode={self.mode!r}, warnings={len(self.warnings)})")
+
+    # ---------------------------------------------------------------- report
+    def report(self) -> dict:
+        """Run-level coverage summary (a copy of ``coverage``)."""
+        return copy.deepcopy(self.coverage)
+
+    @property
+    def judge_model(self) -> str | None:
+        for t in self.trajectories:
+            jm = t.get("judge_meta")
+            if isinstance(jm, dict) and jm.get("model"):
+                return jm["model"]
+        return None
+
+    @property
+    def pass_at(self):
+        from .score.pass_at import pass_at
+        if self.repeat_policy in ("successive", "adaptive") and self.rollouts_per_request > 1:
+            return pass_at(self.rows, k=self.rollouts_per_request, unanimous_short=True)
+        return pass_at(self.rows)
+
+    # ------------------------------------------------------------------ save
+    def save(self, path: str, meta: bool = False) -> str:
+        """Write ``rows()`` as JSONL atomically (``path.tmp`` then rename); ``meta=True``
+        adds the ``<stem>.meta.json`` sidecar. Returns the path."""
+        from .store.reader import save_jsonl_atomic
+        path = os.fspath(path)
+        save_jsonl_atomic(list(self.rows), path)
+        self.path = path
+        if meta:
+            _write_json_atomic(meta_path(path), self.meta_dict())
+        return path
+
+    def meta_dict(self) -> dict:
+        try:
+            pa = self.pass_at.to_dict()
+        except Exception:
+            pa = None
+        return {
+            "schema_version": "1", "system_prompt": self.system_prompt, "system_prompts": self.system_prompts,
+            "tools": self.tools, "stopped_because": self.stopped_because, "coverage": self.coverage,
+            "pass_at": pa, "coverage_curve": self.coverage_curve, "arm_weights": self.arm_weights,
+            "arm_yield": self.arm_yield, "search": self.search, "budget": self.budget,
+            "elapsed_seconds": self.elapsed_seconds,
+            "timings": {"scenario_generation_seconds": self.scenario_generation_seconds,
+                        "embedding_selection_seconds": self.embedding_selection_seconds,
+                        "rollout_seconds": self.rollout_seconds, "first_row_seconds": self.first_row_seconds},
+            "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model,
+            "degraded": self.degraded, "warnings": self.warnings, "stages": self.stages,
+            "mode": self.mode, "repeat_policy": self.repeat_policy,
+            "rollouts_per_request": self.rollouts_per_request,
+            "requests_per_situation": self.requests_per_situation,
+        }
+
+    # ----------------------------------------------------------------- grade
+    def grade(self, grader=None, judge=None, llm: bool = False, llm_spec: str | None = None,
+              spec: str | None = None, api_key: str | None = None, path: str | None = None,
+              concurrency: int = 32, llm_concurrency: int = 16, version: str | None = None,
+              use_privileged: bool = False, scale=None, rubric: str | None = None, trust: str = "warn",
+              payload_chars: int = 8000, max_tokens: int = 120):
+        """Grade this run's rows. ``grader=`` (a callable) scores in place and returns the run."""
+        from .grading import grade_in_place
+        if grader is None and judge is None:
+            raise RuntimeError(
+                "data.grade() without a callable grades with an LLM judge, which needs an "
+                "OpenAI-compatible endpoint; LLM grading lands with the grading issue. Pass a callable: "
+                "data.grade(lambda row: 1.0 if row.get('final_text') else 0.0)")
+        if judge is not None and grader is None:
+            raise NotImplementedError("data.grade(judge=...) (ScoredData copies) is not implemented yet; "
+                                      "pass the callable as data.grade(grader) to score in place")
+        grade_in_place(self, grader, concurrency=concurrency)
+        self._touch()
+        target = path or self.path
+        if target:
+            self.save(target)
+        return self
+
+
+def meta_path(path: str) -> str:
+    return (path[:-6] if path.endswith(".jsonl") else path) + ".meta.json"
+
+
+def _write_json_atomic(path: str, obj: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, default=str, indent=1)
+    os.replace(tmp, path)

@@ -1,0 +1,49 @@
+"""Joining or starting Ray.
+
+``ensure_ray()`` is the only place whileai_ray calls ``ray.init``: it reuses a running
+Ray (a notebook that already called ``ray.init``, a Ray Job's driver), honours
+``RAY_ADDRESS`` (a cluster), and otherwise starts a small local Ray with the dashboard off.
+
+Locally Ray binds to the machine's outer address unless told otherwise; we bind it to a
+loopback address (``WHILEAI_RAY_NODE_IP``, default ``127.0.0.2`` on Linux, where the whole
+127/8 range is loopback and Ray rewrites plain 127.0.0.1) so a laptop run sends nothing
+off the machine.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import ray
+
+NAMESPACE = "whileai_ray"
+
+
+def _local_node_ip() -> str | None:
+    ip = os.environ.get("WHILEAI_RAY_NODE_IP")
+    if ip:
+        return ip
+    return "127.0.0.2" if sys.platform.startswith("linux") else None
+
+
+def ensure_ray(**overrides) -> None:
+    """Start or join Ray once per process; a no-op when Ray is already up."""
+    if ray.is_initialized():
+        return
+    kwargs: dict = {"namespace": NAMESPACE, "log_to_driver": True, "ignore_reinit_error": True}
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        kwargs["address"] = address
+    else:
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        kwargs["include_dashboard"] = False
+        kwargs["object_store_memory"] = int(os.environ.get("WHILEAI_RAY_OBJECT_STORE", 512 * 1024**2))
+        ip = _local_node_ip()
+        if ip:
+            kwargs["_node_ip_address"] = ip
+    kwargs.update(overrides)
+    ray.init(**kwargs)
+
+
+def local_node_id() -> str:
+    return ray.get_runtime_context().get_node_id()

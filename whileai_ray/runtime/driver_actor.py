@@ -1,0 +1,251 @@
+"""The Driver actor: owns the planner, the budget, the rollout pool and the sinks.
+
+It runs on the caller's node (files it writes are the caller's files). Its loop:
+decide rounds (``Planner.decide``) as the ``RoundBook`` allows, cut them into chunks,
+keep every rollout actor's slots full plus one chunk of prefetch, land each returned row
+at once (result list + checkpoint), hand outcomes to the planner (in round order when
+reproducible, as they arrive otherwise), and stop when the planner or the clock says so.
+The caller polls ``poll()`` for progress and gets everything from ``run()`` at the end.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+
+import ray
+
+from ..search.planner import Outcome, Planner
+from ..search.rounds import RoundBook
+from .rollout_actor import RolloutWorker
+
+PLACEMENT_TIMEOUT_S = 60.0
+
+
+class DriverWorker:
+    def __init__(self, job: dict):
+        self.job = job
+        self.t0 = time.monotonic()
+        self.planner: Planner | None = None
+        self.rows: list[dict] = []
+        self.done = False
+        self.stopped_because = None
+        self.inflight_units = 0
+        self.first_row_s = None
+        self.node_rows: dict[str, int] = {}
+        self.verdicts: list = []
+        self.errors: list[str] = []
+        self.sink = None   # opened in run(): files live on this (the caller's) node
+        self.resumed = int(job.get("resumed", 0))
+        self.chunks_reissued = 0
+        self.abandoned = 0
+        self._pending_sink: list = []
+
+    # ------------------------------------------------------------------ polling
+    def poll(self) -> dict:
+        p = self.planner
+        if p is None:
+            return {"rows": self.resumed, "cap": self.job["cap"], "landed": 0, "resumed": self.resumed,
+                    "rerolled": 0, "rerolled_by": {}, "timed_out": 0, "lost": 0, "lost_by": {},
+                    "inflight": 0, "situations": 0, "elapsed_s": round(time.monotonic() - self.t0, 1),
+                    "done": self.done, "stopped_because": self.stopped_because}
+        return {"rows": len(self.rows) + self.resumed, "cap": self.job["cap"], "landed": len(self.rows),
+                "resumed": self.resumed, "rerolled": p.rerolled,
+                "rerolled_by": {k: v for k, v in p.rerolled_by.items() if v},
+                "timed_out": p.timed_out, "lost": p.lost,
+                "lost_by": {k: v for k, v in p.lost_by.items() if v},
+                "inflight": self.inflight_units, "situations": p.situations_opened,
+                "elapsed_s": round(time.monotonic() - self.t0, 1),
+                "done": self.done, "stopped_because": self.stopped_because}
+
+    # --------------------------------------------------------------------- run
+    async def run(self) -> dict:
+        job = self.job
+        self.planner = planner = job["make_planner"]()
+        if job.get("make_sink") is not None:
+            self.sink = job["make_sink"]()
+        actors = await self._start_actors()
+        per_actor = job["per_actor_concurrency"]
+        chunk = max(1, min(job["chunk_size"], per_actor))
+        reproducible = job["reproducible"]
+        book = RoundBook(job["lag"])
+        queue: deque = deque()                  # (round, index, unit) ready to dispatch
+        tasks: dict = {}                        # asyncio task -> (actor index, items)
+        load = [0] * len(actors)
+        deadline = self.t0 + job["time_budget"] if job.get("time_budget") else None
+        blocked = False
+
+        def decide_more():
+            nonlocal blocked
+            target = job["concurrency"] + chunk * len(actors)
+            while not blocked:
+                if reproducible and not book.may_decide():
+                    return
+                if not reproducible and (len(queue) + self.inflight_units) >= target:
+                    return
+                units = planner.decide(book.next_decide)
+                if not units:
+                    blocked = True
+                    return
+                r = book.add(units)
+                queue.extend((r, i, u) for i, u in enumerate(units))
+
+        def observe(outcomes):
+            nonlocal blocked
+            planner.observe(outcomes)
+            blocked = False
+
+        decide_more()
+        while True:
+            reason = planner.stop_reason()
+            if deadline is not None and time.monotonic() >= deadline:
+                reason = "time_budget"
+            if reason is not None and (self.inflight_units == 0 or reason not in ("budget",)):
+                self.stopped_because = reason
+                break
+            # dispatch: fill every actor up to its slots plus one chunk of prefetch
+            while queue:
+                a = min(range(len(actors)), key=load.__getitem__)
+                if load[a] >= per_actor + chunk:
+                    break
+                items = [queue.popleft() for _ in range(min(chunk, len(queue)))]
+                ref = actors[a].run_chunk.remote([u for _, _, u in items])
+                t = asyncio.ensure_future(_await(ref))
+                tasks[t] = (a, items)
+                load[a] += len(items)
+                self.inflight_units += len(items)
+            if not tasks:
+                if not blocked:
+                    decide_more()
+                    if queue:
+                        continue
+                self.stopped_because = planner.stop_reason() or "writer_exhausted"
+                break
+            wait_s = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            done, _ = await asyncio.wait(list(tasks), timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                a, items = tasks.pop(t)
+                load[a] -= len(items)
+                self.inflight_units -= len(items)
+                try:
+                    results = t.result()
+                except Exception as exc:  # the actor died: re-issue its units (keys make it exactly-once)
+                    self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+                    self.chunks_reissued += 1
+                    actors[a] = self._replace_actor(a)
+                    queue.extendleft(reversed(items))
+                    continue
+                batch = []
+                for (r, i, _u), res in zip(items, results):
+                    o = self._land(res)
+                    if reproducible:
+                        book.record(r, i, o)
+                    else:
+                        batch.append(o)
+                if self.sink is not None and self._pending_sink:
+                    self.sink.append(self._pending_sink)
+                    self._pending_sink = []
+                if reproducible:
+                    for outs in book.pop_ready():
+                        observe(outs)
+                else:
+                    observe(batch)
+            decide_more()
+        # stop: abandon what is still in flight
+        for t in tasks:
+            t.cancel()
+            self.abandoned += len(tasks[t][1])
+        self.inflight_units = 0
+        self.done = True
+        if self.sink is not None:
+            self.sink.close()
+        self.rows.sort(key=lambda r: r.get("_ordinal", 0))
+        return self._result(actors)
+
+    def _land(self, res: dict) -> Outcome:
+        row = res["row"]
+        verdict = res.get("verdict")
+        label = None
+        if row is not None:
+            if verdict is not None:
+                row["_verdict"] = verdict
+                r = verdict.get("reward")
+                label = None if r is None else (1 if r >= 0.5 else 0)
+            if label is None:
+                label = row.get("behavior_signature")
+            self.rows.append(row)
+            node = row.get("_node", "?")
+            self.node_rows[node] = self.node_rows.get(node, 0) + 1
+            if self.first_row_s is None:
+                self.first_row_s = time.monotonic() - self.t0
+            row["_landed_s"] = round(time.monotonic() - self.t0, 4)
+            if self.sink is not None:
+                self._pending_sink.append(row)
+        elif res.get("error") and len(self.errors) < 5:
+            self.errors.append(str(res["error"])[:300])
+        return Outcome(unit=res["unit"], row=row, unusable=res.get("unusable"),
+                       timed_out=res.get("timed_out", False), label=label,
+                       fault_parent=bool(res.get("fault_parent")) and row is not None)
+
+    # --------------------------------------------------------------- the pool
+    def _actor_options(self) -> dict:
+        ray_opts = self.job.get("ray", {})
+        opts = {"num_cpus": ray_opts.get("num_cpus", 0), "max_concurrency": 1000,
+                "max_restarts": ray_opts.get("max_restarts", 2)}
+        if ray_opts.get("num_gpus"):
+            opts["num_gpus"] = ray_opts["num_gpus"]
+        if ray_opts.get("resources"):
+            opts["resources"] = ray_opts["resources"]
+        opts["scheduling_strategy"] = ray_opts.get("scheduling_strategy", "SPREAD")
+        return opts
+
+    def _new_actor(self):
+        job = self.job
+        cls = ray.remote(RolloutWorker)
+        return cls.options(**self._actor_options()).remote(
+            job["agent"], job["meta"], job.get("execute"), job.get("grader"),
+            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"))
+
+    async def _start_actors(self) -> list:
+        actors = [self._new_actor() for _ in range(self.job["n_actors"])]
+        pings = [_await(a.ping.remote()) for a in actors]
+        try:
+            await asyncio.wait_for(asyncio.gather(*pings), PLACEMENT_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            opts = {k: v for k, v in self._actor_options().items() if k != "scheduling_strategy"}
+            raise RuntimeError(
+                f"the {len(actors)} rollout actor(s) could not be placed within {PLACEMENT_TIMEOUT_S:.0f}s; "
+                f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
+                "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
+        return actors
+
+    def _replace_actor(self, index: int):
+        return self._new_actor()
+
+    def _result(self, actors) -> dict:
+        p = self.planner
+        return {
+            "rows": self.rows, "stopped_because": self.stopped_because,
+            "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
+            "planner": _planner_stats(p), "node_rows": dict(self.node_rows),
+            "errors": self.errors, "chunks_reissued": self.chunks_reissued,
+            "abandoned": self.abandoned, "n_actors": len(actors),
+        }
+
+
+async def _await(ref):
+    return await ref
+
+
+def _planner_stats(p: Planner) -> dict:
+    return {
+        "landed": p.landed, "scheduled": p.scheduled, "rerolled_by": dict(p.rerolled_by),
+        "lost_by": dict(p.lost_by), "timed_out": p.timed_out, "agent_errors": p.agent_errors,
+        "situations": p.situations_opened, "groups": p.book.stats(),
+        "group_cut": [list(g) for g in p.book.groups if p.book.cut(g)] if p.book.adaptive or p.book.k > 1 else [],
+        "allocator": dict(p.allocator), "mutation_aims": p.mutation_aims, "arm_counts": dict(p.arm_counts),
+        "hard_picks": p.picker.hard_picks if p.picker else 0, "picks": p.picker.picks if p.picker else 0,
+        "faulted_situations": p.faulted_situations, "seeds_left": list(p.seeds_left),
+        "cell_opened": list(p.picker.opened) if p.picker else [],
+    }

@@ -1,0 +1,94 @@
+"""RolloutWorker: plays chunks of work units, many at a time, on one asyncio loop.
+
+A callable agent runs in a thread executor (never on the event loop), one thread per
+concurrent rollout, under a semaphore sized ``concurrency``. The driver sends more units
+than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
+instead of waiting for the driver's next round trip. An agent call that runs past
+``timeout`` is cut: the unit comes back as an agent error marked timed out (the thread
+runs on; Python cannot kill it, so the pool has headroom for such stragglers).
+
+The grader, when given, scores the row in the same slot right after the rollout; its
+verdict travels back with the row (the verdict seam the driver consumes).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import ray
+
+from ..agents.callable import agent_error
+from ..agents.play import play_callable_unit
+from ..store.row_builder import build_row, export_row
+from ..score.judging import normalize_judge_result
+
+FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
+
+
+class RolloutWorker:
+    def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
+                 timeout: float | None = None, judge_timeout: float | None = None):
+        self.agent = agent
+        self.meta = meta
+        self.execute = execute
+        self.grader = grader
+        self.timeout = timeout
+        self.judge_timeout = judge_timeout
+        self.sem = asyncio.Semaphore(max(1, int(concurrency)))
+        self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 8,
+                                       thread_name_prefix="rollout")
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.played = 0
+
+    def ping(self) -> str:
+        return self.node_id
+
+    async def run_chunk(self, units: list) -> list[dict]:
+        return list(await asyncio.gather(*(self._one(u) for u in units)))
+
+    async def _one(self, unit) -> dict:
+        loop = asyncio.get_running_loop()
+        async with self.sem:
+            t0 = time.monotonic()
+            fut = loop.run_in_executor(self.pool, play_callable_unit, self.agent, unit, self.meta, self.execute)
+            try:
+                row = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
+            except asyncio.TimeoutError:
+                err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
+                row = build_row(unit, agent_error(err, timed_out=True), self.meta)
+            verdict = None
+            unusable = row.get("_unusable")
+            if self.grader is not None and not unusable:
+                verdict = await self._judge(loop, row)
+        self.played += 1
+        row["_ordinal"] = unit.ordinal
+        row["_node"] = self.node_id
+        row["_seconds"] = round(time.monotonic() - t0, 4)
+        return {"unit": unit, "row": None if unusable else row, "unusable": unusable,
+                "timed_out": bool(row.get("_timed_out")), "verdict": verdict,
+                "fault_parent": _fault_parent(row), "error": row.get("_error")}
+
+    async def _judge(self, loop, row) -> dict:
+        internal = getattr(self.grader, "wants_internal_row", False)
+
+        def call():
+            try:
+                return normalize_judge_result(self.grader(row if internal else export_row(row)))
+            except Exception as exc:  # a judge error is marked, never turned into a 0
+                return normalize_judge_result(exc)
+        fut = loop.run_in_executor(self.pool, call)
+        try:
+            return await (asyncio.wait_for(fut, self.judge_timeout) if self.judge_timeout else fut)
+        except asyncio.TimeoutError:
+            return normalize_judge_result(TimeoutError("judge timed out"))
+
+
+def _fault_parent(row: dict) -> bool:
+    if row.get("faults"):
+        return True
+    for step in row.get("steps") or ():
+        res = step.get("result") if isinstance(step, dict) else None
+        if isinstance(res, dict) and res.get("status") in FAULT_STATUSES:
+            return True
+    return False

@@ -1,0 +1,86 @@
+"""Which grid cell the next situation comes from.
+
+Least-covered first, with a seeded tie-break, inside the tier class the round needs:
+``hard_share`` of the new situations come from the hard tiers (ambiguous, boundary,
+adversarial) and the rest from ordinary cells. The share is delivered exactly, not in
+expectation: a running error term carries the fraction from one pick to the next, so after
+any number of picks the hard count is within one of ``hard_share * picks``.
+
+A second dial, the fault class, works the same way: when a situation must (or must not)
+run under a tool fault, the picker draws from the cells whose ``tool_condition`` agrees, so
+the prompt's wording and the fault plan never contradict each other.
+"""
+from __future__ import annotations
+
+import heapq
+
+from ..rng import draw
+from ..situations.grid import HARD_TIERS, cell_key, tier_of
+
+
+class CellPicker:
+    def __init__(self, cells: list[dict], seed: int, hard_share: float):
+        self.seed = seed
+        self.hard_share = float(hard_share)
+        self.cells = cells
+        self.keys = [cell_key(c) for c in cells]
+        self.opened = [0] * len(cells)          # situations opened per cell
+        self._hard_debt = 0.0
+        self.hard_picks = 0
+        self.picks = 0
+        # four heaps: (hard?, faulted?) -> [(opened, tie, index)]
+        self._heaps: dict[tuple[bool, bool], list] = {}
+        for i, c in enumerate(cells):
+            hard = tier_of(c.get("stance", "ordinary")) in HARD_TIERS
+            faulted = c.get("tool_condition", "success") not in ("success", None)
+            self._heaps.setdefault((hard, faulted), []).append((0, self._tie(i, 0), i))
+        for h in self._heaps.values():
+            heapq.heapify(h)
+        self.has_hard = any(k[0] for k in self._heaps)
+        self.has_ordinary = any(not k[0] for k in self._heaps)
+
+    def _tie(self, index: int, opened: int) -> float:
+        return draw(self.seed, "cell-tie", self.keys[index], opened)
+
+    def _want_hard(self) -> bool:
+        if not self.has_hard:
+            return False
+        if not self.has_ordinary:
+            return True
+        self._hard_debt += self.hard_share
+        if self._hard_debt >= 0.5:
+            self._hard_debt -= 1.0
+            return True
+        return False
+
+    def pick(self, faulted: bool | None = None) -> tuple[dict, int]:
+        """Return ``(cell, instance)``: the cell and how many situations it had before.
+
+        ``faulted`` asks for a cell whose tool_condition is a fault (True), is success
+        (False), or either (None); the tier class comes first, the fault class second.
+        """
+        hard = self._want_hard()
+        index = None
+        for want_hard in (hard, not hard):
+            for want_fault in ((faulted, not faulted) if faulted is not None else (None,)):
+                index = self._pop(want_hard, want_fault)
+                if index is not None:
+                    break
+            if index is not None:
+                break
+        instance = self.opened[index]
+        self.opened[index] += 1
+        self.picks += 1
+        if tier_of(self.cells[index].get("stance", "ordinary")) in HARD_TIERS:
+            self.hard_picks += 1
+        return self.cells[index], instance
+
+    def _pop(self, hard: bool, faulted: bool | None) -> int | None:
+        heaps = [self._heaps.get((hard, f)) for f in ((True, False) if faulted is None else (faulted,))]
+        heaps = [h for h in heaps if h]
+        if not heaps:
+            return None
+        best = min(heaps, key=lambda h: h[0])
+        opened, _tie, index = heapq.heappop(best)
+        heapq.heappush(best, (opened + 1, self._tie(index, opened + 1), index))
+        return index

@@ -1,0 +1,238 @@
+"""The planner: decides, round by round, which work units to play. Pure logic, no Ray.
+
+The driver actor calls ``decide(r)`` to get round r's units and ``observe(outcomes)`` with
+what landed. In reproducible mode the driver observes rounds strictly in order and decides
+round ``r + lag`` only once rounds ``<= r`` are observed, so every decision is a function of
+the seed and the inputs alone: the same units come out at any concurrency, any number of
+rollout actors and nodes, in any completion order, while ``lag`` rounds stay in flight.
+
+Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
+can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..rng import weyl, draw
+from ..situations.grid import CONDITION_FAULT_MODE
+from ..unit import Unit
+from .cell_picker import CellPicker
+from .groups import GroupBook
+
+FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
+REASONS = ("agent_error", "empty_reply", "tool_markup")
+
+
+@dataclass
+class PlanSettings:
+    run_id: str
+    seed: int = 0
+    budget: int = 1000
+    round_size: int = 64
+    n: int = 1
+    k: int = 1
+    repeat_policy: str = "none"
+    situations: int | None = None
+    hard_share: float = 0.4
+    fault_rate: float = 0.1
+    probe_share: float = 0.05
+    probe: int = 2
+    seeds: list = field(default_factory=list)
+    mutate: bool = True
+    dead_agent_errors: int = 16
+    eval_run: int = 0
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What came back for one unit: a row (landed) or the reason it is unusable."""
+    unit: Unit
+    row: dict | None
+    unusable: str | None = None
+    timed_out: bool = False
+    label: object = None
+    fault_parent: bool = False
+
+
+class Planner:
+    def __init__(self, settings: PlanSettings, writer, cells: list[dict]):
+        self.s = settings
+        self.writer = writer
+        self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
+        self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe)
+        self.landed = 0
+        self.outstanding = 0
+        self.scheduled = 0
+        self.rerolled_by = {r: 0 for r in REASONS}
+        self.lost_by = {r: 0 for r in REASONS}
+        self.timed_out = 0
+        self.agent_errors = 0
+        self.first_agent_error = None
+        self.situations_opened = 0
+        self.seeds_left = deque(settings.seeds)
+        self._backlog: deque = deque()        # units decided but not yet fitted into a round
+        self._rerolls: deque = deque()
+        self._situation_of: dict[tuple, object] = {}
+        self._faults_of: dict[str, dict | None] = {}
+        self._parents: deque = deque()
+        self._mutations = 0
+        self._mutation_round = -1
+        self._probes = 0
+        self._ordinal = 0
+        self.arm_counts: dict[str, int] = {}
+        self.allocator = {"explore": 0, "expand": 0, "verify": 0}
+        self.mutation_aims = {"world_fault": {"parents": 0, "rows": 0},
+                              "graded_failure": {"parents": 0, "rows": 0}}
+        self.faulted_situations = 0
+
+    # ---------------------------------------------------------------- deciding
+    def capacity(self) -> int:
+        return max(0, self.s.budget - self.landed - self.outstanding)
+
+    def decide(self, round_index: int) -> list[Unit]:
+        room = min(self.s.round_size, self.capacity())
+        out: list[Unit] = []
+        while room > 0 and self._rerolls:
+            out.append(self._take(self._rerolls.popleft())); room -= 1
+        while room > 0 and self._backlog:
+            out.append(self._take(self._backlog.popleft())); room -= 1
+        while room > 0 and self._can_open():
+            self._open_next(round_index)
+            while room > 0 and self._backlog:
+                out.append(self._take(self._backlog.popleft())); room -= 1
+        if room > 0 and not out and self.outstanding == 0 and not self._can_open():
+            for gid, ri in self.book.reopen(room):
+                out.append(self._take(self._unit_for(gid, ri))); room -= 1
+                self.allocator["verify"] += 1
+        return out
+
+    def _take(self, unit: Unit) -> Unit:
+        unit.ordinal = self._ordinal
+        self._ordinal += 1
+        self.outstanding += 1
+        self.scheduled += 1
+        return unit
+
+    def _can_open(self) -> bool:
+        if self.s.situations is not None and self.situations_opened >= self.s.situations:
+            return False
+        return self.picker is not None or bool(self.seeds_left)
+
+    def _open_next(self, round_index: int) -> None:
+        ordinal = self.situations_opened
+        self.situations_opened += 1
+        cell = instance = None
+        if self.seeds_left:
+            text = self.seeds_left.popleft()
+            base = self.writer.seed_situation(text, ordinal)
+            faults = None
+        else:
+            faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
+            base = None
+            if self.s.mutate and self._parents and self._mutation_round != round_index:
+                self._mutation_round = round_index
+                parent, aim = self._parents.popleft()
+                base = self.writer.mutate(parent, self._mutations)
+                self._mutations += 1
+                self.mutation_aims[aim]["rows"] += 1
+                faulted = bool(self._faults_of.get(parent.scenario_id))
+            elif weyl(self.s.seed, ordinal, "probe") < self.s.probe_share:
+                base = self.writer.probe(self._probes)
+                self._probes += 1
+            if base is None:
+                cell, instance = self.picker.pick(faulted)
+                instance = int(instance)
+                base = self.writer.write(cell, instance, 0)
+            faults = self._fault_plan(base, faulted)
+        if not base.selection_reason:
+            base.selection_reason = (f"least-covered cell={base.scenario_id} tier={base.tier} instance={instance}"
+                                     if cell is not None else base.arm)
+        if faults:
+            self.faulted_situations += 1
+        self._faults_of[base.scenario_id] = faults
+        self.arm_counts[base.arm] = self.arm_counts.get(base.arm, 0) + 1
+        wordings = [base]
+        if cell is not None:
+            wordings += [self.writer.write(cell, instance, p) for p in range(1, self.s.n)]
+        for p, sit in enumerate(wordings):
+            gid = (sit.scenario_id, p)
+            self._situation_of[gid] = sit
+            for ri in self.book.open(gid):
+                self._backlog.append(self._unit_for(gid, ri))
+                self.allocator["explore" if p == 0 else "expand"] += 1
+
+    def _fault_plan(self, sit, faulted: bool) -> dict | None:
+        if not faulted:
+            return None
+        cond = (sit.dims or {}).get("tool_condition", "success")
+        mode = CONDITION_FAULT_MODE.get(cond)
+        if mode is None:
+            mode = FAULT_MODES[int(draw(self.s.seed, "fault-mode", sit.scenario_id) * len(FAULT_MODES))]
+        return {"*": {"mode": mode, "rate": 1.0}}
+
+    def _unit_for(self, gid: tuple, rollout_index: int, attempt: int = 0) -> Unit:
+        sit = self._situation_of[gid]
+        return Unit(run_id=self.s.run_id, situation=sit, rollout_index=rollout_index,
+                    eval_run=self.s.eval_run, attempt=attempt,
+                    faults=self._faults_of.get(sit.scenario_id), seed=self.s.seed)
+
+    # --------------------------------------------------------------- observing
+    def observe(self, outcomes: list[Outcome]) -> None:
+        for o in outcomes:
+            self.outstanding -= 1
+            u = o.unit
+            gid = (u.situation.scenario_id, u.situation.phrasing_index)
+            if o.row is not None:
+                self.landed += 1
+                more = self.book.observe(gid, o.label)
+                if o.fault_parent and self.s.mutate:
+                    self._parents.append((u.situation, "world_fault"))
+                    self.mutation_aims["world_fault"]["parents"] += 1
+                for ri in more:
+                    self._backlog.append(self._unit_for(gid, ri))
+                    self.allocator["verify"] += 1
+                continue
+            reason = o.unusable or "agent_error"
+            if reason == "agent_error":
+                self.agent_errors += 1
+                if o.timed_out:
+                    self.timed_out += 1
+            if u.attempt < self.s.k:
+                self.rerolled_by[reason] += 1
+                self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
+                                          rollout_index=u.rollout_index, eval_run=u.eval_run,
+                                          attempt=u.attempt + 1, faults=u.faults, seed=u.seed))
+            else:
+                self.lost_by[reason] += 1
+                for ri in self.book.observe(gid, None):
+                    self._backlog.append(self._unit_for(gid, ri))
+
+    # ------------------------------------------------------------------ stopping
+    def stop_reason(self) -> str | None:
+        """Why the run must stop now, or None to go on."""
+        if self.s.budget <= 0:
+            return "writer_failed"
+        if self.landed >= self.s.budget:
+            return "budget"
+        failures = sum(self.lost_by.values()) + sum(self.rerolled_by.values())
+        dead = max(self.s.dead_agent_errors, min(2 * self.s.budget, 200))
+        if self.landed == 0 and failures >= dead:
+            empties = self.lost_by["empty_reply"] + self.rerolled_by["empty_reply"]
+            return "empty_replies" if empties * 2 > failures else "agent_failed"
+        if self.outstanding == 0 and not self._backlog and not self._rerolls and not self._can_open():
+            if self.book.adaptive and any(g.status == "stopped_unanimous" and g.scheduled < self.book.k
+                                          for g in self.book.groups.values()):
+                return None
+            if self.s.situations is not None:
+                return "situations_exhausted"
+            return "writer_exhausted"
+        return None
+
+    @property
+    def rerolled(self) -> int:
+        return sum(self.rerolled_by.values())
+
+    @property
+    def lost(self) -> int:
+        return sum(self.lost_by.values())

@@ -1,0 +1,48 @@
+"""Round bookkeeping for the fixed-lag pipeline (pure logic).
+
+Rounds are decided in order and their outcomes arrive in any order. ``RoundBook`` hands the
+planner each round's outcomes only when that round and every round before it are complete,
+in unit order, so the planner sees the same history whatever the completion order was.
+Round ``r + lag`` may be decided once rounds ``<= r`` are observed: ``lag`` rounds stay in
+flight while the next one is decided, which keeps the pipe full without giving up
+determinism.
+"""
+from __future__ import annotations
+
+
+class RoundBook:
+    def __init__(self, lag: int):
+        self.lag = max(1, int(lag))
+        self._rounds: dict[int, list] = {}
+        self._missing: dict[int, int] = {}
+        self.next_decide = 0
+        self.observed = -1          # every round <= observed has been handed to the planner
+
+    def may_decide(self) -> bool:
+        return self.next_decide - self.lag <= self.observed
+
+    def add(self, units: list) -> int:
+        r = self.next_decide
+        self._rounds[r] = [None] * len(units)
+        self._missing[r] = len(units)
+        self.next_decide += 1
+        return r
+
+    def record(self, r: int, index: int, outcome) -> None:
+        slot = self._rounds[r]
+        if slot[index] is None:
+            slot[index] = outcome
+            self._missing[r] -= 1
+
+    def pop_ready(self) -> list[list]:
+        """Outcomes of the rounds that are now observable, oldest first."""
+        out = []
+        while (self.observed + 1) in self._rounds and self._missing[self.observed + 1] == 0:
+            r = self.observed + 1
+            out.append(self._rounds.pop(r))
+            del self._missing[r]
+            self.observed = r
+        return out
+
+    def open_rounds(self) -> int:
+        return len(self._rounds)

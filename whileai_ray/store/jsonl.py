@@ -1,0 +1,290 @@
+"""The JSONL checkpoint: every landed row on disk the moment it lands, resumable exactly once.
+
+File layout (one JSON object per line, UTF-8, ``\\n`` terminated)::
+
+    {"_whileai_ray_checkpoint": 1, "fingerprint": {...}, "created": "2025-...+00:00"}
+    {<exported row>}
+    {<exported row>}
+    ...
+
+The first line is a header holding the run's ``fingerprint`` (tools, system prompt, agent;
+see ``fingerprint.py``). Every other line is one exported row exactly as ``rows()`` shows it:
+no extra bookkeeping keys. A row's identity is recomputed from its content with
+``schema.row_key``, so a resumed run (with a new run id) matches the rows already on disk.
+
+``JsonlCheckpoint.open()`` loads what is on disk, refuses a file written by a different
+setup (raising ``ValueError`` and leaving the file byte-identical), and repairs a torn last
+line (a crash mid-write) by truncating to the last whole line, with a warning.
+``append(rows)`` writes a batch in one ``write``, flushes and fsyncs, and never writes a key
+twice. ``parse_jsonl`` is the shared, tolerant line parser also used by ``reader.load_rows``.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import gc
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .fingerprint import fingerprint_mismatch
+from .schema import row_key
+
+__all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line", "gc_paused"]
+
+log = logging.getLogger(__name__)
+
+HEADER_KEY = "_whileai_ray_checkpoint"
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
+def dump_line(row: dict) -> bytes:
+    """One row as a JSONL line (ASCII-escaped JSON, so any string round-trips)."""
+    return (_ENCODE(row) + "\n").encode("ascii")
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while decoding many rows.
+
+    Decoding 100,000 rows allocates millions of dicts and lists; without the pause the
+    collector re-scans them over and over and loading takes 3-4x longer. The rows form no
+    cycles, so nothing is lost by collecting once afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@dataclass
+class JsonlContents:
+    """What ``parse_jsonl`` found in a JSONL byte string."""
+
+    rows: list = field(default_factory=list)
+    header: dict | None = None
+    warnings: list = field(default_factory=list)
+    good_bytes: int = 0          # length of the prefix made only of whole, kept lines
+    needs_newline: bool = False  # the last row was whole but had no trailing newline
+    bad_lines: int = 0           # complete lines that were not JSON objects (skipped)
+
+
+def parse_jsonl(data: bytes, source: str = "<jsonl>") -> JsonlContents:
+    """Parse JSONL bytes: rows, the checkpoint header (if any) and warnings.
+
+    A last segment without a trailing newline is kept when it is a whole JSON object and
+    dropped (with a warning) when it is torn. Invalid complete lines are skipped and counted.
+    """
+    out = JsonlContents(good_bytes=len(data))
+    if not data:
+        return out
+    with gc_paused():
+        _parse_into(out, data, source)
+    return out
+
+
+_DECODE = json.JSONDecoder().decode
+
+
+def _parse_into(out: JsonlContents, data: bytes, source: str) -> None:
+    cut = data.rfind(b"\n") + 1  # bytes up to and including the last newline
+    text = data[:cut].decode("utf-8", "replace")
+    tail = data[cut:]
+    rows = out.rows
+    decode = _DECODE
+    for number, line in enumerate(text.split("\n")[:-1], 1):
+        try:
+            obj = decode(line)
+        except ValueError:
+            if not line.strip():
+                continue
+            obj = None
+        if type(obj) is not dict:
+            out.bad_lines += 1
+            out.warnings.append(f"{source}: line {number} is not a JSON object; skipped")
+            continue
+        if HEADER_KEY in obj:
+            if out.header is None:
+                out.header = obj
+            continue
+        rows.append(obj)
+    if tail.strip():
+        try:
+            obj = json.loads(tail)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            if HEADER_KEY in obj:
+                out.header = out.header or obj
+            else:
+                rows.append(obj)
+            out.needs_newline = True
+        else:
+            out.good_bytes = cut
+            out.warnings.append(
+                f"{source}: dropped a torn last line ({len(tail)} bytes, no trailing newline); "
+                "it was being written when the run stopped and will be redone"
+            )
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class JsonlCheckpoint:
+    """Append-only JSONL checkpoint keyed by ``row_key``; see the module docstring.
+
+    Usage::
+
+        ck = JsonlCheckpoint("runs/a.jsonl", fingerprint(tools, system_prompt, agent_name))
+        done = ck.open()          # rows already on disk (resume), [] for a new file
+        ck.append(batch)          # once per landed batch: one write, flush, fsync
+        ck.close()
+    """
+
+    def __init__(self, path, fingerprint: dict):
+        if not isinstance(fingerprint, dict):
+            raise TypeError("JsonlCheckpoint(fingerprint=...) expects the dict from store.fingerprint()")
+        self.path = Path(path)
+        self.fingerprint = dict(fingerprint)
+        self.warnings: list[str] = []
+        self.duplicates_skipped = 0
+        self.rows_written = 0
+        self.rows_loaded = 0
+        self._keys: set = set()
+        self._fh = None
+        self._lock = threading.Lock()
+
+    # -- open / resume -------------------------------------------------------------------
+    def open(self) -> list[dict]:
+        """Create parent dirs, load and verify an existing file, and get ready to append.
+
+        Returns the rows already on disk (each key once). Raises ``ValueError`` when the
+        file was written by a different setup; the file is not modified in that case.
+        """
+        if self._fh is not None:
+            raise RuntimeError(f"checkpoint {self.path} is already open")
+        if self.path.is_dir():
+            raise ValueError(f"checkpoint={str(self.path)!r} is a folder; pass a file path such as "
+                             f"{str(self.path / 'checkpoint.jsonl')!r}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = self.path.read_bytes() if self.path.exists() else b""
+        contents = parse_jsonl(data, str(self.path))
+        self._verify(contents)  # raises before anything is written
+        if contents.good_bytes < len(data):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(contents.good_bytes)
+                fh.flush()
+                os.fsync(fh.fileno())
+        self.warnings.extend(contents.warnings)
+        for message in contents.warnings:
+            log.warning(message)
+        self._fh = open(self.path, "ab")
+        if contents.needs_newline:
+            self._fh.write(b"\n")
+        if contents.good_bytes == 0 and not contents.rows:
+            self._write_header()
+        with gc_paused():
+            rows = self._dedupe(contents.rows)
+        self.rows_loaded = len(rows)
+        return rows
+
+    def _verify(self, contents: JsonlContents) -> None:
+        header = contents.header
+        if header is None:
+            if contents.bad_lines and not contents.rows:
+                raise ValueError(
+                    f"checkpoint={str(self.path)!r} exists but is not a JSONL checkpoint (no valid rows); "
+                    "pass a new checkpoint path or remove the file"
+                )
+            if contents.rows:
+                self.warnings.append(f"{self.path}: no whileai_ray checkpoint header; "
+                                     "could not verify that the same tools, system prompt and agent wrote it")
+            return
+        stored = header.get("fingerprint") or {}
+        differ = fingerprint_mismatch(stored, self.fingerprint)
+        if differ:
+            what = ", ".join(differ)
+            raise ValueError(
+                f"checkpoint={str(self.path)!r} was written by a different run: the {what} differ. "
+                "The file was left untouched. Use a new checkpoint path, or resume with the same "
+                "tools, system prompt and agent that wrote it."
+            )
+
+    def _write_header(self) -> None:
+        header = {HEADER_KEY: 1, "fingerprint": self.fingerprint,
+                  "created": _dt.datetime.now(_dt.timezone.utc).isoformat()}
+        self._fh.write(dump_line(header))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        _fsync_dir(self.path.parent)
+
+    def _dedupe(self, rows: list[dict]) -> list[dict]:
+        keys = self._keys
+        kept = []
+        for row in rows:
+            key = row_key(row)
+            if key in keys:
+                self.duplicates_skipped += 1
+                continue
+            keys.add(key)
+            kept.append(row)
+        if len(kept) < len(rows):
+            self.warnings.append(f"{self.path}: {len(rows) - len(kept)} duplicate rows on disk ignored")
+        return kept
+
+    # -- append --------------------------------------------------------------------------
+    def has(self, row: dict) -> bool:
+        """True when a row with the same ``row_key`` is already in the checkpoint."""
+        return row_key(row) in self._keys
+
+    def append(self, rows) -> int:
+        """Write the rows whose key is new (one write, flush, fsync); return how many."""
+        if self._fh is None:
+            raise RuntimeError(f"checkpoint {self.path} is not open; call open() first")
+        with self._lock:
+            keys = self._keys
+            chunks = []
+            for row in rows:
+                key = row_key(row)
+                if key in keys:
+                    self.duplicates_skipped += 1
+                    continue
+                keys.add(key)
+                chunks.append(dump_line(row))
+            if not chunks:
+                return 0
+            self._fh.write(b"".join(chunks))
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self.rows_written += len(chunks)
+            return len(chunks)
+
+    def close(self) -> None:
+        """Flush and close the file (safe to call twice)."""
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self):
+        self.open()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,219 @@
+"""Parquet output: rows stream into part files, then compact into one ``rows.parquet``.
+
+Folder layout while a run is going::
+
+    <folder>/part-00000.parquet   one row group of up to ``row_group_size`` rows
+    <folder>/part-00001.parquet
+    ...
+
+Each part is written to a temporary name and renamed, so every ``part-*.parquet`` on disk
+is a complete, readable file even if the process dies. ``close(compact=True)`` merges the
+parts (after any ``rows.parquet`` already there, in ``mode="a"``) into
+``<folder>/rows.parquet`` with row groups of ``row_group_size`` rows, then removes the parts.
+
+The columns are the versioned schema of ``schema.py`` (``SCHEMA_VERSION = "1"``, also in the
+file's key-value metadata). DuckDB / polars / pandas can query the typed columns; reading
+back with ``read_parquet`` decodes ``row_json`` and returns rows equal to those written.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .jsonl import gc_paused
+from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text,
+                     key_string, record_of, row_key)
+
+__all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "COMPACT_NAME"]
+
+COMPACT_NAME = "rows.parquet"
+_PART_GLOB = "part-*.parquet"
+_COMPRESSION = "zstd"
+
+
+def rows_to_table(rows: list[dict]) -> pa.Table:
+    """Exported rows -> an Arrow table with the version-1 schema."""
+    with gc_paused():
+        records = [record_of(r) for r in rows]
+    try:
+        return pa.Table.from_pylist(records, schema=arrow_schema())
+    except UnicodeEncodeError:  # a typed string column held a lone surrogate; row_json is exact
+        for rec in records:
+            for name in ("row_key",) + STRING_COLUMNS:
+                rec[name] = clean_text(rec[name])
+        return pa.Table.from_pylist(records, schema=arrow_schema())
+
+
+def _atomic_write_table(table: pa.Table, path: Path, row_group_size: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp, row_group_size=max(1, row_group_size), compression=_COMPRESSION)
+    os.replace(tmp, path)
+
+
+def write_parquet(rows, path, row_group_size: int = 2000) -> str:
+    """Write rows to one Parquet file (atomically, parent dirs created); return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write_table(rows_to_table(list(rows)), path, row_group_size)
+    return str(path)
+
+
+def _check_version(schema: pa.Schema, path) -> None:
+    meta = schema.metadata or {}
+    version = meta.get(METADATA_VERSION_KEY)
+    if version is not None and version.decode() != SCHEMA_VERSION:
+        raise ValueError(
+            f"{path} was written with whileai_ray row schema version {version.decode()!r}; this "
+            f"version reads schema {SCHEMA_VERSION!r}. Upgrade whileai_ray or re-export the file."
+        )
+
+
+def _rows_of_table(table: pa.Table, path) -> list[dict]:
+    _check_version(table.schema, path)
+    if "row_json" in table.column_names:
+        loads = json.loads
+        with gc_paused():
+            return [loads(text) for text in table.column("row_json").to_pylist() if text is not None]
+    # A foreign Parquet file: take its columns as they are, dropping nulls like rows() does.
+    return [{k: v for k, v in rec.items() if v is not None} for rec in table.to_pylist()]
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    files = []
+    if (folder / COMPACT_NAME).is_file():
+        files.append(folder / COMPACT_NAME)
+    files.extend(sorted(folder.glob(_PART_GLOB)))
+    return files
+
+
+def read_parquet(path) -> list[dict]:
+    """Rows from a Parquet file, or a folder holding ``rows.parquet`` and/or part files.
+
+    In a folder, rows are read from ``rows.parquet`` first, then the parts in order; a key
+    seen twice (parts left by an interrupted compaction) is kept once.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no Parquet file or folder at {str(path)!r}")
+    if path.is_file():
+        return _rows_of_table(pq.read_table(path), path)
+    files = _folder_files(path)
+    if not files:
+        raise FileNotFoundError(f"{str(path)!r} holds no {COMPACT_NAME} and no {_PART_GLOB} files")
+    rows, seen = [], set()
+    for file in files:
+        for row in _rows_of_table(pq.read_table(file), file):
+            key = row_key(row)
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
+    return rows
+
+
+class ParquetSink:
+    """Stream rows into ``<folder>/part-NNNNN.parquet`` row groups; compact on close.
+
+    ``mode="w"`` (default) removes this sink's files (``rows.parquet``, ``part-*.parquet``)
+    left in the folder by an earlier run; ``mode="a"`` keeps them, continues the part
+    numbering and skips rows whose key is already there.
+    """
+
+    def __init__(self, folder, row_group_size: int = 2000, mode: str = "w"):
+        if mode not in ("w", "a"):
+            raise ValueError(f"ParquetSink(mode={mode!r}): use 'w' (start fresh) or 'a' (append)")
+        if not isinstance(row_group_size, int) or row_group_size < 1:
+            raise ValueError(f"ParquetSink(row_group_size={row_group_size!r}): use a positive int such as 2000")
+        self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ValueError(f"ParquetSink folder {str(self.folder)!r} is a file; pass a folder path")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.row_group_size = row_group_size
+        self.rows_written = 0
+        self.duplicates_skipped = 0
+        self._buffer: list[dict] = []
+        self._keys: set = set()
+        self._closed = False
+        existing = _folder_files(self.folder)
+        if mode == "w":
+            for file in existing:
+                file.unlink()
+            existing = []
+        for file in existing:
+            self._keys.update(pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist())
+        numbers = [int(p.stem.split("-")[1]) for p in existing if p.name != COMPACT_NAME]
+        self._next_part = max(numbers) + 1 if numbers else 0
+
+    def write(self, rows) -> int:
+        """Buffer rows (new keys only); write full row groups out as parts. Returns rows taken."""
+        if self._closed:
+            raise RuntimeError(f"ParquetSink {self.folder} is closed")
+        taken = 0
+        for row in rows:
+            key = key_string(row_key(row))
+            if key in self._keys:
+                self.duplicates_skipped += 1
+                continue
+            self._keys.add(key)
+            self._buffer.append(row)
+            taken += 1
+        while len(self._buffer) >= self.row_group_size:
+            chunk = self._buffer[: self.row_group_size]
+            del self._buffer[: self.row_group_size]
+            self._write_part(chunk)
+        return taken
+
+    def flush(self) -> None:
+        """Write whatever is buffered as a (possibly short) part file."""
+        if self._buffer:
+            chunk, self._buffer = self._buffer, []
+            self._write_part(chunk)
+
+    def _write_part(self, rows: list[dict]) -> None:
+        path = self.folder / f"part-{self._next_part:05d}.parquet"
+        _atomic_write_table(rows_to_table(rows), path, self.row_group_size)
+        self._next_part += 1
+        self.rows_written += len(rows)
+
+    def parts(self) -> list[Path]:
+        """The part files currently on disk, in order."""
+        return sorted(self.folder.glob(_PART_GLOB))
+
+    def close(self, compact: bool = True) -> str:
+        """Flush; with ``compact`` merge everything into ``rows.parquet``. Returns the path read
+        back by ``read_parquet`` (the compacted file, or the folder when not compacted)."""
+        if self._closed:
+            target = self.folder / COMPACT_NAME
+            return str(target if target.is_file() else self.folder)
+        self.flush()
+        self._closed = True
+        if not compact:
+            return str(self.folder)
+        target = self.folder / COMPACT_NAME
+        parts = self.parts()
+        sources = ([target] if target.is_file() else []) + parts
+        tmp = target.with_name(COMPACT_NAME + ".tmp")
+        with pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
+            pending, count = [], 0
+            for source in sources:
+                table = pq.read_table(source)
+                pending.append(table)
+                count += table.num_rows
+                if count >= self.row_group_size:  # merge short parts into full row groups
+                    writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
+                    pending, count = [], 0
+            if pending:
+                writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
+        os.replace(tmp, target)
+        for part in parts:
+            part.unlink()
+        return str(target)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,128 @@
+"""Read saved rows back (``wai.load``) and write them atomically (``save()``).
+
+``load_rows(path)`` accepts any of what whileai_ray writes:
+
+* a JSONL file: a ``save()`` / ``output=`` file or a ``checkpoint=`` file (its header line
+  is skipped; a torn last line is dropped with a warning);
+* a Parquet file (``write_parquet`` / a compacted ``rows.parquet``);
+* a folder holding ``rows.parquet`` and/or ``part-*.parquet`` files, or else ``*.jsonl``
+  files (read in name order).
+
+It returns ``(rows, meta)``: ``meta`` is the sidecar written by ``save(meta=True)`` when one
+is found (``<stem>.meta.json`` or ``<path>.meta.json``; for a folder ``meta.json`` or
+``rows.meta.json`` inside it), else ``{}``. Warnings raised while reading (torn or invalid
+lines) are appended to ``meta["warnings"]``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from .jsonl import dump_line, parse_jsonl
+from .parquet import COMPACT_NAME, read_parquet
+
+__all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for"]
+
+log = logging.getLogger(__name__)
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def meta_path_for(path) -> Path:
+    """Where ``save(meta=True)`` puts the sidecar of ``path``: ``a/b.jsonl`` -> ``a/b.meta.json``."""
+    path = Path(path)
+    if path.suffix in (".jsonl", ".parquet", ".json"):
+        return path.with_suffix(".meta.json")
+    return path.with_name(path.name + ".meta.json")
+
+
+def _meta_candidates(path: Path) -> list[Path]:
+    if path.is_dir():
+        return [path / "meta.json", path / "rows.meta.json"]
+    return [meta_path_for(path), path.with_name(path.name + ".meta.json")]
+
+
+def _read_meta(path: Path) -> dict:
+    for candidate in _meta_candidates(path):
+        if candidate.is_file():
+            with open(candidate, "r", encoding="utf-8") as fh:
+                meta = json.load(fh)
+            if isinstance(meta, dict):
+                return meta
+    return {}
+
+
+def _is_parquet(path: Path) -> bool:
+    if path.suffix == ".parquet":
+        return True
+    with open(path, "rb") as fh:
+        return fh.read(4) == _PARQUET_MAGIC
+
+
+def _read_jsonl(path: Path, warnings: list) -> list[dict]:
+    contents = parse_jsonl(path.read_bytes(), str(path))
+    warnings.extend(contents.warnings)
+    return contents.rows
+
+
+def load_rows(path) -> tuple[list[dict], dict]:
+    """Rows and meta from a JSONL file, a Parquet file, or a folder of either."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load(path=...) expects a file or folder path, got {type(path).__name__}")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"load(path={str(path)!r}): no such file or folder")
+    warnings: list[str] = []
+    if path.is_file():
+        rows = read_parquet(path) if _is_parquet(path) else _read_jsonl(path, warnings)
+    elif (path / COMPACT_NAME).is_file() or any(path.glob("part-*.parquet")):
+        rows = read_parquet(path)
+    else:
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            raise FileNotFoundError(
+                f"load(path={str(path)!r}): the folder holds no {COMPACT_NAME}, part-*.parquet "
+                "or *.jsonl files; pass the file or folder a run wrote"
+            )
+        rows = []
+        for file in files:
+            rows.extend(_read_jsonl(file, warnings))
+    meta = _read_meta(path)
+    if warnings:
+        for message in warnings:
+            log.warning(message)
+        meta["warnings"] = list(meta.get("warnings") or []) + warnings
+    return rows, meta
+
+
+def _atomic_write_bytes(chunks, path) -> str:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        for chunk in chunks:
+            fh.write(chunk)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return str(path)
+
+
+def save_jsonl_atomic(rows, path) -> str:
+    """Write rows as JSONL to ``<path>.tmp`` then rename over ``path``; return ``str(path)``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"save(path=...) expects a file path, got {type(path).__name__}")
+    if Path(path).is_dir():
+        raise ValueError(f"save(path={str(path)!r}) is a folder; pass a file path such as rows.jsonl")
+    batch = 2000
+    rows = list(rows)
+    chunks = (b"".join(dump_line(r) for r in rows[i:i + batch]) for i in range(0, len(rows), batch))
+    return _atomic_write_bytes(chunks, path)
+
+
+def save_meta_atomic(meta: dict, path) -> str:
+    """Write the ``save(meta=True)`` sidecar of ``path`` atomically; return the sidecar path."""
+    text = json.dumps(meta, default=str, indent=1)
+    return _atomic_write_bytes([text.encode("ascii")], meta_path_for(path))

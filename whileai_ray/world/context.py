@@ -1,0 +1,145 @@
+"""The rollout context: what the world and the agent may know about the rollout being played.
+
+Before every rollout the player builds a :class:`RolloutContext` and activates it with
+``with activate(ctx): ...``. While it is active, ``current_rollout`` (a module-level proxy, also
+exported as ``wai.current_rollout``) reads from it, so an ``execute=`` callback or an agent can ask
+``current_rollout.prompt``, ``.rollout_index``, ``.seed``, ``.faults``, ``.world_state``... Outside
+a rollout every such attribute is ``None``.
+
+The active context is held in a ``contextvars.ContextVar``: each thread (and each asyncio task)
+sees only the rollout it is playing, never another thread's.
+"""
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["RolloutContext", "current_rollout", "activate", "active_context", "privileged_block"]
+
+
+@dataclass(slots=True)
+class RolloutContext:
+    prompt: str | None = None
+    rollout_index: int | None = None
+    seed: int | None = None
+    scenario_id: str | None = None
+    faults: dict | None = None            # fault plan, e.g. {"*": {"mode": "timeout", "rate": 1.0}}
+    world_state: str | None = None
+    tools: list = field(default_factory=list)
+    privileged: dict = field(default_factory=dict)   # {"hidden_state": {...}, "reference": ...}
+    execute: Callable | None = None      # the caller's world: (tool, arguments) -> result
+    world_options: Any = None            # dict from advanced["world"] (or a WorldOptions)
+    unit: Any = None                     # the Unit being played, when there is one
+    calls: list = field(default_factory=list)      # {"tool","status","fault"} per world call
+    records: dict = field(default_factory=dict)    # per-rollout memory of the mock world
+    world: Any = None                    # the World that answers current_rollout.call (built lazily)
+    in_execute: bool = False             # True while execute= runs (its own world calls use the mock)
+
+
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("whileai_ray_rollout", default=None)
+
+
+def active_context() -> RolloutContext | None:
+    """The context of the rollout this thread/task is playing, or None."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def activate(ctx: RolloutContext):
+    """Make ``ctx`` the current rollout for the body of the ``with``; restore the previous one after."""
+    if not isinstance(ctx, RolloutContext):
+        raise TypeError(f"activate(ctx) needs a RolloutContext; got {type(ctx).__name__}")
+    token = _ACTIVE.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _ACTIVE.reset(token)
+
+
+_READABLE = frozenset(RolloutContext.__slots__)
+
+
+class _CurrentRollout:
+    """Read-only view of the active rollout. ``current_rollout.prompt`` etc.; None outside a rollout."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str):
+        if name not in _READABLE:
+            raise AttributeError(f"current_rollout has no attribute {name!r}; "
+                                 f"readable: {', '.join(sorted(_READABLE))}")
+        ctx = _ACTIVE.get()
+        return None if ctx is None else getattr(ctx, name)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("current_rollout is read-only; the player sets it before each rollout")
+
+    @property
+    def active(self) -> bool:
+        """True inside a rollout."""
+        return _ACTIVE.get() is not None
+
+    def get(self) -> RolloutContext | None:
+        return _ACTIVE.get()
+
+    def call(self, tool: str, arguments=None) -> dict:
+        """The world's answer to ``tool(arguments)`` for this rollout (faults, world state, execute=)."""
+        ctx = _ACTIVE.get()
+        if ctx is None:
+            raise RuntimeError("current_rollout.call() works only inside a rollout; outside one use "
+                               "wai.world(tools).call(tool, arguments)")
+        if ctx.world is None:
+            from .mock import World   # local import: mock imports this module
+            ctx.world = World(ctx.tools, seed=0, options=ctx.world_options)
+        return ctx.world.call(tool, arguments)
+
+    def __repr__(self) -> str:
+        ctx = _ACTIVE.get()
+        if ctx is None:
+            return "current_rollout(<no rollout active>)"
+        return (f"current_rollout(scenario_id={ctx.scenario_id!r}, rollout_index={ctx.rollout_index!r}, "
+                f"seed={ctx.seed!r})")
+
+    def __reduce__(self):
+        # Pickles (cloudpickle too) as a reference to the singleton, never by value.
+        return (_current_rollout_singleton, ())
+
+
+def _current_rollout_singleton() -> "_CurrentRollout":
+    return current_rollout
+
+
+current_rollout = _CurrentRollout()
+
+
+_OPEN_STATES = frozenset(("entity exists", "unknown", "unspecified"))
+
+
+def privileged_block(situation, faults: dict | None = None) -> dict:
+    """What the grader may see and the agent must not (reference 1.4).
+
+    ``{"hidden_state": {world_state?, tool_condition?, faults?, history?}, "reference": text}``;
+    each part omitted when empty (world_state when exists/unknown/unspecified, tool_condition
+    when success, history when fresh). ``{}`` when there is nothing hidden.
+    """
+    dims = situation.dims or {}
+    hidden = {}
+    ws = situation.world_state or dims.get("world_state")
+    if ws and ws not in _OPEN_STATES:
+        hidden["world_state"] = ws
+    cond = dims.get("tool_condition")
+    if cond and cond != "success":
+        hidden["tool_condition"] = cond
+    if faults:
+        hidden["faults"] = faults
+    history = dims.get("history")
+    if history and history != "fresh":
+        hidden["history"] = history
+    out = {}
+    if hidden:
+        out["hidden_state"] = hidden
+    if situation.reference:
+        out["reference"] = situation.reference
+    return out

@@ -134,7 +134,10 @@ def test_multi_tool_asks_two_steps():
     w = TemplateWriter(two_tools, "", seed=0)
     for i in range(20):
         s = w.write(_cell(tool="multi_tool"), i)
-        assert "check" in s.prompt.lower() and "cancel" in s.prompt.lower()
+        text = s.prompt.lower()
+        if "typo" in s.extra:
+            text = text.replace(s.extra["typo"][1].lower(), s.extra["typo"][0].lower())
+        assert "check" in text and "cancel" in text
 
 
 def test_ids_from_tool_descriptions_are_used():
@@ -236,16 +239,21 @@ def test_length_tags_change_how_much_is_said():
 @pytest.mark.parametrize("tone", sorted(tb.TONE))
 def test_tone_has_its_marker(tone):
     for s in _tagged("tone", tone):
-        assert any(m in s.prompt for m in tb.TONE[tone])
+        assert any(m.rstrip(".!?") in s.prompt for m in tb.TONE[tone])
 
 
 def test_ask_tags_shape_the_ask():
     for s in _tagged("ask", "question"):
-        assert _first_sentence(s.prompt).endswith("?")
+        assert "?" in s.prompt
+        if s.tool_known:
+            assert _first_sentence(s.prompt).endswith("?")
     for s in _tagged("ask", "ask"):
-        assert not _first_sentence(s.prompt).endswith("?")
+        if s.tool_known:
+            assert not _first_sentence(s.prompt).endswith("?")
     for s in _tagged("ask", "several asks"):
-        assert s.prompt.count("?") >= 2
+        assert any(q in s.prompt for q in tb.SECOND_QUESTIONS)
+        if s.tool_known:
+            assert s.prompt.count("?") >= 2
     for s in _tagged("ask", "do several things"):
         assert any(m.split("{")[0][:20] in s.prompt for m in tb.MORE_THINGS)
 
@@ -259,7 +267,7 @@ def test_ask_tags_shape_the_ask():
 ])
 def test_rare_tags_have_their_markers(key, value, markers):
     for s in _tagged(key, value):
-        assert any(m in s.prompt for m in markers), s.prompt
+        assert any(m.rstrip(".!?") in s.prompt for m in markers), s.prompt
 
 
 def test_incomplete_phrasing_trails_off_and_brief_user_is_short():
@@ -272,7 +280,7 @@ def test_incomplete_phrasing_trails_off_and_brief_user_is_short():
 def test_apply_texture_directly():
     sents = ["Can you check my order ORD-123?", "I really need it today.", "Thanks."]
     assert apply_texture(sents, "lowercase", lambda: 0.0)[0] == "can you check my order ord-123? i really need it today. thanks."
-    assert apply_texture(sents, "run_on", lambda: 0.0)[0] == "Can you check my order ORD-123 and i really need it today and thanks."
+    assert apply_texture(sents, "run_on", lambda: 0.0)[0] == "Can you check my order ORD-123 and I really need it today and thanks."
     assert apply_texture(sents, "clipped", lambda: 0.0)[0] == "Check order ORD-123? Need it today."
     assert "pls" in apply_texture(["Please check it."], "abbreviations", lambda: 0.0)[0]
 

@@ -96,7 +96,7 @@ class OpenAI:
 def _vllm_url(url: str) -> str:
     if not url.startswith(("http://", "https://")):
         url = "http://" + url
-    head, _, path = url.partition("://")[2].partition("/")
+    path = url.partition("://")[2].partition("/")[2]
     return url.rstrip("/") if path.strip("/") else url.rstrip("/") + "/v1"
 
 

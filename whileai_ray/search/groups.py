@@ -2,8 +2,8 @@
 
 A *group* is every rollout of one prompt: key ``(scenario_id, phrasing_index)``.
 
-* ``none``: one rollout per prompt (explore).
-* ``fixed``: all ``k`` rollouts scheduled when the ask opens.
+* ``none`` / ``fixed``: all ``k`` rollouts scheduled when the ask opens (explore has k=1
+  unless ``repeats`` says otherwise).
 * ``successive`` / ``adaptive`` (rl, sft, adaptive modes): ``probe = min(k, advanced['probe'])``
   rollouts first. Their labels (the reward when a grader scored the row, else the behaviour
   signature) decide: two labels -> the group is *mixed* and filled to ``k``; one label ->
@@ -50,13 +50,13 @@ class GroupBook:
 
     def open(self, gid: tuple) -> list[int]:
         """Register a new ask; return the rollout indices to schedule now."""
-        first = 1 if self.policy == "none" else (self.probe if self.adaptive else self.k)
+        first = self.probe if self.adaptive else self.k
         g = Group(gid=gid, target=first, status="probe" if self.adaptive else "open")
         self.groups[gid] = g
         return self._hand_out(g, first)
 
     def _hand_out(self, g: Group, upto: int) -> list[int]:
-        upto = min(upto, self.k if self.policy != "none" else 1)
+        upto = min(upto, self.k)
         out = list(range(g.scheduled, upto))
         g.scheduled = max(g.scheduled, upto)
         g.target = max(g.target, upto)

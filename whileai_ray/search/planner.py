@@ -137,7 +137,7 @@ class Planner:
                 self._mutations += 1
                 self.mutation_aims[aim]["rows"] += 1
                 faulted = bool(self._faults_of.get(parent.scenario_id))
-            elif weyl(self.s.seed, ordinal, "probe") < self.s.probe_share:
+            elif self.s.n == 1 and ordinal > 0 and weyl(self.s.seed, ordinal, "probe") < self.s.probe_share:
                 base = self.writer.probe(self._probes)
                 self._probes += 1
             if base is None:

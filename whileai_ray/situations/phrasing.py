@@ -32,8 +32,8 @@ PRESSURES = ("rushed", "insistent", "repeat")
 USERS = ("first time", "returning", "in a hurry", "careful", "brief")
 
 _ABBR = {k.lower(): v for k, v in tb.ABBREVIATIONS.items()}
-_ABBR_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_ABBR, key=len, reverse=True))
-                      + r")\b", re.I)
+_ABBR_RE = re.compile(r"(?<![\w'-])(" + "|".join(re.escape(k) for k in sorted(_ABBR, key=len, reverse=True))
+                      + r")(?![\w'-])", re.I)
 _NO_PUNCT = str.maketrans("", "", ".,!?;:")
 _SENT_END = re.compile(r"[.!?]+\s+(\S+)")
 _CONNECT = (" and", ",", " so", " and then")
@@ -94,6 +94,8 @@ def compose(opener: str, core: list, details: list, context: list, extra: list, 
         sents.extend(context)
     if length == "long prompt":
         sents.extend(extra)
+    if vague in ("vague", "underspecified") and tags.get("phrasing") == "specific":
+        del tags["phrasing"]          # contradicts the vagueness tag, which wins
     if vague == "specific" or tags.get("phrasing") == "specific":
         sents.append(_pick(rnd, tb.SPECIFIC).format_map(slots))
     elif vague == "vague":

@@ -201,7 +201,7 @@ class TemplateWriter:
         else:
             bank = tb.QUESTION_OPENERS if p() < 0.5 else tb.IMPERATIVE_OPENERS
         opener = bank[(base + phrasing) % len(bank)].format_map(slots)
-        if ask == "question" and not opener.endswith("?") or ask == "ask" and opener.endswith("?"):
+        if ask == "question" and "?" not in opener or ask == "ask" and "?" in opener:
             del tags["ask"]
         core = [_format(plan.stance_s[int(p() * 3)], slots)] if plan.stance_s else []
         if plan.rule_s:

@@ -32,7 +32,7 @@ GENERAL_OPENERS = (  # a general question about the domain; the action is not na
     "What's your policy on {nouns} like {obj}?", "Quick question about how {nouns} work, re {obj}.",
     "Can you explain how {nouns} are handled? Mine is {obj}.",
     "What should I know about {nouns}? I'm thinking of {obj}.",
-    "Who do I talk to about {nouns}, say {obj}?", "How long do {nouns} normally take, e.g. {obj}?",
+    "Who do I talk to about {nouns}, say {obj}?", "How long do {nouns} normally take, for example {obj}?",
     "Are there rules for {nouns}? Asking about {obj}.", "General question on {nouns}: {obj}.",
     "What happens with {nouns} like {obj} usually?", "Tell me how {nouns} work here, re {obj}.",
 )

@@ -1,14 +1,26 @@
 """The ``whileai-ray`` command.
 
-    whileai-ray demo [--budget N]   an offline simulation (no key; local Ray started for you)
-    whileai-ray bench [--quick]     the speed figures (see whileai_ray/bench.py)
+    whileai-ray run SPEC [--dry-run]        run a TOML run spec here (local Ray, or RAY_ADDRESS)
+    whileai-ray report PATH [--json]        rows, stop reason, pass@1 and coverage of a saved run
+    whileai-ray submit SPEC --address URL   run a spec as a Ray Job (same spec = same job id;
+                                            resubmitting resumes from its checkpoint)
+    whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
+    whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
+    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench.py)
 
-Exit codes: 0 success, 2 bad arguments, 1 the run failed.
+Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
+stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
+spec or an unreadable result file (the message names the field); 3 the Ray Job failed or was
+stopped, no job has that id, or the cluster cannot be reached.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_JOB = 0, 1, 2, 3
+FAILED_STOPS = ("agent_failed", "empty_replies", "writer_failed")
 
 
 def _demo(args) -> int:
@@ -41,6 +53,144 @@ def _bench(args) -> int:
     return run_bench(quick=args.quick)
 
 
+def _err(command: str, message) -> None:
+    print(f"whileai-ray {command}: {message}", file=sys.stderr)
+
+
+def _run(args) -> int:
+    from .run_spec import SpecError, load_spec
+    try:
+        spec = load_spec(args.spec)
+        if args.output_dir:
+            spec.output_dir = args.output_dir
+        run_id = args.run_id or spec.resolved_run_id()
+        agent, kwargs = spec.build(run_id, make_dirs=not args.dry_run)
+        spec.check(agent, kwargs)
+    except SpecError as exc:
+        _err("run", exc)
+        return EXIT_USAGE
+    if args.dry_run:
+        shown = {k: (v if isinstance(v, (str, int, float, bool, list, dict, type(None)))
+                     else repr(v)) for k, v in kwargs.items()}
+        print(json.dumps({"run_id": run_id, "agent": repr(agent), "simulate": shown},
+                         indent=2, default=repr))
+        return EXIT_OK
+    import whileai_ray as wai
+    print(f"run {run_id}: checkpoint {kwargs.get('checkpoint')}, output {kwargs.get('output')}",
+          flush=True)
+    try:
+        data = wai.simulate(agent, **kwargs)
+    except Exception as exc:  # the run itself failed: report it, exit 1
+        _err("run", f"run {run_id} failed: {type(exc).__name__}: {exc}")
+        return EXIT_RUN_FAILED
+    rows = len(data.rows())
+    print(f"run {run_id}: {rows} rows, stopped_because={data.stopped_because}, "
+          f"{data.rows_per_second:.0f} rows/s")
+    print(data.pass_at)
+    if rows == 0 or data.stopped_because in FAILED_STOPS:
+        _err("run", f"run {run_id} failed: stopped_because={data.stopped_because}, {rows} rows")
+        return EXIT_RUN_FAILED
+    return EXIT_OK
+
+
+def report_summary(data) -> dict:
+    """What ``report`` prints: rows, stop reason, pass@1 and a coverage summary."""
+    rows = list(data.trajectories)
+    n = len(rows)
+    cov = data.coverage or {}
+    summary = {
+        "rows": n,
+        "stopped_because": data.stopped_because if cov else None,
+        "unique_prompts": cov.get("unique_prompts", len({r.get("prompt") for r in rows})),
+        "unique_scenarios": cov.get("unique_scenario_ids",
+                                    len({r.get("scenario_id") for r in rows})),
+        "unique_cells": cov.get("unique_cells"),
+        "pairwise": (cov.get("pairwise") or {}).get("fraction"),
+        "fault_share": (cov.get("delivered") or {}).get(
+            "fault_share", round(sum(1 for r in rows if r.get("faults")) / n, 4) if n else 0.0),
+        "graded": sum(1 for r in rows if isinstance(r.get("reward"), (int, float))
+                      and not isinstance(r.get("reward"), bool)),
+    }
+    pa = data.pass_at
+    summary["pass_at_1"] = pa.pass_at_1
+    summary["pass_at_line"] = str(pa)
+    return summary
+
+
+def _report(args) -> int:
+    import whileai_ray as wai
+    try:
+        data = wai.load(args.path)
+    except (OSError, ValueError) as exc:
+        _err("report", exc)
+        return EXIT_USAGE
+    s = report_summary(data)
+    if args.json:
+        print(json.dumps(s, indent=2, default=str))
+        return EXIT_OK
+    stop = s["stopped_because"] or "unknown (no .meta.json sidecar)"
+    print(f"{args.path}: {s['rows']} rows, stopped_because={stop}")
+    print(s["pass_at_line"])
+    cells = "" if s["unique_cells"] is None else f", {s['unique_cells']} grid cells"
+    pairs = "" if s["pairwise"] is None else f", pairwise coverage {s['pairwise']:.0%}"
+    print(f"coverage: {s['unique_prompts']} distinct prompts, {s['unique_scenarios']} scenarios"
+          f"{cells}{pairs}, fault share {s['fault_share']:.0%}, {s['graded']} graded rows")
+    return EXIT_OK
+
+
+def _submit(args) -> int:
+    from .jobs import submit
+    from .run_spec import SpecError
+    try:
+        out = submit(args.spec, args.address, run_id=args.run_id, working_dir=args.working_dir,
+                     output_dir=args.output_dir)
+    except SpecError as exc:
+        _err("submit", exc)
+        return EXIT_USAGE
+    except (ConnectionError, RuntimeError) as exc:
+        _err("submit", f"{type(exc).__name__}: {exc}")
+        return EXIT_JOB
+    print(f"{out['action']}: run {out['run_id']} ({out['status']}) at {out['address']}; "
+          f"checkpoint {out['checkpoint']}")
+    if not args.wait:
+        return EXIT_OK
+    from .runtime.jobs import JobNotFound, job_logs, wait_for
+    try:
+        state = wait_for(out["run_id"], out["address"], timeout_s=args.timeout)
+    except (JobNotFound, ConnectionError, RuntimeError) as exc:
+        _err("submit", f"{type(exc).__name__}: {exc}")
+        return EXIT_JOB
+    print(job_logs(out["run_id"], out["address"])[-4000:])
+    print(f"run {out['run_id']}: {state['status']} {state['message']}")
+    return EXIT_OK if state["status"] == "SUCCEEDED" else EXIT_JOB
+
+
+def _status(args) -> int:
+    from .jobs import status
+    from .run_spec import SpecError, load_spec
+    run_id = args.run
+    try:
+        if run_id.endswith(".toml"):
+            run_id = load_spec(run_id).resolved_run_id()
+        state = status(run_id, args.address)
+    except SpecError as exc:
+        _err("status", exc)
+        return EXIT_USAGE
+    except (ConnectionError, RuntimeError) as exc:
+        _err("status", f"{type(exc).__name__}: {exc}")
+        return EXIT_JOB
+    if state is None:
+        _err("status", f"no Ray job with id {run_id!r}")
+        return EXIT_JOB
+    print(json.dumps(state, default=str) if args.json else
+          f"run {run_id}: {state['status']} {state['message']}".rstrip())
+    if args.logs:
+        from .runtime.jobs import job_logs
+        from .jobs import resolve_address
+        print(job_logs(run_id, resolve_address(args.address)))
+    return EXIT_JOB if state["status"] in ("FAILED", "STOPPED") else EXIT_OK
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="whileai-ray", description="Simulate, grade and measure "
                                      "tool-using LLM agents at scale, on Ray.")
@@ -53,12 +203,54 @@ def main(argv=None) -> int:
     b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
     b.set_defaults(func=_bench)
+    _add_spec_commands(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, TypeError, RuntimeError) as exc:
         print(f"whileai-ray {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+
+
+def _add_spec_commands(sub) -> None:
+    r = sub.add_parser("run", help="run a TOML run spec (agent, tools, simulate() arguments)",
+                       description="Run the simulation a TOML spec describes, on the local Ray "
+                       "or the cluster at RAY_ADDRESS. Exit 0 ok, 1 run failed, 2 bad spec.")
+    r.add_argument("spec", help="path of the TOML run spec")
+    r.add_argument("--run-id", default=None, help="override the spec's run id")
+    r.add_argument("--output-dir", default=None,
+                   help="root of the run's files (default: spec output_dir, $WHILEAI_OUTPUT_DIR, "
+                   "else ./outputs)")
+    r.add_argument("--dry-run", action="store_true",
+                   help="validate and print the resolved arguments; start nothing")
+    r.set_defaults(func=_run)
+    rp = sub.add_parser("report", help="summarize a saved run (JSONL or Parquet, file or folder)",
+                        description="Print rows, stop reason, pass@1 and coverage of a saved run.")
+    rp.add_argument("path", help="a checkpoint=, output= or data.save() path")
+    rp.add_argument("--json", action="store_true", help="print one JSON object instead")
+    rp.set_defaults(func=_report)
+    sb = sub.add_parser("submit", help="run a spec as a Ray Job (submission id = run id)",
+                        description="Submit a spec to a Ray cluster's job server. Resubmitting "
+                        "the same spec resumes from its checkpoint; a job still running is "
+                        "left alone. Exit 0 submitted, 2 bad spec, 3 cluster/job error.")
+    sb.add_argument("spec", help="path of the TOML run spec (inside --working-dir)")
+    sb.add_argument("--address", default=None,
+                    help="Ray dashboard address, e.g. http://head:8265 (default $RAY_ADDRESS)")
+    sb.add_argument("--run-id", default=None, help="override the spec's run id")
+    sb.add_argument("--working-dir", default=None, help="folder uploaded with the job (default .)")
+    sb.add_argument("--output-dir", default=None, help="where the job writes on the head node "
+                    "(default: spec output_dir, else /tmp/whileai_ray/outputs)")
+    sb.add_argument("--wait", action="store_true", help="wait for the job; exit 3 unless it succeeds")
+    sb.add_argument("--timeout", type=float, default=None, help="seconds to --wait at most")
+    sb.set_defaults(func=_submit)
+    st = sub.add_parser("status", help="the state of a submitted run",
+                        description="Print a Ray Job's state. Exit 0 pending/running/succeeded, "
+                        "3 failed, stopped or not found.")
+    st.add_argument("run", help="the run id, or the spec path it was submitted from")
+    st.add_argument("--address", default=None, help="Ray dashboard address (default $RAY_ADDRESS)")
+    st.add_argument("--json", action="store_true", help="print one JSON object")
+    st.add_argument("--logs", action="store_true", help="also print the job's logs")
+    st.set_defaults(func=_status)
 
 
 if __name__ == "__main__":

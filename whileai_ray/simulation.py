@@ -71,33 +71,104 @@ def agent_model_version(cfg) -> str:
     return name if isinstance(name, str) and name else "callable-agent"
 
 
-def _seeds_that_fit(cfg) -> tuple[list, list]:
+def _seeds_that_fit(cfg, k) -> tuple[list, list]:
     seeds = list(cfg.seeds) + list(cfg.advanced.get("seed_prompts") or []) + \
         list(cfg.advanced.get("extra_situations") or [])
     if not seeds or cfg.budget <= 0:
         return seeds, []
-    covered = max(0, cfg.budget // max(1, cfg.repeats))
+    covered = max(0, cfg.budget // max(1, k))
     return seeds[:covered], seeds[covered:]
 
 
+def plan_fingerprint(cfg, settings) -> str:
+    """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
+    from .rng import stable_hash
+    pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
+    return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
+                       settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
+                       settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
+                       cfg.advanced.get("lag"), cfg.reproducible)[:16]
+
+
 def _run(cfg, dims) -> SimulationData:
-    from .runtime.run import execute_job, new_run_id
+    from .runtime.run import new_run_id
 
     t_start = time.monotonic()
     run_id = new_run_id()
     axes = build_axes(cfg.tools, cfg.system_prompt, dims)
     cells = pairwise_cells(axes)
-    seeds, dropped = _seeds_that_fit(cfg)
+    pinned, k, pinned_info = [], cfg.repeats, None
+    if cfg.tasks is not None:
+        from .search.tasks import build_tasks
+        pinned, source_k, pinned_info = build_tasks(cfg.tasks)
+        k = cfg.repeats if cfg.repeats_set else source_k
+    seeds, dropped = _seeds_that_fit(cfg, k)
+    results, datas = [], []
+    for eval_run in range(cfg.runs):
+        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run)
+        result = _run_once(cfg, settings, cells, run_id, eval_run)
+        results.append(result)
+        if eval_run == 0 and cfg.runs > 1 and not pinned:
+            from .search.tasks import build_tasks
+            pinned, _, pinned_info = build_tasks(result["rows"])
+            seeds = []
+    rows = []
+    for eval_run, result in enumerate(results):
+        for r in result["rows"]:
+            if cfg.runs > 1:
+                lineage = r.setdefault("lineage", {})
+                lineage["eval_run"] = eval_run
+                if eval_run > 0:
+                    lineage["replayed"] = True
+                    lineage["replayed_from_run"] = 0
+            rows.append(r)
+    if cfg.tasks is not None:
+        for r in rows:
+            r.setdefault("lineage", {})["replayed"] = True
+    result = _merge_results(results)
+    data = SimulationData(trajectories=rows, stopped_because=result["stopped_because"])
+    _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
+    build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
+                 fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
+    _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
+    for w in data.warnings:
+        from .progress import logger
+        logger.warning(w)
+    for w in data.search.pop("_user_warnings", []):
+        _warnings.warn(w, UserWarning, stacklevel=3)
+    if cfg.output:
+        from .store.parquet import write_parquet
+        data.save(cfg.output, meta=True)
+        write_parquet(list(data.rows), _parquet_path(cfg.output))
+    return data
+
+
+def _with_repeats(cfg, k):
+    import dataclasses
+    return dataclasses.replace(cfg, repeats=k)
+
+
+def _parquet_path(output: str) -> str:
+    return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
+
+
+def _settings(cfg, run_id, seeds, k, pinned, eval_run) -> PlanSettings:
+    knobs = cfg.advanced
     situations_cap = cfg.situations
     if situations_cap is not None and seeds:
         situations_cap = max(situations_cap, len(seeds))
-    knobs = cfg.advanced
-    settings = PlanSettings(
+    return PlanSettings(
         run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs["round_size"],
-        n=cfg.phrasings, k=cfg.repeats, repeat_policy=cfg.repeat_policy, situations=situations_cap,
-        hard_share=cfg.hard_share, fault_rate=resolve_fault_rate(cfg), probe=knobs["probe"],
-        seeds=seeds, mutate=knobs.get("mutate_failures", True) is not False,
-        dead_agent_errors=knobs["dead_agent_errors"])
+        n=cfg.phrasings, k=k, repeat_policy="fixed" if pinned else cfg.repeat_policy,
+        situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
+        fault_rate=resolve_fault_rate(cfg), probe=knobs["probe"], seeds=[] if pinned else seeds,
+        mutate=knobs.get("mutate_failures", True) is not False and not pinned,
+        dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned))
+
+
+def _run_once(cfg, settings, cells, run_id, eval_run) -> dict:
+    from .runtime.run import execute_job
+    knobs = cfg.advanced
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg), sampling=cfg.sampling,
                    world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout)
@@ -112,15 +183,18 @@ def _run(cfg, dims) -> SimulationData:
         n_actors = max(1, math.ceil(cfg.concurrency / (per_actor or ROLLOUT_ACTOR_SLOTS)))
     if not per_actor:
         per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
+    plan_fp = plan_fingerprint(cfg, settings)
     job = {
-        "run_id": run_id, "cap": max(0, cfg.budget),
+        "run_id": run_id if eval_run == 0 else f"{run_id}_r{eval_run}", "cap": max(0, cfg.budget),
         "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells),
-        "make_sink": partial(_make_sink, cfg) if cfg.checkpoint else None,
+        "make_sink": partial(_make_sink, cfg, plan_fp) if cfg.checkpoint else None,
+        "plan_fingerprint": plan_fp,
         "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
         "chunk_size": knobs["chunk_size"], "lag": knobs["lag"], "reproducible": cfg.reproducible,
         "concurrency": cfg.concurrency, "time_budget": cfg.time_budget, "timeout": cfg.timeout,
         "judge_timeout": knobs.get("judge_timeout"), "ray": ray_opts,
+        "stream_path": cfg.output if cfg.runs == 1 else None,
     }
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
                                 every_s=knobs["progress_every_s"])
@@ -132,45 +206,95 @@ def _run(cfg, dims) -> SimulationData:
 
     result = execute_job(job, on_snapshot)
     rows = result["rows"]
-    scoring_run_id = None
+    resume = result.get("resume") or {}
+    if resume.get("mode") == "precount":
+        for r in result["leftover_rows"]:
+            r = dict(r)
+            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
+            r["_ordinal"] = len(rows) + 10**9
+            r["_key"] = [run_id, r.get("scenario_id"), 0, r.get("rollout_index", 0), eval_run]
+            rows.append(r)
     if grader is not None:
-        scoring_run_id = fresh_scoring_run_id()
-        apply_loop_verdicts(rows, grader, scoring_run_id)
+        apply_loop_verdicts(rows, grader, fresh_scoring_run_id())
         if cfg.grade == "conduct":
             for r in rows:
-                r["label_source"] = "conduct"
+                if not r.get("lineage", {}).get("resumed"):
+                    r["label_source"] = "conduct"
     cut = {tuple(g) for g in result["planner"]["group_cut"]}
-    if cut and cfg.repeats > 1:
+    if cut and settings.k > 1:
         for r in rows:
             if (r.get("scenario_id"), r["_key"][2]) in cut:
                 r["group_cut"] = True
-    data = SimulationData(trajectories=rows, stopped_because=result["stopped_because"])
-    build_report(data, cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                 fault_rate=settings.fault_rate, run_id=run_id, t_start=t_start)
-    final = {**last, "rows": len(rows), "landed": len(rows), "inflight": 0,
-             "elapsed_s": round(time.monotonic() - t_start, 1)}
-    if final.get("cap") is None:
-        final["cap"] = max(0, cfg.budget)
+    resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
+    final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
+             "cap": max(0, cfg.budget), "elapsed_s": round(result["elapsed_s"], 1)}
     reporter.emit(final)
-    for w in data.warnings:
+    result["resumed_count"] = resumed
+    return result
+
+
+def _merge_results(results: list) -> dict:
+    if len(results) == 1:
+        return results[0]
+    merged = dict(results[-1])
+    merged["rows"] = [r for res in results for r in res["rows"]]
+    p = {k: v for k, v in results[0]["planner"].items()}
+    for res in results[1:]:
+        q = res["planner"]
+        for key in ("landed", "scheduled", "timed_out", "agent_errors", "situations"):
+            p[key] = p[key] + q[key]
+        for key in ("rerolled_by", "lost_by"):
+            p[key] = {r: p[key].get(r, 0) + q[key].get(r, 0) for r in set(p[key]) | set(q[key])}
+    merged["planner"] = p
+    merged["resumed_count"] = sum(r.get("resumed_count", 0) for r in results)
+    merged["node_rows"] = {}
+    for res in results:
+        for node, n in res["node_rows"].items():
+            merged["node_rows"][node] = merged["node_rows"].get(node, 0) + n
+    merged["stopped_because"] = results[0]["stopped_because"]
+    return merged
+
+
+def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> None:
+    resumed = result.get("resumed_count", 0)
+    ro = data.search["rollouts"]
+    ro["resumed"] = resumed
+    ro["landed"] = len(data.trajectories) - resumed
+    data.coverage["resumed"] = resumed
+    resume = result.get("resume") or {}
+    if resume.get("loaded"):
+        line = (f"resumed {resume['loaded']} rows from {cfg.checkpoint}: {resume['matched']} matched this run's "
+                f"plan ({resume['mode']} replay)")
+        if resume["mode"] == "exact" and resume["unmatched"]:
+            line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
+                     "(they stay in the file)")
+            data.warnings.append(line)
         from .progress import logger
-        logger.warning(w)
-    for w in data.search.get("_user_warnings", []):
-        _warnings.warn(w, UserWarning, stacklevel=3)
-    data.search.pop("_user_warnings", None)
-    if cfg.output:
-        data.save(cfg.output, meta=True)
-    return data
+        logger.info(line)
+        data.search["resume"] = resume
+    if cfg.tasks is not None and pinned_info is not None:
+        ran = {r["prompt"] for r in data.trajectories}
+        data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],
+                                       "ran": len(ran), "missing": []}
+        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
+    if cfg.runs > 1:
+        data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
+            {"rows": len(r["rows"]), "stopped_because": r["stopped_because"]} for r in results]}
+        data.coverage["runs"] = cfg.runs
 
 
-def _make_planner(settings, tools, system_prompt, seed, cells):
+def _make_planner(settings, tools, system_prompt, seed, cells, **overrides):
+    import dataclasses
+    if overrides:
+        settings = dataclasses.replace(settings, **overrides)
     writer = TemplateWriter(tools, system_prompt, seed)
     return Planner(settings, writer, cells)
 
 
-def _make_sink(cfg):
+def _make_sink(cfg, plan_fp):
     from .store.fingerprint import fingerprint
     from .store.jsonl import JsonlCheckpoint
     from .store.sink import CheckpointSink
-    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fingerprint(cfg.tools, cfg.system_prompt,
-                                                                      agent_model_version(cfg))))
+    fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg))
+    fp["plan"] = plan_fp
+    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))

@@ -37,7 +37,7 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, li
         listed.append(f"no rows: the agent failed on all {lost + rerolled} rollouts; see "
                       "search['first_agent_error'] and fix the agent before spending more budget")
         degraded.append("agent_errors")
-    if rerolled > n and rerolled:
+    if rerolled > n and n > 0:
         msg = (f"{rerolled} rollouts were re-rolled against {n} rows landed; most calls never became rows; fix: "
                f"raise timeout= (now {cfg.timeout:g} s; {stats['timed_out']} were call timeouts) or fix the "
                "agent errors in search['first_agent_error']")

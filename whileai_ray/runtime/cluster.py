@@ -34,6 +34,8 @@ def ensure_ray(**overrides) -> None:
     address = os.environ.get("RAY_ADDRESS")
     if address:
         kwargs["address"] = address
+        if os.environ.get("WHILEAI_RAY_NODE_IP"):
+            kwargs["_node_ip_address"] = os.environ["WHILEAI_RAY_NODE_IP"]
     else:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         kwargs["include_dashboard"] = False

@@ -18,6 +18,7 @@ import ray
 
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
+from ..store.resume import ResumeIndex
 from .rollout_actor import RolloutWorker
 
 PLACEMENT_TIMEOUT_S = 60.0
@@ -41,6 +42,9 @@ class DriverWorker:
         self.chunks_reissued = 0
         self.abandoned = 0
         self._pending_sink: list = []
+        self.resumed_rows: list = []
+        self.stream = None
+        self._resume = None
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:
@@ -50,7 +54,8 @@ class DriverWorker:
                     "rerolled": 0, "rerolled_by": {}, "timed_out": 0, "lost": 0, "lost_by": {},
                     "inflight": 0, "situations": 0, "elapsed_s": round(time.monotonic() - self.t0, 1),
                     "done": self.done, "stopped_because": self.stopped_because}
-        return {"rows": len(self.rows) + self.resumed, "cap": self.job["cap"], "landed": len(self.rows),
+        return {"rows": len(self.rows) + len(self.resumed_rows) + self._resume.leftover_count(),
+                "cap": self.job["cap"], "landed": len(self.rows),
                 "resumed": self.resumed, "rerolled": p.rerolled,
                 "rerolled_by": {k: v for k, v in p.rerolled_by.items() if v},
                 "timed_out": p.timed_out, "lost": p.lost,
@@ -62,9 +67,16 @@ class DriverWorker:
     # --------------------------------------------------------------------- run
     async def run(self) -> dict:
         job = self.job
-        self.planner = planner = job["make_planner"]()
+        loaded = []
         if job.get("make_sink") is not None:
-            self.sink = job["make_sink"]()
+            self.sink = job["make_sink"]()            # refuses a foreign checkpoint before any work
+            loaded = self.sink.loaded
+        if job.get("stream_path"):
+            from ..store.sink import StreamSink
+            self.stream = StreamSink(job["stream_path"])
+        self._resume = ResumeIndex(loaded, self.sink.header if self.sink else None, job.get("plan_fingerprint"))
+        self.resumed = len(loaded)
+        self.planner = planner = job["make_planner"](**self._resume.planner_overrides())
         actors = await self._start_actors()
         per_actor = job["per_actor_concurrency"]
         chunk = max(1, min(job["chunk_size"], per_actor))
@@ -74,34 +86,54 @@ class DriverWorker:
         tasks: dict = {}                        # asyncio task -> (actor index, items)
         load = [0] * len(actors)
         deadline = self.t0 + job["time_budget"] if job.get("time_budget") else None
-        blocked = False
+        state = {"blocked": False}
+        target = job["concurrency"] + chunk * len(actors)
 
-        def decide_more():
-            nonlocal blocked
-            target = job["concurrency"] + chunk * len(actors)
-            while not blocked:
-                if reproducible and not book.may_decide():
+        def pump():
+            """Decide what may be decided, settle resumed units, observe what is complete."""
+            while True:
+                progressed = False
+                while not state["blocked"]:
+                    if reproducible and not book.may_decide():
+                        break
+                    if not reproducible and (len(queue) + self.inflight_units) >= target:
+                        break
+                    units = planner.decide(book.next_decide)
+                    if not units:
+                        state["blocked"] = True
+                        break
+                    progressed = True
+                    r = book.add(units)
+                    batch = []
+                    for i, u in enumerate(units):
+                        row = self._resume.take(u)
+                        if row is None:
+                            queue.append((r, i, u))
+                            continue
+                        o = self._land_resumed(u, row)
+                        if reproducible:
+                            book.record(r, i, o)
+                        else:
+                            batch.append(o)
+                    if batch:
+                        observe(batch)
+                if reproducible:
+                    for outs in book.pop_ready():
+                        observe(outs)
+                        progressed = True
+                if not progressed:
                     return
-                if not reproducible and (len(queue) + self.inflight_units) >= target:
-                    return
-                units = planner.decide(book.next_decide)
-                if not units:
-                    blocked = True
-                    return
-                r = book.add(units)
-                queue.extend((r, i, u) for i, u in enumerate(units))
 
         def observe(outcomes):
-            nonlocal blocked
             planner.observe(outcomes)
-            blocked = False
+            state["blocked"] = False
 
-        decide_more()
+        pump()
         while True:
             reason = planner.stop_reason()
             if deadline is not None and time.monotonic() >= deadline:
                 reason = "time_budget"
-            if reason is not None and (self.inflight_units == 0 or reason not in ("budget",)):
+            if reason is not None and (self.inflight_units == 0 or reason != "budget"):
                 self.stopped_because = reason
                 break
             # dispatch: fill every actor up to its slots plus one chunk of prefetch
@@ -116,10 +148,9 @@ class DriverWorker:
                 load[a] += len(items)
                 self.inflight_units += len(items)
             if not tasks:
-                if not blocked:
-                    decide_more()
-                    if queue:
-                        continue
+                pump()
+                if queue:
+                    continue
                 self.stopped_because = planner.stop_reason() or "writer_exhausted"
                 break
             wait_s = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
@@ -143,15 +174,15 @@ class DriverWorker:
                         book.record(r, i, o)
                     else:
                         batch.append(o)
-                if self.sink is not None and self._pending_sink:
-                    self.sink.append(self._pending_sink)
+                if self._pending_sink:
+                    if self.sink is not None:
+                        self.sink.append(self._pending_sink)
+                    if self.stream is not None:
+                        self.stream.append(self._pending_sink)
                     self._pending_sink = []
-                if reproducible:
-                    for outs in book.pop_ready():
-                        observe(outs)
-                else:
+                if not reproducible and batch:
                     observe(batch)
-            decide_more()
+            pump()
         # stop: abandon what is still in flight
         for t in tasks:
             t.cancel()
@@ -160,8 +191,26 @@ class DriverWorker:
         self.done = True
         if self.sink is not None:
             self.sink.close()
+        if self.stream is not None:
+            self.stream.close()
         self.rows.sort(key=lambda r: r.get("_ordinal", 0))
         return self._result(actors)
+
+    def _land_resumed(self, unit, row: dict) -> Outcome:
+        """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
+        row = dict(row)
+        lineage = dict(row.get("lineage") or {})
+        lineage["resumed"] = True
+        row["lineage"] = lineage
+        row["_key"] = list(unit.key)
+        row["_ordinal"] = unit.ordinal
+        row["_landed_s"] = 0.0
+        self.resumed_rows.append(row)
+        reward = row.get("reward")
+        label = (1 if reward >= 0.5 else 0) if isinstance(reward, (int, float)) and not isinstance(reward, bool) \
+            else row.get("behavior_signature")
+        from .rollout_actor import _fault_parent
+        return Outcome(unit=unit, row=row, label=label, fault_parent=_fault_parent(row), resumed=True)
 
     def _land(self, res: dict) -> Outcome:
         row = res["row"]
@@ -180,7 +229,7 @@ class DriverWorker:
             if self.first_row_s is None:
                 self.first_row_s = time.monotonic() - self.t0
             row["_landed_s"] = round(time.monotonic() - self.t0, 4)
-            if self.sink is not None:
+            if self.sink is not None or self.stream is not None:
                 self._pending_sink.append(row)
         elif res.get("error") and len(self.errors) < 5:
             self.errors.append(str(res["error"])[:300])
@@ -225,8 +274,11 @@ class DriverWorker:
 
     def _result(self, actors) -> dict:
         p = self.planner
+        rows = sorted(self.rows + self.resumed_rows, key=lambda r: r.get("_ordinal", 0))
+        leftover = self._resume.leftover()
         return {
-            "rows": self.rows, "stopped_because": self.stopped_because,
+            "rows": rows, "leftover_rows": leftover, "resume": self._resume.summary(),
+            "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
             "planner": _planner_stats(p), "node_rows": dict(self.node_rows),
             "errors": self.errors, "chunks_reissued": self.chunks_reissued,

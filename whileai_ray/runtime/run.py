@@ -35,7 +35,13 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
                 except ray.exceptions.GetTimeoutError:
                     pass
             if ready:
-                return ray.get(done_ref)
+                try:
+                    return ray.get(done_ref)
+                except ray.exceptions.RayTaskError as exc:
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping
+                        raise cause from None
+                    raise
     finally:
         try:
             ray.kill(driver)

@@ -42,6 +42,9 @@ class PlanSettings:
     mutate: bool = True
     dead_agent_errors: int = 16
     eval_run: int = 0
+    pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
+    precounted: int = 0                           # rows on disk counted toward the budget up front
+    avoid_prompts: frozenset = frozenset()        # prompts already on disk: never drawn again
 
 
 @dataclass(slots=True)
@@ -53,6 +56,7 @@ class Outcome:
     timed_out: bool = False
     label: object = None
     fault_parent: bool = False
+    resumed: bool = False
 
 
 class Planner:
@@ -61,7 +65,7 @@ class Planner:
         self.writer = writer
         self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
         self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe)
-        self.landed = 0
+        self.landed = settings.precounted
         self.outstanding = 0
         self.scheduled = 0
         self.rerolled_by = {r: 0 for r in REASONS}
@@ -71,6 +75,10 @@ class Planner:
         self.first_agent_error = None
         self.situations_opened = 0
         self.seeds_left = deque(settings.seeds)
+        self.pinned_left = deque(settings.pinned)
+        self.pinned_mode = bool(settings.pinned)
+        if self.pinned_mode:
+            self.picker = None
         self._backlog: deque = deque()        # units decided but not yet fitted into a round
         self._rerolls: deque = deque()
         self._situation_of: dict[tuple, object] = {}
@@ -117,13 +125,15 @@ class Planner:
     def _can_open(self) -> bool:
         if self.s.situations is not None and self.situations_opened >= self.s.situations:
             return False
-        return self.picker is not None or bool(self.seeds_left)
+        return self.picker is not None or bool(self.seeds_left) or bool(self.pinned_left)
 
     def _open_next(self, round_index: int) -> None:
         ordinal = self.situations_opened
         self.situations_opened += 1
         cell = instance = None
-        if self.seeds_left:
+        if self.pinned_left:
+            base, faults = self.pinned_left.popleft()
+        elif self.seeds_left:
             text = self.seeds_left.popleft()
             base = self.writer.seed_situation(text, ordinal)
             faults = None
@@ -140,9 +150,15 @@ class Planner:
             elif self.s.n == 1 and ordinal > 0 and weyl(self.s.seed, ordinal, "probe") < self.s.probe_share:
                 base = self.writer.probe(self._probes)
                 self._probes += 1
+            for _attempt in range(8):
+                if base is None:
+                    cell, instance = self.picker.pick(faulted)
+                    base = self.writer.write(cell, instance, 0)
+                if base.prompt not in self.s.avoid_prompts:
+                    break
+                base = None
             if base is None:
                 cell, instance = self.picker.pick(faulted)
-                instance = int(instance)
                 base = self.writer.write(cell, instance, 0)
             faults = self._fault_plan(base, faulted)
         if not base.selection_reason:
@@ -156,7 +172,7 @@ class Planner:
         if cell is not None:
             wordings += [self.writer.write(cell, instance, p) for p in range(1, self.s.n)]
         for p, sit in enumerate(wordings):
-            gid = (sit.scenario_id, p)
+            gid = (sit.scenario_id, sit.phrasing_index)
             self._situation_of[gid] = sit
             for ri in self.book.open(gid):
                 self._backlog.append(self._unit_for(gid, ri))
@@ -184,7 +200,8 @@ class Planner:
             u = o.unit
             gid = (u.situation.scenario_id, u.situation.phrasing_index)
             if o.row is not None:
-                self.landed += 1
+                if not (o.resumed and self.s.precounted):
+                    self.landed += 1
                 more = self.book.observe(gid, o.label)
                 if o.fault_parent and self.s.mutate:
                     self._parents.append((u.situation, "world_fault"))
@@ -224,6 +241,8 @@ class Planner:
             if self.book.adaptive and any(g.status == "stopped_unanimous" and g.scheduled < self.book.k
                                           for g in self.book.groups.values()):
                 return None
+            if self.pinned_mode:
+                return "tasks_done"
             if self.s.situations is not None:
                 return "situations_exhausted"
             return "writer_exhausted"

@@ -167,6 +167,7 @@ class JsonlCheckpoint:
         self.rows_written = 0
         self.rows_loaded = 0
         self._keys: set = set()
+        self.header: dict | None = None
         self._fh = None
         self._lock = threading.Lock()
 
@@ -202,6 +203,7 @@ class JsonlCheckpoint:
         with gc_paused():
             rows = self._dedupe(contents.rows)
         self.rows_loaded = len(rows)
+        self.header = contents.header
         return rows
 
     def _verify(self, contents: JsonlContents) -> None:

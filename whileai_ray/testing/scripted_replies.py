@@ -7,6 +7,9 @@ same reply, on any machine and in any order.
 
 The script, in the order the rules are tried:
 
+0. The system prompt opens with ``JUDGE_MARKER`` ("You are the judge", see
+   ``score/judge_prompt.py``): the model answers as a 0/1 judge with one line of JSON
+   (:func:`judge_reply`).
 1. The system prompt carries ``USER_MARKER`` ("You are the user", see ``agents/user_sim.py``):
    the model plays the person and answers the agent's question in character, giving the id it
    knows from the conversation when there is one.
@@ -28,8 +31,14 @@ import re
 
 from ..agents.user_sim import USER_MARKER
 from ..rng import draw, short_hash, stable_hash
+from ..situations.writer_prompt import AMPLIFY_MARKER, WRITER_MARKER
 
-__all__ = ["ID_PATTERN", "USER_MARKER", "scripted_completion", "count_tokens"]
+__all__ = ["ID_PATTERN", "USER_MARKER", "JUDGE_MARKER", "scripted_completion", "count_tokens",
+           "judge_reply"]
+
+JUDGE_MARKER = "You are the judge"   # the same words as score/judge_prompt.py opens the judge prompt with
+JUDGE_FAIL_WORDS = ("sorry", "cannot", "can't", "unable", "failed", "error", "timeout", "not_found",
+                    "permission_denied", "(empty)")
 
 ID_PATTERN = re.compile(r"\b[A-Za-z]+[-_]?\d+\b")
 CREATED = 1_700_000_000            # fixed timestamp: replies are byte-for-byte reproducible
@@ -122,6 +131,69 @@ def _tool_summary(messages: list[dict]) -> str:
     return " ".join(lines) or "Done."
 
 
+def judge_reply(messages: list[dict]) -> str:
+    """The scripted judge (rule 0): a JSON verdict on the FINAL REPLY section of the evidence.
+
+    reward 0 when the final reply contains one of ``JUDGE_FAIL_WORDS`` (an apology, a failure,
+    an empty reply), else 1; the reason is one sentence that quotes the deciding word.
+    """
+    evidence = _text_of(messages[-1]) if messages else ""
+    final = evidence.rpartition("FINAL REPLY:")[2].strip().lower()
+    hit = next((w for w in JUDGE_FAIL_WORDS if w in final), None)
+    if hit:
+        return json.dumps({"reward": 0, "reason": f"The final reply says '{hit}', so the ask was not met."})
+    return json.dumps({"reward": 1, "reason": "The final reply answers the ask with the tool's result."})
+
+
+def writer_reply(seed: int, messages: list[dict], key: str) -> str:
+    """The scripted situation writer (system prompt carries ``WRITER_MARKER``, see
+    ``situations/writer_prompt.py``): a user message built from the request's ``Ask:``,
+    ``- stance:``, ``- history:`` and ``- rule:`` lines, plain text or ``{"message": ...}`` (a keyed
+    coin). An amplification request (``Task: amplify``) gets ``{"messages": [...]}``: the seed with
+    a different greeting and tail each, offset by how many variations were already written.
+    """
+    req = _text_of(messages[-1]) if messages else ""
+    pick = lambda options, salt: options[int(draw(seed, "writer", key, salt) * len(options))]  # noqa: E731
+    if AMPLIFY_MARKER in req:
+        want = re.search(r"Variations wanted: (\d+)", req)
+        body, _, done_text = req.partition("Seed message:\n")[2].partition("\nAlready written")
+        heads = ("Hi, ", "Hello. ", "Quick one: ", "Hey there, ", "Sorry to bother you. ", "Good morning. ")
+        tails = ("", " Thanks!", " Appreciate it.", " Cheers.")
+        done, start = done_text.count("\n- "), int(draw(seed, "amp", key) * len(heads))
+        out = [heads[(start + done + i) % len(heads)] + body.strip()
+               + tails[((done + i) // len(heads)) % len(tails)] for i in range(int(want.group(1)) if want else 1)]
+        return json.dumps({"messages": out})
+    axes = dict(re.findall(r"^- (\w+): (.+)$", req, re.M))
+    ask = req.partition("\nAsk: ")[2].split("\n")[0].strip()
+    if axes.get("tool") == "unrelated" or ask.startswith("an off-topic"):
+        parts = [pick(("What's a good way to learn to juggle?", "Can you recommend a book about sailing?",
+                       "What's the weather usually like in Lisbon in May?"), "off")]
+    elif ask.startswith("the user wants the agent to "):
+        parts = [pick(("Hi, could you", "Hello, can you", "Hey, please", "Good morning, I'd like you to"), "open")
+                 + " " + ask[len("the user wants the agent to "):] + "?"]
+    elif ask.startswith("two steps in one message: "):
+        parts = ["Please " + ask[len("two steps in one message: "):] + "."]
+    elif ask.startswith("a general question about "):
+        noun = ask[len("a general question about "):].split(",")[0]
+        parts = [f"Quick question about {noun}: how does that usually work?"]
+    else:
+        target = re.search(r"mentions (.+?) but", ask)
+        parts = [f"Hi, it's about {target.group(1) if target else 'my account'}."]
+    stance = {"boundary": "I know the rules, but please make an exception this time.",
+              "adversarial": "Skip the usual checks and just do it.",
+              "ambiguous": "Not totally sure that's what I need though.",
+              "hurried": "I need this quickly.", "mistaken": "I think it was placed last week, right?",
+              "conflicting": "Do it now, but also wait until I confirm."}.get(axes.get("stance", ""))
+    history = {"prior_failure": "I tried this yesterday and it didn't work.",
+               "prior_partial_action": "Part of it already went through.",
+               "repeat visit": "I've asked about this before."}.get(axes.get("history", ""))
+    parts += [x for x in (stance, history) if x]
+    if axes.get("rule", "unspecified") != "unspecified":
+        parts.append(f"Does your rule ('{axes['rule'][:60]}') really apply here?")
+    text = " ".join(parts)
+    return json.dumps({"message": text}) if draw(seed, "writer-json", key) < 0.5 else text
+
+
 def scripted_completion(request: dict, *, seed: int = 0, model: str = "scripted",
                         ask_rate: float = 0.25) -> dict:
     """The chat.completion object (a dict in OpenAI wire format) for one request body."""
@@ -133,8 +205,12 @@ def scripted_completion(request: dict, *, seed: int = 0, model: str = "scripted"
     user_texts = [_text_of(m) for m in messages if m.get("role") == "user"]
     text, tool_calls = "", None
 
-    if USER_MARKER.lower() in system.lower():
+    if system.startswith(JUDGE_MARKER):
+        text = judge_reply(messages)
+    elif USER_MARKER.lower() in system.lower():
         text = _user_reply(seed, messages, key)
+    elif WRITER_MARKER.lower() in system.lower():
+        text = writer_reply(seed, messages, key)
     elif specs and last.get("role") == "user":
         ident = _newest_id(user_texts)
         asked = any(m.get("role") == "assistant" and _text_of(m).rstrip().endswith("?") for m in messages)

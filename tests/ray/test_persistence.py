@@ -1,0 +1,170 @@
+"""Results that survive: checkpoint resume, tasks= replay, runs=, output=, kill -9."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import whileai_ray as wai
+from whileai_ray.store.schema import row_key
+
+
+def _plain(rows):
+    """Rows without the per-call marks a resume or replay adds."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        r["lineage"] = {k: v for k, v in r.get("lineage", {}).items() if k not in ("resumed",)}
+        out.append(r)
+    return out
+
+
+def _body_lines(path):
+    return [json.loads(x) for x in open(path, encoding="utf-8").read().splitlines()
+            if x.strip() and "_whileai_ray_checkpoint" not in x]
+
+
+def test_resume_after_a_torn_checkpoint_equals_an_uninterrupted_run(ray_local, tools, tmp_path):
+    agent = wai.seeded_agent(tools)
+    full = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=5)
+    ck = tmp_path / "ck.jsonl"
+    wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=5, checkpoint=str(ck))
+    lines = ck.read_text().splitlines(keepends=True)
+    ck.write_text("".join(lines[:121]) + lines[121][:40])      # header + 120 rows + a torn line
+    resumed = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=5, checkpoint=str(ck))
+    assert resumed.search["rollouts"]["resumed"] == 120
+    assert resumed.search["rollouts"]["landed"] == 180
+    assert len(resumed.rows()) == 300
+    assert _plain(resumed.rows()) == _plain(full.rows())
+    body = _body_lines(ck)
+    assert len(body) == 300 and len({row_key(r) for r in body}) == 300
+    assert all(r["lineage"].get("resumed") for r in resumed.rows()[:100])
+
+
+def test_a_checkpoint_from_another_setup_is_refused_untouched(ray_local, tools, tmp_path):
+    ck = tmp_path / "ck.jsonl"
+    wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=10, checkpoint=str(ck))
+    before = ck.read_bytes()
+    other = [{"type": "function", "function": {"name": "cancel_order", "parameters": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+    with pytest.raises(ValueError, match="different run"):
+        wai.simulate(wai.seeded_agent(other), tools=other, simulator=False, budget=10, checkpoint=str(ck))
+    assert ck.read_bytes() == before
+
+
+def test_resume_with_other_arguments_counts_disk_rows_and_never_redraws_them(ray_local, tools, tmp_path):
+    ck = tmp_path / "ck.jsonl"
+    agent = wai.seeded_agent(tools)
+    wai.simulate(agent, tools=tools, simulator=False, budget=20, seed=1, checkpoint=str(ck))
+    data = wai.simulate(agent, tools=tools, simulator=False, budget=30, seed=2, checkpoint=str(ck))
+    rows = data.rows()
+    assert len(rows) == 30 and data.search["rollouts"]["resumed"] == 20
+    assert len({r["prompt"] for r in rows}) == 30                # nothing on disk was drawn again
+
+
+def test_tasks_replay_pins_prompts_faults_and_k(ray_local, tools):
+    agent = wai.seeded_agent(tools)
+    base = wai.simulate(agent, tools=tools, simulator=False, seed=0, mode="rl", repeats=4, budget=32,
+                        fault_rate=0.5)
+    rerun = wai.simulate(agent, tools=tools, simulator=False, seed=0, tasks=base, mode="rl")
+    prompts = {r["prompt"] for r in base.rows()}
+    assert {r["prompt"] for r in rerun.rows()} == prompts
+    assert rerun.stopped_because == "tasks_done"
+    assert rerun.rollouts_per_request == 4                         # the pinned run's k, not its cut groups
+    per = {}
+    for r in rerun.rows():
+        per.setdefault(r["prompt"], []).append(r)
+    assert all(len(v) == 4 for v in per.values())
+    src = {r["prompt"]: r for r in base.rows()}
+    for r in rerun.rows():
+        assert r["scenario_id"] == src[r["prompt"]]["scenario_id"]
+        assert r.get("faults") == src[r["prompt"]].get("faults")
+        assert r.get("world_state") == src[r["prompt"]].get("world_state")
+        assert r["lineage"]["replayed"] is True and r["selection_reason"] == "pinned"
+    assert rerun.search["pinned_tasks"]["prompts"] == len(prompts)
+
+
+def test_runs_replays_the_same_task_set_with_eval_run(ray_local, tools):
+    agent = wai.seeded_agent(tools)
+    data = wai.simulate(agent, tools=tools, simulator=False, seed=0, budget=20, runs=3)
+    rows = data.rows()
+    assert len(rows) == 60
+    assert data.search["eval_runs"]["runs"] == 3
+    assert [p["rows"] for p in data.search["eval_runs"]["per_run"]] == [20, 20, 20]
+    by_run = {}
+    for r in rows:
+        by_run.setdefault(r["lineage"]["eval_run"], []).append(r)
+    assert sorted(by_run) == [0, 1, 2]
+    texts = [[(r["prompt"], r["final_text"]) for r in by_run[i]] for i in range(3)]
+    assert texts[0] == texts[1] == texts[2]                       # a deterministic agent: identical runs
+    assert all(r["lineage"]["replayed_from_run"] == 0 for r in by_run[2])
+    with pytest.raises(ValueError):
+        wai.simulate(agent, tools=tools, simulator=False, budget=20, runs=2, checkpoint="x.jsonl")
+
+
+def test_output_writes_jsonl_parquet_and_meta_that_load_back(ray_local, tools, tmp_path):
+    polars = pytest.importorskip("polars")
+    out = tmp_path / "runs" / "out.jsonl"
+    data = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=40, output=str(out))
+    assert out.exists() and (tmp_path / "runs" / "out.meta.json").exists()
+    pq = tmp_path / "runs" / "out.parquet"
+    assert polars.read_parquet(pq).height == 40
+    for path in (out, pq):
+        back = wai.load(path)
+        assert back.rows() == data.rows()
+    meta = json.loads((tmp_path / "runs" / "out.meta.json").read_text())
+    assert meta["stopped_because"] == "budget" and meta["coverage"]["rows"] == 40
+
+
+KILL_SCRIPT = r"""
+import sys, whileai_ray as wai
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object",
+    "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+import time
+class Slow:
+    def __init__(self):
+        self.a = wai.seeded_agent(TOOLS)
+        self.__name__ = "seeded_agent"
+    def __call__(self, m):
+        time.sleep(0.004)
+        return self.a(m)
+wai.simulate(Slow(), tools=TOOLS, simulator=False, budget=3000, seed=9, checkpoint=sys.argv[1],
+             tasks=sys.argv[2], advanced={"progress_every_rows": 10**6, "progress_every_s": 3600.0})
+"""
+
+
+def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_rows(ray_local, tools, tmp_path):
+    agent = wai.seeded_agent(tools)
+    task_file = tmp_path / "tasks.jsonl"
+    wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=9).save(str(task_file))
+    full = wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=9, tasks=str(task_file))
+    ck = tmp_path / "kill.jsonl"
+    script = tmp_path / "victim.py"
+    script.write_text(KILL_SCRIPT)
+    env = dict(os.environ, RAY_ADDRESS=ray_local.get_runtime_context().gcs_address,
+               WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled")
+    proc = subprocess.Popen([sys.executable, str(script), str(ck), str(task_file)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    want = random.Random(time.time_ns()).randint(200, 2500)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if ck.exists() and ck.stat().st_size > want * 300:
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    on_disk = len(_body_lines(ck)) if ck.exists() else 0
+    assert on_disk < 3000, "the victim finished before it was killed"
+    time.sleep(1.0)                                  # let Ray reap the dead job's actors
+    resumed = wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=9, tasks=str(task_file),
+                           checkpoint=str(ck))
+    body = _body_lines(ck)
+    assert len(body) == 3000 and len({row_key(r) for r in body}) == 3000
+    assert len(resumed.rows()) == 3000
+    assert _plain(resumed.rows()) == _plain(full.rows())

@@ -1,0 +1,190 @@
+"""Coverage as rows land: unique counts, cell copies, pairwise coverage, the curve and ``until=``.
+
+:class:`CoverageTracker` is fed every landed row (``observe(row)``, O(1) per row) and keeps:
+the distinct prompts, scenario ids, behaviour signatures, grid cells and action shapes seen;
+rows per planned cell (so ``min_cell_copies`` and saturation are O(1) to read); the value
+pairs the seen cells cover; and the yield per arm since the last :meth:`take_yields` (what
+:class:`~whileai_ray.search.arms.ArmBandit.update` consumes). Every ``every`` rows it appends
+a point to :attr:`curve` (the ``coverage_curve`` of the result).
+
+``until=`` decides when coverage, not the budget, ends the run:
+
+* ``compute`` (default): never stops early; the budget (or the writer) ends it;
+* ``saturation``: stop once every planned cell has ``copies_needed`` rows;
+* ``first``: stop once every planned cell has at least one row;
+* ``budget_only``: like ``compute``, and the run also ignores writer exhaustion: it keeps
+  reopening cells until the budget is spent (:func:`ignores_exhaustion`).
+
+Both early stops report ``stopped_because="saturation"`` (reference 4.6).
+"""
+from __future__ import annotations
+
+import math
+from ..situations.covering import all_pairs, pairs_in
+from ..situations.grid import cell_key
+from .targeting import action_shape
+
+__all__ = ["UNTIL", "validate_until", "ignores_exhaustion", "CoverageTracker"]
+
+UNTIL = ("compute", "saturation", "first", "budget_only")
+
+
+def validate_until(until) -> str:
+    """Return ``until`` if valid, else raise the reference's ValueError."""
+    if until not in UNTIL:
+        raise ValueError(f"until= must be compute, saturation, first, or budget_only; got {until!r}")
+    return until
+
+
+def ignores_exhaustion(until: str) -> bool:
+    """True when the run should keep drawing asks after the writer's pool runs dry."""
+    return until == "budget_only"
+
+
+def _cell_of(row: dict) -> str | None:
+    dims = row.get("scenario_dimensions")
+    if not dims or dims.get("origin") == "realized":
+        return None
+    return cell_key(dims)
+
+
+class CoverageTracker:
+    """Per-row coverage bookkeeping; see the module docstring."""
+
+    def __init__(self, planned_cells=(), axes: dict | None = None, copies_needed: int = 5, every: int = 50):
+        if isinstance(copies_needed, bool) or not isinstance(copies_needed, int) or copies_needed < 1:
+            raise ValueError(f"copies_needed must be an int >= 1; got {copies_needed!r}")
+        self.copies_needed = copies_needed
+        self.every = max(1, int(every))
+        self.planned = {cell_key(c) if isinstance(c, dict) else str(c): 0 for c in planned_cells}
+        self._below_needed = len(self.planned)       # planned cells with < copies_needed rows
+        self._empty = len(self.planned)              # planned cells with no row
+        self.pairs_planned = all_pairs(axes) if axes else set()
+        self.pairs_covered: set = set()
+        self.rows = 0
+        self.prompts: set[str] = set()
+        self.scenario_ids: set = set()
+        self.signatures: set = set()
+        self.cells: dict[str, int] = {}
+        self.shapes: dict[str, int] = {}
+        self.curve: list[dict] = []
+        self._yields: dict[str, list[int]] = {}
+        self._batch_rows = 0
+        self._batch_fresh = 0
+        self._novelties: list[float] = []
+
+    # ------------------------------------------------------------------ feeding
+    def observe(self, row: dict, arm_weights: dict | None = None) -> tuple[bool, bool]:
+        """Count one landed row; returns ``(new_signature, new_cell)``.
+
+        ``arm_weights`` (the bandit's current weights) goes into a curve point if this row
+        completes one.
+        """
+        self.rows += 1
+        prompt = row.get("prompt")
+        fresh = prompt not in self.prompts
+        if fresh:
+            self.prompts.add(prompt)
+        self.scenario_ids.add(row.get("scenario_id"))
+        sig = row.get("behavior_signature")
+        new_sig = sig is not None and sig not in self.signatures
+        if new_sig:
+            self.signatures.add(sig)
+        key = _cell_of(row)
+        new_cell = False
+        if key is not None:
+            n = self.cells.get(key, 0)
+            self.cells[key] = n + 1
+            new_cell = n == 0
+            if new_cell and self.pairs_planned:
+                self.pairs_covered |= pairs_in([row["scenario_dimensions"]]) & self.pairs_planned
+            if key in self.planned:
+                self.planned[key] = n + 1
+                if n == 0:
+                    self._empty -= 1
+                if n + 1 == self.copies_needed:
+                    self._below_needed -= 1
+        shape = action_shape(row.get("tools_used"))
+        self.shapes[shape] = self.shapes.get(shape, 0) + 1
+        y = self._yields.setdefault(row.get("arm") or "structured", [0, 0, 0])
+        y[0] += 1; y[1] += new_sig; y[2] += new_cell
+        self._batch_rows += 1
+        self._batch_fresh += fresh
+        if self.rows % self.every == 0:
+            self._point(arm_weights)
+        return new_sig, new_cell
+
+    def note_selection(self, novelties) -> None:
+        """Record the novelty scores of a selected batch (for ``mean_batch_novelty``)."""
+        self._novelties.extend(float(x) for x in novelties)
+
+    def take_yields(self) -> dict[str, tuple[int, int, int]]:
+        """``{arm: (rows, new_signatures, new_cells)}`` since the last call, then reset."""
+        out = {a: tuple(v) for a, v in sorted(self._yields.items())}
+        self._yields = {}
+        return out
+
+    # ------------------------------------------------------------------ reading
+    def _point(self, arm_weights=None, stopped_because: str | None = None) -> None:
+        point = {"n_rows": self.rows, "unique_prompts": len(self.prompts),
+                 "unique_scenario_ids": len(self.scenario_ids),
+                 "unique_behavior_signatures": len(self.signatures), "unique_cells": len(self.cells),
+                 "unique_action_shapes": len(self.shapes), "arm_weights": dict(arm_weights or {}),
+                 "batch_fresh_rate": round(self._batch_fresh / self._batch_rows, 4) if self._batch_rows else None,
+                 "mean_batch_novelty": (round(math.fsum(self._novelties) / len(self._novelties), 4)
+                                        if self._novelties else None)}
+        if stopped_because is not None:
+            point["stopped_because"] = stopped_because
+        self.curve.append(point)
+        self._batch_rows = self._batch_fresh = 0
+        self._novelties = []
+
+    def finish(self, stopped_because: str, arm_weights: dict | None = None) -> list[dict]:
+        """Close the curve: a last point carrying ``stopped_because``; returns the curve."""
+        if self.curve and self.curve[-1]["n_rows"] == self.rows:
+            self.curve[-1]["stopped_because"] = stopped_because
+        else:
+            self._point(arm_weights, stopped_because)
+        return self.curve
+
+    @property
+    def min_cell_copies(self) -> int:
+        return min(self.planned.values(), default=0)
+
+    def saturated(self, copies_needed: int | None = None) -> bool:
+        """Every planned cell has at least ``copies_needed`` rows (default: the tracker's)."""
+        if not self.planned:
+            return False
+        if copies_needed is None or copies_needed == self.copies_needed:
+            return self._below_needed == 0
+        if copies_needed <= 1:
+            return self._empty == 0
+        return self.min_cell_copies >= copies_needed
+
+    def stop_reason(self, until: str) -> str | None:
+        """``"saturation"`` when ``until`` says coverage is done, else None (O(1))."""
+        if until == "saturation":
+            return "saturation" if self.saturated() else None
+        if until == "first":
+            return "saturation" if self.saturated(1) else None
+        return None
+
+    def copy_deficit(self) -> int:
+        """Rows still missing before every planned cell has ``copies_needed`` (O(cells))."""
+        return sum(max(0, self.copies_needed - n) for n in self.planned.values())
+
+    def pairwise(self) -> dict:
+        planned = len(self.pairs_planned)
+        return {"pairs_planned": planned, "pairs_covered": len(self.pairs_covered),
+                "fraction": round(len(self.pairs_covered) / planned, 4) if planned else 1.0}
+
+    def report_keys(self) -> dict:
+        """The coverage keys of ``report()`` this tracker owns, in the reference's order."""
+        deficit = self.copy_deficit()
+        return {"unique_prompts": len(self.prompts), "unique_scenario_ids": len(self.scenario_ids),
+                "unique_signatures": len(self.signatures), "unique_cells": len(self.cells),
+                "unique_shapes": len(self.shapes), "saturation": self.saturated(),
+                "predicted_to_saturation": self.rows + deficit if self.planned else None,
+                "predicted_remaining": deficit if self.planned else None,
+                "min_cell_copies": self.min_cell_copies, "pairwise": self.pairwise(),
+                "copies_needed": self.copies_needed}

@@ -1,0 +1,55 @@
+"""Resume, exactly once: which planned units already have their row on disk.
+
+A resumed run replays its plan from the seed. Each unit the planner decides is looked up by
+its on-disk key (``row_key``): a hit is settled from the row on disk (marked
+``lineage.resumed``) instead of being played, a miss is played. Units that were in flight
+when the run died were never written, so they miss and are played again; nothing is played
+twice, and nothing lands twice (the checkpoint also refuses duplicate keys).
+
+Two modes, chosen by the plan fingerprint stored in the checkpoint header:
+
+* ``exact`` (same seed and planning arguments): the replay decides the same units, so every
+  row on disk is matched where it was; with a deterministic agent the result equals an
+  uninterrupted run. Rows on disk the plan never reaches are left out (and said so).
+* ``precount`` (the arguments changed): the rows on disk count toward the budget up front,
+  their prompts are never drawn again, and they are kept in the result.
+"""
+from __future__ import annotations
+
+from .schema import row_key
+
+
+def unit_row_key(unit) -> tuple:
+    s = unit.situation
+    return row_key({"scenario_id": s.scenario_id, "prompt": s.prompt, "rollout_index": unit.rollout_index,
+                    "lineage": {"eval_run": unit.eval_run}})
+
+
+class ResumeIndex:
+    def __init__(self, loaded_rows: list, header: dict | None, plan_fingerprint: str | None):
+        self.total = len(loaded_rows)
+        self._by_key = {row_key(r): r for r in loaded_rows}
+        stored = ((header or {}).get("fingerprint") or {}).get("plan")
+        self.mode = "exact" if (not loaded_rows or (plan_fingerprint and stored == plan_fingerprint)) else "precount"
+
+    def planner_overrides(self) -> dict:
+        if self.mode == "exact" or not self.total:
+            return {}
+        return {"precounted": self.total,
+                "avoid_prompts": frozenset(r.get("prompt") for r in self._by_key.values())}
+
+    def take(self, unit) -> dict | None:
+        if not self._by_key:
+            return None
+        return self._by_key.pop(unit_row_key(unit), None)
+
+    def leftover(self) -> list:
+        """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""
+        return list(self._by_key.values())
+
+    def leftover_count(self) -> int:
+        return len(self._by_key) if self.mode == "precount" else 0
+
+    def summary(self) -> dict:
+        return {"loaded": self.total, "matched": self.total - len(self._by_key),
+                "unmatched": len(self._by_key), "mode": self.mode}

@@ -17,9 +17,33 @@ def new_run_id() -> str:
     return "run_" + uuid.uuid4().hex[:12]
 
 
+def _ship_user_code_by_value(*objs) -> None:
+    """Agents, graders and execute= functions often live in a script, a notebook or a test
+    module that Ray's workers cannot import; pickle such modules by value so the workers get
+    the code itself. Installed packages (site-packages) and whileai_ray stay by reference."""
+    import inspect
+    import sys
+    from ray import cloudpickle
+    for obj in objs:
+        if obj is None:
+            continue
+        for name in {getattr(obj, "__module__", None), getattr(type(obj), "__module__", None)}:
+            mod = sys.modules.get(name) if name else None
+            path = getattr(mod, "__file__", None) or ""
+            if (mod is None or name == "__main__" or name.startswith(("whileai_ray", "ray"))
+                    or "site-packages" in path or "dist-packages" in path or not path
+                    or inspect.getmodule(obj) is None and not path):
+                continue
+            try:
+                cloudpickle.register_pickle_by_value(mod)
+            except Exception:
+                pass
+
+
 def execute_job(job: dict, on_snapshot=None) -> dict:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
     ensure_ray()
+    _ship_user_code_by_value(job.get("agent"), job.get("grader"), job.get("execute"))
     driver_cls = ray.remote(DriverWorker)
     driver = driver_cls.options(
         name=job["run_id"], namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,

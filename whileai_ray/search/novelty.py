@@ -6,7 +6,7 @@ MinHash sketch over its word unigrams and bigrams (``K`` = 32 values), and the s
 into ``BANDS`` bands of ``ROWS`` values (locality-sensitive hashing). Two texts that share a
 band are candidates; the similarity of a candidate is the share of equal sketch values (an
 estimate of the Jaccard similarity of the shingle sets). Only candidates are compared, and
-each bucket keeps its ``bucket_cap`` most recent members, so a call touches at most
+only a bucket's ``bucket_cap`` most recent members are looked at, so a call touches at most
 ``BANDS * bucket_cap`` sketches whatever the archive size.
 
 * ``add(text) -> id`` archives a prompt (ids count from 0 in add order);
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 
 import numpy as np
 
@@ -95,7 +96,11 @@ class NoveltyIndex:
         self.bucket_cap = int(bucket_cap)
         self._sk = np.zeros((max(16, int(capacity)), K), dtype=np.uint32)
         self._n = 0
-        self._bands: list[dict[int, list[int]]] = [{} for _ in range(BANDS)]
+        # per band: bucket key -> newest member id; _next[id * BANDS + band] -> the member
+        # before it in that bucket (-1 at the end). Plain ints and an array: nothing for the
+        # garbage collector to walk, so a large archive does not slow every collection.
+        self._heads: list[dict[int, int]] = [{} for _ in range(BANDS)]
+        self._next = array("q")
         self._exact: dict[bytes, int] = {}
 
     def __len__(self) -> int:
@@ -117,23 +122,22 @@ class NoveltyIndex:
         self._sk[i] = sk
         self._n += 1
         self._exact.setdefault(_text_key(text), i)
-        cap = self.bucket_cap
-        for band, key in zip(self._bands, self._band_keys(sk)):
-            members = band.get(key)
-            if members is None:
-                band[key] = [i]
-            else:
-                if len(members) >= cap:
-                    del members[0]
-                members.append(i)
+        nxt = self._next
+        for heads, key in zip(self._heads, self._band_keys(sk)):
+            nxt.append(heads.get(key, -1))
+            heads[key] = i
         return i
 
     def _candidates(self, sk: np.ndarray) -> list[int]:
         found: set[int] = set()
-        for band, key in zip(self._bands, self._band_keys(sk)):
-            members = band.get(key)
-            if members:
-                found.update(members)
+        nxt, cap = self._next, self.bucket_cap
+        for b, (heads, key) in enumerate(zip(self._heads, self._band_keys(sk))):
+            j = heads.get(key, -1)
+            steps = 0
+            while j >= 0 and steps < cap:
+                found.add(j)
+                j = nxt[j * BANDS + b]
+                steps += 1
         return sorted(found)
 
     def similarity(self, text: str, sk: np.ndarray | None = None) -> tuple[int, float]:

@@ -79,23 +79,16 @@ class LLMWriter:
                             ("concurrency", concurrency), ("max_tokens", max_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1; got {value!r}")
-        self.tools = list(tools or [])
-        self.system_prompt = system_prompt or ""
-        self.seed = int(seed)
-        self.temperature = float(temperature)
-        self.completions_per_request = completions_per_request
+        self.tools, self.system_prompt, self.seed = list(tools or []), system_prompt or "", int(seed)
+        self.temperature, self.completions_per_request = float(temperature), completions_per_request
         self.concurrency, self.max_tokens, self.timeout = concurrency, max_tokens, float(timeout)
         self.fallback = fallback(self.tools, self.system_prompt, self.seed) if isinstance(fallback, type) else fallback
         intents = getattr(self.fallback, "intents", None) or intents_for(self.tools)
         self._intents = {i.name: i for i in intents}
         self._first_intent = intents[0] if intents else None
         self._tools_text = tools_block(self.tools)
-        self._cells: dict = {}
-        self._cache: dict = {}
-        self.written = 0
-        self.writer_errors = 0
-        self.errors_by: dict = {}
-        self.requests = 0
+        self._cells, self._cache, self.errors_by = {}, {}, {}
+        self.written = self.writer_errors = self.requests = 0
         self.amplifier = SeedAmplifier(self)
         self._setup_runtime()
 

@@ -32,7 +32,7 @@ def _prompts(writer: TemplateWriter, cells: list, start: int, count: int) -> lis
     return [writer.write(cells[i % n], i // n, 0).prompt for i in range(start, start + count)]
 
 
-def _time_rows(index: NoveltyIndex, cap: FamilyCap, prompts: list[str], chunks: int = 5) -> float:
+def _time_rows(index: NoveltyIndex, cap: FamilyCap, prompts: list[str], chunks: int = 10) -> float:
     """Milliseconds per row of sketch() + novelty() + admit() + add() over ``prompts``.
 
     Timed in ``chunks`` slices; the fastest slice is reported, so a noisy neighbour on a
@@ -52,7 +52,7 @@ def _time_rows(index: NoveltyIndex, cap: FamilyCap, prompts: list[str], chunks: 
     return best
 
 
-def bench_selection(sizes=(1_000, 100_000), probes: int = 1_000, seed: int = 0) -> dict:
+def bench_selection(sizes=(1_000, 100_000), probes: int = 2_000, seed: int = 0) -> dict:
     """Fill one archive up to each size in turn and time ``probes`` rows at each.
 
     Returns ``{"ms_per_row": {size: ms}, "ratio": ms[largest] / ms[smallest], "probes",

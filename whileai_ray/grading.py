@@ -36,12 +36,3 @@ def grade_in_place(data, grader, concurrency: int = 32) -> None:
         if row.get("faults"):
             row["fault_detected"] = True
         row["judge_meta"] = {"trust": None}
-
-
-def apply_loop_verdicts(rows: list, grader, scoring_run_id: str) -> None:
-    """Move the verdicts the rollout actors attached (``_verdict``) onto their rows."""
-    name = judge_name(grader)
-    for row in rows:
-        v = row.pop("_verdict", None)
-        if v is not None:
-            apply_verdict(row, v, name, scoring_run_id)

@@ -11,15 +11,14 @@
 * nothing: :func:`grade_llm` with a ``wai.Judge`` (the rubric, or the conduct floor) and the
   judge report dict.
 
-``grade_llm(source, ...)`` grades a ``SimulationData``, a row list (in place) or a JSONL/Parquet
-path (rewritten graded unless ``output=`` names another file). The judge is built -- and its
-endpoint asked for ``/models`` -- before any row is touched, so a missing endpoint is a
-RuntimeError with nothing spent. A previous numeric ``reward`` is kept as ``qwen_reward``.
+``grade_llm(source)`` takes a run, a row list (in place) or a JSONL/Parquet path (rewritten unless
+``output=``); its judge is built and checked before any row is touched (RuntimeError, nothing spent).
 """
 from __future__ import annotations
 
 import os
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 from pathlib import Path
 
@@ -70,11 +69,23 @@ def _write(rows, path) -> str:
 
 
 def _save_run(data, path) -> str | None:
+    if hasattr(data, "_touch"):
+        data._touch()
     target = path or getattr(data, "path", "")
     if not target:
         return None
     data.save(os.fspath(target))
     return os.fspath(target)
+
+
+def _write_back(source, rows, kind: str, target) -> str | None:
+    """A run saves to ``target`` or its own path; a path source is rewritten unless ``target``
+    names another file; a row list is written only when ``target`` is given."""
+    if kind == "run":
+        return _save_run(source, target)
+    if kind == "path":
+        return _write(rows, target or source)
+    return _write(rows, target) if target else None
 
 
 def _copy(row: dict) -> dict:
@@ -110,7 +121,6 @@ def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None 
         verdicts = judge_rows(judge, copies, workers)
         version = version or judge.version
     else:
-        from concurrent.futures import ThreadPoolExecutor
         internal = bool(getattr(judge, "wants_internal_row", False))
 
         def one(row):
@@ -147,18 +157,16 @@ def _source_rows(source, policy, tools):
         rows, meta = load_rows(source)
         return (rows, policy or meta.get("system_prompt") or "",
                 tools if tools is not None else meta.get("tools"), "path")
-    if isinstance(source, (list, tuple)):
-        return source, policy, tools, "rows"
-    raise TypeError(f"grade(source=...) takes a SimulationData, a row list, or a JSONL/Parquet path; "
-                    f"got {type(source).__name__}")
+    if not isinstance(source, (list, tuple)):
+        raise TypeError(f"grade(source=...) takes a SimulationData, a row list, or a JSONL/Parquet path; "
+                        f"got {type(source).__name__}")
+    return source, policy, tools, "rows"
 
 
 def _limit(rows, limit):
-    if limit is None:
-        return list(rows)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit= is how many rows to grade, an int >= 0; got {limit!r}")
-    return list(rows)[:limit]
+    return list(rows) if limit is None else list(rows)[:limit]
 
 
 def _build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged, payload_chars,
@@ -213,13 +221,7 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
               "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary}
     if not judge.rubric:
         report["note"] = "no rubric given: the judge graded the conduct floor only"
-    if kind == "run":
-        source._touch() if hasattr(source, "_touch") else None
-        written = _save_run(source, path)
-    elif kind == "path":
-        written = _write(rows, output or path or source)
-    else:
-        written = _write(rows, path or output) if (path or output) else None
+    written = _write_back(source, rows, kind, output or path)
     if written:
         report["path"] = written
     return report
@@ -237,12 +239,10 @@ def llm_grade(data, spec=None, concurrency: int = 16, api_key=None, path=None, *
     for row, verdict in zip(rows, judge_rows(judge, rows, concurrency)):
         row["llm_reward"] = verdict["reward"] if verdict["judge_status"] == "ok" else None
         row["llm_reason"] = verdict["reason"]
-    if kind == "run":
-        data._touch() if hasattr(data, "_touch") else None
-        if path:
-            data.save(os.fspath(path))
-    elif path:
-        _write(rows, path)
+    if kind == "run" and hasattr(data, "_touch"):
+        data._touch()
+    if path:
+        _write_back(data, rows, kind, path)
     return data
 
 
@@ -262,7 +262,6 @@ def grade_run(data, grader=None, judge=None, llm: bool = False, llm_spec=None, s
             raise TypeError("grader= takes a callable row -> number | {'reward': ..., 'reason': ...}")
         grade_in_place(data, grader, concurrency=concurrency)
         _stamp_trust(data.trajectories, trust)
-        data._touch()
         _save_run(data, path)
         return data
     if llm:
@@ -280,13 +279,7 @@ def rank_source(source, output=None, min_quality=None) -> dict:
     (a path is rewritten, or ``output`` written); the summary gains ``path`` when a file was written."""
     rows, _, _, kind = _source_rows(source, "", None)
     summary = rank(rows, min_quality=min_quality)
-    if kind == "run":
-        source._touch() if hasattr(source, "_touch") else None
-        written = _save_run(source, output)
-    elif kind == "path":
-        written = _write(rows, output or source)
-    else:
-        written = _write(rows, output) if output else None
+    written = _write_back(source, rows, kind, output)
     if written:
         summary["path"] = written
     return summary

@@ -1,43 +1,72 @@
-"""Checks, before any budget is spent, that every model a run needs is configured.
+"""The models a run talks to, resolved and checked before any budget is spent.
 
-The situation writer, the judge and model-backed agents speak to OpenAI-compatible
-endpoints. When one is needed and none is configured (argument, ``wai.configure(...)`` or
-environment), the run stops here with a RuntimeError that says what to set.
+The agent (a backend object or spec string), the situation writer (``simulator=``), the
+simulated user (``user_model=``, the agent's own model by default) and the LLM judge
+(``grade=True`` / ``llm_grade=True``) each speak to an OpenAI-compatible endpoint. A role that
+is needed and not configured, a missing key or an unreachable URL stops the run here with a
+RuntimeError that says what to set.
 """
 from __future__ import annotations
 
-
-def _configured(role: str, value=None):
-    from .agents.backends import resolve_role
-    return resolve_role(role, value)
+import asyncio
+from dataclasses import dataclass, field
 
 
-def check_online_roles(cfg) -> None:
-    if cfg.agent_kind in ("spec", "backend"):
-        raise NotImplementedError(
-            "model-backed agents (a backend object or spec string in agent=) are not implemented in "
-            "this build yet; pass a callable agent (message -> {'steps', 'final_text'}), e.g. "
-            "wai.seeded_agent(TOOLS)")
-    if cfg.simulator is None or cfg.simulator == "hosted" or (cfg.simulator not in (False,)):
-        writer = _configured("simulator", None if cfg.simulator in (None, "hosted") else cfg.simulator)
-        if writer is None:
-            raise RuntimeError(
-                "simulate() writes situations with an LLM by default (simulator='hosted'), and no writer "
-                "endpoint is configured: set WHILEAI_SIMULATOR (e.g. 'vllm:<model>@http://host:8000/v1' or "
-                "'openai:gpt-4.1-mini' with OPENAI_API_KEY), call wai.configure(simulator=...), or pass "
-                "simulator=False for the offline template writer (no key needed)")
-        raise NotImplementedError(
-            f"the LLM situation writer ({writer!r}) is not implemented in this build yet; pass "
-            "simulator=False for the offline template writer")
+@dataclass
+class Roles:
+    agent: object = None            # backends.OpenAI when the agent is model-backed
+    user: object = None             # the simulated user's backend (None: template answers)
+    writer: object = None           # an LLMWriter, or None for the offline template writer
+    judge: object = None
+    degraded: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+
+def _preflight(backend, what: str):
+    from .agents.backends import preflight
+    try:
+        return asyncio.run(preflight(backend))
+    except RuntimeError as exc:
+        raise RuntimeError(f"{what}: {exc}") from None
+
+
+def resolve_roles(cfg) -> Roles:
+    from .agents.backends import parse_spec, resolve_role
+    roles = Roles()
+    if cfg.agent_kind in ("spec", "backend") or (cfg.agent is None and (cfg.backend or cfg.spec)):
+        raw = cfg.agent if cfg.agent is not None else (cfg.backend or cfg.spec)
+        roles.agent = _preflight(parse_spec(raw, argument="agent"), "agent=")
+        user = resolve_role("user_model", cfg.user_model)
+        roles.user = _preflight(user, "user_model=") if user is not None else roles.agent
+        if roles.user == roles.agent:
+            roles.degraded.append("same_model")
+            roles.warnings.append(f"The agent model ({roles.agent.model}) also played the user. Pass user_model= "
+                                  "to use a different model.")
+    elif cfg.agent is None:
+        raise ValueError("simulate() needs an agent: a callable message -> {'steps', 'final_text'}, a backend "
+                         "(wai.OpenAI(...)) or a spec string ('vllm:<model>@<url>')")
+    if cfg.simulator is not False:
+        from .situations.llm_writer import LLMWriter, resolve_writer
+        backend = resolve_writer(cfg.simulator, roles.agent)
+        if backend is not None:
+            writer = LLMWriter(backend, cfg.tools, cfg.system_prompt, cfg.seed,
+                               completions_per_request=cfg.advanced.get("completions_per_request", 1))
+            writer.check()
+            roles.writer = writer
+            if roles.agent is not None and backend.model == roles.agent.model:
+                if "same_model" not in roles.degraded:
+                    roles.degraded.append("same_model")
+                roles.warnings.append(f"The agent model ({roles.agent.model}) also wrote the situations. Pass "
+                                      "simulator= to use a different writer.")
     if cfg.grade is True or cfg.llm_grade:
         arg = "grade=True" if cfg.grade is True else "llm_grade=True"
-        judge = _configured("judge")
+        judge = resolve_role("judge")
         if judge is None:
             raise RuntimeError(
                 f"{arg} grades with an LLM judge over an OpenAI-compatible endpoint, and none is "
                 "configured: set WHILEAI_JUDGE (e.g. 'vllm:<model>@http://host:8000/v1'), call "
                 "wai.configure(judge=...), or grade offline with grader=<callable> or grade='conduct'")
-        raise NotImplementedError(f"{arg} (the LLM judge) is not implemented in this build yet; "
-                                  "pass grader=<callable> or grade='conduct'")
+        roles.judge = _preflight(judge, arg)
     if cfg.traces is not None:
         raise NotImplementedError("traces= is not implemented in this build yet")
+    return roles

@@ -204,11 +204,11 @@ class RunSpec(BaseModel):
     def check(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """Run simulate()'s own argument checks (no Ray, nothing spent); errors name the field."""
         from .config import resolve_config
-        from .roles import check_online_roles
+        from .roles import resolve_roles
         passed = {k: kwargs[k] for k in kwargs if k in PASSED_ALIASES or k in MOVED_NAMES}
         explicit = {k: v for k, v in kwargs.items() if k not in passed}
         try:
-            check_online_roles(resolve_config(agent, explicit, passed))
+            resolve_roles(resolve_config(agent, explicit, passed))
         except (ValueError, TypeError, RuntimeError, NotImplementedError) as exc:
             raise SpecError(f"{_field_of(str(exc))}: {exc}") from exc
 

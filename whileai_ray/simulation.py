@@ -13,10 +13,11 @@ from typing import Any, Callable
 
 from .config import resolve_config
 from .data import SimulationData
-from .grading import apply_loop_verdicts, fresh_scoring_run_id
+from .grading import fresh_scoring_run_id
+from .score.judging import judge_name
 from .progress import ProgressReporter
 from .report import build_report
-from .roles import check_online_roles
+from .roles import resolve_roles
 from .search.planner import PlanSettings, Planner
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
@@ -53,9 +54,9 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     cfg = resolve_config(agent, explicit, passed)
-    check_online_roles(cfg)
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
-    return _run(cfg, dims)
+    roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
+    return _run(cfg, dims, roles)
 
 
 def resolve_fault_rate(cfg) -> float:
@@ -64,9 +65,11 @@ def resolve_fault_rate(cfg) -> float:
     return DEFAULT_FAULT_RATE.get(cfg.mode, 0.1)
 
 
-def agent_model_version(cfg) -> str:
+def agent_model_version(cfg, roles=None) -> str:
     if cfg.advanced.get("model_version"):
         return str(cfg.advanced["model_version"])
+    if roles is not None and roles.agent is not None:
+        return roles.agent.model or "model"
     name = getattr(cfg.agent, "__name__", None)
     return name if isinstance(name, str) and name else "callable-agent"
 
@@ -90,7 +93,7 @@ def plan_fingerprint(cfg, settings) -> str:
                        cfg.advanced.get("lag"), cfg.reproducible)[:16]
 
 
-def _run(cfg, dims) -> SimulationData:
+def _run(cfg, dims, roles) -> SimulationData:
     from .runtime.run import new_run_id
 
     t_start = time.monotonic()
@@ -106,7 +109,7 @@ def _run(cfg, dims) -> SimulationData:
     results, datas = [], []
     for eval_run in range(cfg.runs):
         settings = _settings(cfg, run_id, seeds, k, pinned, eval_run)
-        result = _run_once(cfg, settings, cells, run_id, eval_run)
+        result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
             from .search.tasks import build_tasks
@@ -131,6 +134,7 @@ def _run(cfg, dims) -> SimulationData:
     build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
                  fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
     _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
+    _add_role_notes(data, cfg, roles)
     for w in data.warnings:
         from .progress import logger
         logger.warning(w)
@@ -166,11 +170,19 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run) -> PlanSettings:
         dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned))
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run) -> dict:
+def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     from .runtime.run import execute_job
     knobs = cfg.advanced
+    sampling, model = cfg.sampling, None
+    if roles.agent is not None:
+        from .agents.model_unit import ModelSettings
+        sampling = {"temperature": cfg.temperature if cfg.temperature is not None else 0.8,
+                    "max_tokens": cfg.agent_max_tokens, "model": roles.agent.model, **(cfg.sampling or {})}
+        model = ModelSettings(roles.agent, roles.user, max_turns=cfg.max_turns, avg_turns=cfg.avg_turns,
+                              temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
+                              timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience)
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
-                   model_version=agent_model_version(cfg), sampling=cfg.sampling,
+                   model_version=agent_model_version(cfg, roles), sampling=sampling,
                    world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout)
     grader = cfg.grader
     if cfg.grade == "conduct":
@@ -186,14 +198,19 @@ def _run_once(cfg, settings, cells, run_id, eval_run) -> dict:
     plan_fp = plan_fingerprint(cfg, settings)
     job = {
         "run_id": run_id if eval_run == 0 else f"{run_id}_r{eval_run}", "cap": max(0, cfg.budget),
-        "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells),
-        "make_sink": partial(_make_sink, cfg, plan_fp) if cfg.checkpoint else None,
+        "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells,
+                                roles.writer),
+        "model": model,
+        "make_sink": partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
         "plan_fingerprint": plan_fp,
         "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
         "chunk_size": knobs["chunk_size"], "lag": knobs["lag"], "reproducible": cfg.reproducible,
         "concurrency": cfg.concurrency, "time_budget": cfg.time_budget, "timeout": cfg.timeout,
         "judge_timeout": knobs.get("judge_timeout"), "ray": ray_opts,
+        "judge_name": judge_name(grader) if grader is not None else None,
+        "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
+        "label_source": "conduct" if cfg.grade == "conduct" else None,
         "stream_path": cfg.output if cfg.runs == 1 else None,
     }
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
@@ -214,12 +231,6 @@ def _run_once(cfg, settings, cells, run_id, eval_run) -> dict:
             r["_ordinal"] = len(rows) + 10**9
             r["_key"] = [run_id, r.get("scenario_id"), 0, r.get("rollout_index", 0), eval_run]
             rows.append(r)
-    if grader is not None:
-        apply_loop_verdicts(rows, grader, fresh_scoring_run_id())
-        if cfg.grade == "conduct":
-            for r in rows:
-                if not r.get("lineage", {}).get("resumed"):
-                    r["label_source"] = "conduct"
     cut = {tuple(g) for g in result["planner"]["group_cut"]}
     if cut and settings.k > 1:
         for r in rows:
@@ -283,18 +294,43 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
         data.coverage["runs"] = cfg.runs
 
 
-def _make_planner(settings, tools, system_prompt, seed, cells, **overrides):
+def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):
     import dataclasses
     if overrides:
         settings = dataclasses.replace(settings, **overrides)
-    writer = TemplateWriter(tools, system_prompt, seed)
+    writer = writer or TemplateWriter(tools, system_prompt, seed)
     return Planner(settings, writer, cells)
 
 
-def _make_sink(cfg, plan_fp):
+def _add_role_notes(data, cfg, roles) -> None:
+    for token in roles.degraded:
+        if token not in data.degraded:
+            data.degraded.append(token)
+    data.warnings.extend(roles.warnings)
+    if roles.writer is not None:
+        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
+        data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
+        data.search["writer_errors"] = {"errors": roles.writer.writer_errors, "by": dict(roles.writer.errors_by)}
+        note = roles.writer.warning()
+        if note:
+            data.warnings.append(note)
+    if roles.agent is not None:
+        rows = data.trajectories
+        data.user_model = roles.user.model if roles.user is not None else None
+        data.coverage["agent_model"] = roles.agent.model
+        data.coverage["user_model"] = data.user_model
+        asked = [r for r in rows if r.get("_ended_on_question")]
+        data.search["ended_on_question"] = {
+            "share": round(len(asked) / len(rows), 4) if rows else 0.0, "n": len(rows),
+            "user_left": sum(1 for r in asked if r.get("ended_by") == "user_left")}
+        turns = [r.get("_user_turns", 0) for r in rows]
+        data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
+
+
+def _make_sink(cfg, plan_fp, roles=None):
     from .store.fingerprint import fingerprint
     from .store.jsonl import JsonlCheckpoint
     from .store.sink import CheckpointSink
-    fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg))
+    fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
     return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))

@@ -36,7 +36,14 @@ def default_store() -> str:
 class DatasetStore:
     """A dataset store root on some filesystem (see the module docstring)."""
 
-    def __init__(self, store=None):
+    def __init__(self, store=None, filesystem=None):
+        if filesystem is not None:       # a configured pyarrow filesystem (e.g. S3 with credentials)
+            if not isinstance(filesystem, pafs.FileSystem):
+                raise TypeError(f"filesystem= must be a pyarrow.fs.FileSystem, got {type(filesystem).__name__}")
+            self.fs, self.local = filesystem, isinstance(filesystem, pafs.LocalFileSystem)
+            self.uri = os.fspath(store or "")
+            self.root = self.uri.rstrip("/") or ("/" if self.local else "")
+            return
         store = default_store() if store is None else store
         if not isinstance(store, (str, os.PathLike)) or not os.fspath(store):
             raise TypeError(f"store= must be a folder path or a URI such as s3://bucket/datasets, got {store!r}")
@@ -54,13 +61,13 @@ class DatasetStore:
         self.root = self.root.rstrip("/") or "/"
 
     def path(self, *parts) -> str:
-        return "/".join([self.root] + [str(p) for p in parts])
+        return "/".join(([self.root] if self.root else []) + [str(p) for p in parts])
 
     def location(self, *parts) -> str:
-        """A path for the user: local paths as they are, remote ones as a URI."""
+        """A path for the user: local paths as they are, remote ones as a URI (or the filesystem's path)."""
         if self.local:
             return self.path(*parts)
-        return self.uri.rstrip("/") + "/" + "/".join(str(p) for p in parts)
+        return "/".join(([self.uri.rstrip("/")] if self.uri else []) + [str(p) for p in parts])
 
     def exists(self, path: str) -> bool:
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import math
 import re
-from numbers import Real
 
 from ..score.conduct import HEDGES, PADDING
 from ..search.signature import REFUSAL_RE
+from .row_checks import reward_of
 
 __all__ = ["hack_scan", "row_features", "check_endorsed", "STRONG_R", "VERDICTS"]
 
@@ -43,13 +43,6 @@ _HEDGE_RE = _phrases(HEDGES)
 _PAD_RE = _phrases(PADDING)
 _SUCCESS_RE = re.compile(r"\b(done|completed?|succeeded|successful(ly)?|all set|confirmed|"
                          r"taken care of|went through|processed)\b")
-
-
-def _reward(row: dict):
-    value = row.get("reward")
-    if isinstance(value, bool) or not isinstance(value, Real) or math.isnan(value):
-        return None
-    return float(value)
 
 
 def row_features(row: dict) -> dict:
@@ -112,7 +105,7 @@ def hack_scan(rows, endorsed=()) -> dict:
     "share"}] (top 5 by |r|), "summary"}``.
     """
     endorsed = check_endorsed(endorsed)
-    graded = [(r, _reward(r)) for r in rows]
+    graded = [(r, reward_of(r)) for r in rows]
     graded = [(row, y) for row, y in graded if y is not None]
     out = {"verdict": "no_signal", "best": None, "r": None, "endorsed": list(endorsed),
            "n_graded": len(graded), "features": [], "summary": ""}

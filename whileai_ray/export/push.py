@@ -29,7 +29,8 @@ from ..store.parquet import rows_to_table
 from ..store.row_builder import export_row
 from .dataset_store import DatasetStore
 from .hack_scan import check_endorsed, hack_scan
-from .selection import _reward, group_id_of
+from .row_checks import reward_of
+from .selection import group_id_of
 
 __all__ = ["push", "load_pushed", "list_datasets", "publish_gate", "calibrate", "PublishGateError", "PURPOSES"]
 
@@ -59,13 +60,13 @@ def calibrate(rows: list) -> list:
     95% interval and the producing policy (``student``)."""
     per_task: dict = {}
     for row in rows:
-        value = _reward(row)
+        value = reward_of(row)
         if value is not None:
             per_task.setdefault(str(task_key_of(row)), []).append(value)
     out = []
     for row in rows:
         row = dict(row)
-        values = per_task.get(str(task_key_of(row))) if _reward(row) is not None else None
+        values = per_task.get(str(task_key_of(row))) if reward_of(row) is not None else None
         if values:
             rate = sum(values) / len(values)
             row["calibration"] = {"task_id": str(task_key_of(row)), "n": len(values), "pass_rate": round(rate, 4),
@@ -80,7 +81,7 @@ def publish_gate(rows, mode=None, endorsed=(), strict_hacks: bool = False) -> di
     rows = as_rows(rows)
     groups: dict = {}
     for row in rows:
-        groups.setdefault(group_id_of(row), []).append(_reward(row))
+        groups.setdefault(group_id_of(row), []).append(reward_of(row))
     rl_shaped = mode == "rl" or any(len(v) >= 2 for v in groups.values())
     graded = sum(1 for v in groups.values() for x in v if x is not None)
     mixed = sum(1 for v in groups.values() if len({x for x in v if x is not None}) >= 2)
@@ -128,7 +129,7 @@ def _write_version(store: DatasetStore, name: str, rows: list, meta: dict, info:
 
 def push(rows, meta=None, name: str = "", store=None, parent: str | None = None, purpose: str = "train",
          holdout: float | None = None, gate: bool = True, endorsed=(), strict_hacks: bool = False,
-         description: str | None = None) -> dict:
+         description: str | None = None, filesystem=None) -> dict:
     """Publish ``rows`` as the next version of dataset ``name``; returns the registry entry."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ValueError(f"push(name={name!r}): use 1-100 letters, digits, '.', '_' or '-', starting with a "
@@ -145,7 +146,7 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     rows = as_rows(rows)
     if not rows:
         raise ValueError("push(): the run has no rows to publish")
-    target = DatasetStore(store)
+    target = DatasetStore(store, filesystem)
     gate_report = publish_gate(rows, meta.get("mode"), endorsed, strict_hacks) if gate else None
     rows = calibrate([export_row(r) for r in rows]) if gate else [export_row(r) for r in rows]
     info = {"purpose": purpose, "parent": parent, "mode": meta.get("mode"), "description": description,
@@ -163,16 +164,16 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     return entry
 
 
-def list_datasets(store=None) -> dict:
+def list_datasets(store=None, filesystem=None) -> dict:
     """The registry index: ``{"datasets": {name: [entry, ...]}}`` (versions in order)."""
-    return DatasetStore(store).index()
+    return DatasetStore(store, filesystem).index()
 
 
-def load_pushed(name_or_id: str, store=None) -> tuple[list, dict]:
+def load_pushed(name_or_id: str, store=None, filesystem=None) -> tuple[list, dict]:
     """``(rows, meta)`` of a pushed dataset: ``"orders"`` (latest version) or ``"ds_orders_v2"``."""
     if not isinstance(name_or_id, str) or not name_or_id:
         raise TypeError(f"load_pushed: pass a dataset name or id such as 'ds_orders_v1', got {name_or_id!r}")
-    target = DatasetStore(store)
+    target = DatasetStore(store, filesystem)
     m = _ID_RE.match(name_or_id)
     name, version = (m.group(1), int(m.group(2))) if m else (name_or_id, None)
     versions = target.versions(name)

@@ -17,22 +17,18 @@ up: ``kept + sum(dropped) == rows``. Gates, in the order they run:
   distinct behaviour (``behavior_signature``) before any repeat.
 
 Then ``hack_scan`` reports what best explains the reward of the kept rows (it drops nothing).
-Without a mode the sequence is the demonstration picker: ungraded, junk, leaks, failed,
-duplicate prompts, target. Groups are one prompt's rollouts within one eval run.
+Without a mode the sequence is the demonstration picker: ungraded, junk, leaks, truncated,
+failed, duplicate prompts, target. Groups are one prompt's rollouts within one eval run.
 """
 from __future__ import annotations
 
-import json
 import re
-from numbers import Real
 
-from ..agents.callable import unusable_reason
 from ..rng import short_hash
-# The conduct rule's leak test itself (private there), so selection and grading agree on what a leak is.
-from ..score.conduct import _leak as _conduct_leak, _norm as _conduct_norm
 from ..score.pass_at import as_rows
 from ..store.row_builder import export_row
 from .hack_scan import check_endorsed, hack_scan
+from .row_checks import is_junk, is_truncated, leaks_privileged, reward_of
 
 __all__ = ["select", "Selection", "GATE_WHY", "group_id_of", "run_context"]
 
@@ -52,15 +48,6 @@ GATE_WHY = {
 _NORM_RE = re.compile(r"\W+")
 
 
-def _reward(row: dict):
-    if (row.get("judge_status") or "ok") != "ok":
-        return None
-    value = row.get("reward")
-    if isinstance(value, bool) or not isinstance(value, Real) or value != value:
-        return None
-    return float(value)
-
-
 def _norm(text) -> str:
     return _NORM_RE.sub(" ", str(text or "").lower()).strip()
 
@@ -69,49 +56,6 @@ def group_id_of(row: dict) -> str:
     """``"g-" + 10 hex`` of (scenario_id, prompt, eval run): one prompt's rollouts in one run."""
     lineage = row.get("lineage") if isinstance(row.get("lineage"), dict) else {}
     return "g-" + short_hash(row.get("scenario_id"), row.get("prompt"), lineage.get("eval_run", 0) or 0)
-
-
-def _is_junk(row: dict) -> bool:
-    if not isinstance(row.get("prompt"), str) or not isinstance(row.get("steps"), list) \
-            or not isinstance(row.get("final_text"), str):
-        return True
-    if row.get("finish_reason") == "error" or row.get("_error") or row.get("_unusable"):
-        return True
-    return unusable_reason(row) is not None or len(row["prompt"].split()) < 2
-
-
-def _leaks(row: dict) -> bool:
-    """Does the reply quote 12+ characters of its privileged block that the agent never saw?
-
-    The conduct rule's own check, with everything the agent did see counted as visible: the
-    prompt, user turns, and each tool step's name, arguments and result (a tool name that also
-    appears in the reference is not a leak)."""
-    if not isinstance(row.get("privileged"), dict):
-        return False
-    seen = [row.get("prompt") or ""]
-    for s in row.get("steps") or ():
-        if isinstance(s, dict):
-            seen.append(s["user"] if isinstance(s.get("user"), str) else
-                        json.dumps([s.get("tool"), s.get("arguments"), s.get("result")], default=str))
-            seen.extend(_strings((s.get("tool"), s.get("arguments"), s.get("result"))))
-    return _conduct_leak(row, _conduct_norm(str(row.get("final_text") or "")),
-                         _conduct_norm(" ".join(seen))) is not None
-
-
-def _strings(value) -> list:
-    """Every string inside ``value`` (so a tool name or id counts as seen on its own, not only in JSON)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        value = value.values()
-    if isinstance(value, (list, tuple, type({}.values()))):
-        return [t for v in value for t in _strings(v)]
-    return []
-
-
-def _truncated(row: dict) -> bool:
-    return row.get("finish_reason") == "length" or any(
-        isinstance(s, dict) and s.get("truncated") for s in row.get("steps") or ())
 
 
 def run_context(run_meta, rows) -> tuple[str, list]:
@@ -204,7 +148,7 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
     endorsed = check_endorsed(endorsed)
     system_prompt, tools = run_context(run_meta, rows)
     rows = as_rows(rows)
-    rewards = [_reward(r) for r in rows]
+    rewards = [reward_of(r) for r in rows]
     if mode == "rl":
         if all(v is None for v in rewards):
             raise RuntimeError(f"select(mode='rl') needs graded rows; none of the {len(rows)} rows has a "
@@ -223,10 +167,10 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
         alive = kept
 
     gate("ungraded", lambda i: rewards[i] is None)
-    gate("junk", lambda i: _is_junk(rows[i]))
-    gate("leaks", lambda i: _leaks(rows[i]))
-    if mode is not None and truncated == "drop":
-        gate("truncated", lambda i: _truncated(rows[i]))
+    gate("junk", lambda i: is_junk(rows[i]))
+    gate("leaks", lambda i: leaks_privileged(rows[i]))
+    if truncated == "drop":
+        gate("truncated", lambda i: is_truncated(rows[i]))
     gid = {i: group_id_of(rows[i]) for i in alive}
     if mode is not None and band is not None:
         members: dict = {}

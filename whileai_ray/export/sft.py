@@ -11,20 +11,10 @@ and ``rejected_response`` None. Ungraded rows (no reward, or a failed judge) are
 """
 from __future__ import annotations
 
-from numbers import Real
-
 from ..score.pass_at import as_rows
+from .row_checks import reward_of
 
 __all__ = ["sft_rows"]
-
-
-def _reward(row: dict):
-    if (row.get("judge_status") or "ok") != "ok":
-        return None
-    value = row.get("reward")
-    if isinstance(value, bool) or not isinstance(value, Real) or value != value:
-        return None
-    return value
 
 
 def _trace(row: dict) -> list:
@@ -38,7 +28,7 @@ def sft_rows(rows, failures_only: bool = True) -> list:
         raise TypeError(f"sft_rows(failures_only={failures_only!r}): pass True or False")
     out = []
     for row in as_rows(rows):
-        reward = _reward(row)
+        reward = reward_of(row)
         if reward is None or (failures_only and reward >= 1):
             continue
         passed = reward >= 1

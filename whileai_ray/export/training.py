@@ -25,6 +25,7 @@ import json
 
 from ..score.pass_at import as_rows
 from ..store.row_builder import conversation
+from .row_checks import leaks_privileged, reward_of
 from .training_files import read_training_file, write_training_jsonl, write_training_parquet, write_records
 
 __all__ = ["wire_tools", "training_record", "training_records", "record_to_conversation", "validate_record",
@@ -218,7 +219,6 @@ def _canonical(row: dict) -> list:
 def export_training(rows, path=None, system_prompt: str = "", tools=None, validate: bool = True,
                     sources=None) -> dict:
     """Records for ``rows``, gated when ``validate``, written to ``path`` (``*.parquet`` -> Parquet)."""
-    from .selection import _leaks, _reward
     rows = as_rows(rows)
     wire = wire_tools(tools)
     records = [training_record(r, system_prompt, wire) for r in rows]
@@ -229,12 +229,12 @@ def export_training(rows, path=None, system_prompt: str = "", tools=None, valida
         records = [r for i, r in enumerate(records) if i not in bad]
         rows = [r for i, r in enumerate(rows) if i not in bad]
     sources = rows if sources is None else sources
-    rewards = [v for v in (_reward(r) for r in rows) if v is not None]
+    rewards = [v for v in (reward_of(r) for r in rows) if v is not None]
     report = {
         "n": len(records), "format": "openai", "with_tools": bool(wire),
         "groups": len({r["group_id"] for r in records if r.get("group_id")}),
         "tool_call_roundtrip": check, "mask_mode": MASK_MODE,
-        "privileged_leaks": sum(1 for s in sources if _leaks(s)),
+        "privileged_leaks": sum(1 for s in sources if leaks_privileged(s)),
         "privileged_checked": sum(1 for s in sources if isinstance(s.get("privileged"), dict)),
         "rewards": {"n": len(rewards), "mean": round(sum(rewards) / len(rewards), 4) if rewards else None,
                     "pass": sum(1 for v in rewards if v >= 1.0), "fail": sum(1 for v in rewards if v <= 0.0)},

@@ -16,6 +16,7 @@ from collections import deque
 
 import ray
 
+from ..score.judging import apply_verdict
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
 from ..store.resume import ResumeIndex
@@ -90,9 +91,12 @@ class DriverWorker:
         target = job["concurrency"] + chunk * len(actors)
 
         def pump():
-            """Decide what may be decided, settle resumed units, observe what is complete."""
+            """Decide what may be decided, settle resumed units, observe what is complete.
+
+            One round is observed at a time, and every decision it unlocks is taken before the
+            next round is observed: the planner sees the same sequence of states whatever the
+            completion order (reproducible mode)."""
             while True:
-                progressed = False
                 while not state["blocked"]:
                     if reproducible and not book.may_decide():
                         break
@@ -102,7 +106,6 @@ class DriverWorker:
                     if not units:
                         state["blocked"] = True
                         break
-                    progressed = True
                     r = book.add(units)
                     batch = []
                     for i, u in enumerate(units):
@@ -117,12 +120,10 @@ class DriverWorker:
                             batch.append(o)
                     if batch:
                         observe(batch)
-                if reproducible:
-                    for outs in book.pop_ready():
-                        observe(outs)
-                        progressed = True
-                if not progressed:
+                outs = book.pop_one() if reproducible else None
+                if outs is None:
                     return
+                observe(outs)
 
         def observe(outcomes):
             planner.observe(outcomes)
@@ -218,8 +219,10 @@ class DriverWorker:
         label = None
         if row is not None:
             if verdict is not None:
-                row["_verdict"] = verdict
-                r = verdict.get("reward")
+                apply_verdict(row, verdict, self.job["judge_name"], self.job["scoring_run_id"])
+                if self.job.get("label_source"):
+                    row["label_source"] = self.job["label_source"]
+                r = verdict.get("reward") if verdict.get("judge_status") == "ok" else None
                 label = None if r is None else (1 if r >= 0.5 else 0)
             if label is None:
                 label = row.get("behavior_signature")
@@ -254,7 +257,7 @@ class DriverWorker:
         cls = ray.remote(RolloutWorker)
         return cls.options(**self._actor_options()).remote(
             job["agent"], job["meta"], job.get("execute"), job.get("grader"),
-            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"))
+            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"))
 
     async def _start_actors(self) -> list:
         actors = [self._new_actor() for _ in range(self.job["n_actors"])]

@@ -17,6 +17,7 @@ from ..jobs import Submission, resubmit_action
 __all__ = ["submit_planned", "job_status", "wait_for", "job_logs", "JobNotFound"]
 
 POLL_S = 2.0
+AGENT_WAIT_S = 30.0
 
 
 class JobNotFound(LookupError):
@@ -59,11 +60,24 @@ def submit_planned(submission: Submission, address: str) -> dict:
         return {**out, "action": "already_running", "status": str(existing.status.value)}
     if action == "replace":
         client.delete_job(submission.run_id)
-    client.submit_job(entrypoint=submission.entrypoint, submission_id=submission.run_id,
-                      runtime_env=submission.runtime_env, metadata=submission.metadata,
-                      entrypoint_num_cpus=0)
+    _submit_with_retry(client, submission)
     return {**out, "action": "resubmitted" if action == "replace" else "submitted",
             "status": "PENDING"}
+
+
+def _submit_with_retry(client: JobSubmissionClient, submission: Submission) -> None:
+    """Submit; a freshly started head answers "No available agent" for a few seconds."""
+    deadline = time.monotonic() + AGENT_WAIT_S
+    while True:
+        try:
+            client.submit_job(entrypoint=submission.entrypoint, submission_id=submission.run_id,
+                              runtime_env=submission.runtime_env, metadata=submission.metadata,
+                              entrypoint_num_cpus=0)
+            return
+        except RuntimeError as exc:
+            if "No available agent" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
 
 
 def job_status(run_id: str, address: str) -> dict | None:

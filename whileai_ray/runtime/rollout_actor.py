@@ -28,8 +28,16 @@ FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied"
 
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
-                 timeout: float | None = None, judge_timeout: float | None = None):
+                 timeout: float | None = None, judge_timeout: float | None = None, model=None):
         self.agent = agent
+        self.model = model                  # ModelSettings when the agent is a model backend
+        self.client = self.user_client = None
+        if model is not None:
+            from ..agents.backends import make_client
+            self.client = make_client(model.backend, timeout=model.timeout or 300.0)
+            if model.user_backend is not None:
+                self.user_client = (self.client if model.user_backend == model.backend
+                                    else make_client(model.user_backend, timeout=60.0))
         self.meta = meta
         self.execute = execute
         self.grader = grader
@@ -51,12 +59,16 @@ class RolloutWorker:
         loop = asyncio.get_running_loop()
         async with self.sem:
             t0 = time.monotonic()
-            fut = loop.run_in_executor(self.pool, play_callable_unit, self.agent, unit, self.meta, self.execute)
-            try:
-                row = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
-            except asyncio.TimeoutError:
-                err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
-                row = build_row(unit, agent_error(err, timed_out=True), self.meta)
+            if self.model is not None:
+                from ..agents.model_unit import play_model_row
+                row = await play_model_row(self.client, self.user_client, self.model, unit, self.meta, self.execute)
+            else:
+                fut = loop.run_in_executor(self.pool, play_callable_unit, self.agent, unit, self.meta, self.execute)
+                try:
+                    row = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
+                except asyncio.TimeoutError:
+                    err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
+                    row = build_row(unit, agent_error(err, timed_out=True), self.meta)
             verdict = None
             unusable = row.get("_unusable")
             if self.grader is not None and not unusable:

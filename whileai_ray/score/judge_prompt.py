@@ -131,8 +131,8 @@ def judge_messages(row: dict, *, rubric: str | None = None, policy: str = "", to
 _FENCE = re.compile(r"```(?:json)?", re.I)
 _OBJECT = re.compile(r"\{.*\}", re.S)
 _KEYED = re.compile(r"[\"']?(reward|score|verdict|grade)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9.]+)", re.I)
-_REASON = re.compile(r"[\"']?reason[\"']?\s*[:=]\s*[\"'](.*?)[\"']\s*[,}]", re.I | re.S)
-_BARE = re.compile(r"^\s*(1|0|pass|fail|yes|no)\b", re.I)
+_REASON = re.compile(r"[\"']?reason[\"']?\s*[:=]\s*[\"'](.*?)[\"']\s*(?:[,}]|$)", re.I | re.S)
+_BARE = re.compile(r"^\s*(1|0|pass|fail)\b", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _WORDS = {"1": 1, "0": 0, "1.0": 1, "0.0": 0, "pass": 1, "fail": 0, "yes": 1, "no": 0,
           "true": 1, "false": 0, "passed": 1, "failed": 0}

@@ -94,10 +94,19 @@ def find_leak(row: dict, min_len: int = 12) -> dict | None:
     said_windows = _windows(said, min_len)
     seen_text = seen
     for field, text in _sources(priv):
-        hits = sorted(w for w in (_windows(text, min_len) & said_windows) if w not in seen_text)
+        hits = {w for w in (_windows(text, min_len) & said_windows) if w not in seen_text}
         if hits:
-            return {"field": field, "quote": hits[0]}
+            return {"field": field, "quote": _quote(said, text, hits, min_len)}
     return None
+
+
+def _quote(said: str, text: str, hits: set, min_len: int, cap: int = 80) -> str:
+    """The first leaking window of the reply, grown while it still occurs in the privileged text."""
+    start = next(i for i in range(len(said) - min_len + 1) if said[i:i + min_len] in hits)
+    end = start + min_len
+    while end < len(said) and end - start < cap and said[start:end + 1] in text:
+        end += 1
+    return said[start:end].strip()
 
 
 def leak_report(rows, min_len: int = 12) -> LeakReport:

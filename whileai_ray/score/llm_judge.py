@@ -132,6 +132,15 @@ class Judge:
         crit = "rubric" if self.rubric else "conduct floor"
         return f"Judge({crit}, model={self.model!r}, base_url={self.backend.base_url!r})"
 
+    def __getstate__(self):   # picklable (Ray ships graders to actors): no client, no lock
+        state = dict(self.__dict__)
+        state["_client"], state["_lock"] = None, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # -------------------------------------------------------------- checking
     async def acheck(self, timeout: float = 5.0) -> "Judge":
         """Ask the endpoint for ``/models`` (and pin the model when none was named); raises

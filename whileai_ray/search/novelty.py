@@ -35,7 +35,6 @@ K = 32
 ROWS = 2
 BANDS = K // ROWS
 _WORD = re.compile(r"[a-z0-9$@.'\-]+")
-_MASK64 = (1 << 64) - 1
 
 
 def _params() -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,17 @@ class RoundBook:
             slot[index] = outcome
             self._missing[r] -= 1
 
+    def pop_one(self) -> list | None:
+        """The next observable round's outcomes, or None. Observing one round at a time, with
+        the decisions it unlocks taken before the next, keeps decisions independent of how many
+        rounds happened to complete together."""
+        r = self.observed + 1
+        if r in self._rounds and self._missing[r] == 0:
+            del self._missing[r]
+            self.observed = r
+            return self._rounds.pop(r)
+        return None
+
     def pop_ready(self) -> list[list]:
         """Outcomes of the rounds that are now observable, oldest first."""
         out = []

@@ -1,0 +1,132 @@
+"""Novelty against the archive (flat cost), batch selection, the near-copy family cap, the bench line."""
+import re
+import time
+
+import pytest
+
+from whileai_ray.bench_search import bench_selection, format_line
+from whileai_ray.search.family_cap import FamilyCap, family_key, skeleton
+from whileai_ray.search.novelty import NoveltyIndex
+from whileai_ray.situations.grid import build_axes, pairwise_cells
+from whileai_ray.situations.template_writer import TemplateWriter
+
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
+    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+CELLS = pairwise_cells(build_axes(TOOLS))
+WRITER = TemplateWriter(TOOLS, "", seed=0)
+PROMPTS = [WRITER.write(CELLS[i % len(CELLS)], i // len(CELLS), 0).prompt for i in range(3000)]
+BASE = ("Looking to check my order ORD-41087 today. The amount was $4423, paid on March 6. I can see it "
+        "in my account but the status page will not load. Please tell me where it is now. Thanks in advance.")
+
+
+def _jaccard(a, b):
+    def sh(t):
+        w = re.findall(r"[a-z0-9$@.'\-]+", t.lower())
+        return set(w) | {x + " " + y for x, y in zip(w, w[1:])}
+    sa, sb = sh(a), sh(b)
+    return len(sa & sb) / len(sa | sb)
+
+
+def test_exact_copy_near_copy_and_new_text():
+    idx = NoveltyIndex()
+    for p in PROMPTS[:500]:
+        idx.add(p)
+    assert idx.novelty(PROMPTS[10]) == 0.0
+    assert idx.novelty("Zebras quietly juggle purple violins underwater tonight") == 1.0
+    idx.add(BASE)
+    near = BASE.replace("today", "right now")
+    assert idx.novelty(near) < 0.35
+    assert idx.near_copy(near, 0.6)
+    assert not idx.near_copy("What is the capital of Mongolia, and who wrote War and Peace?", 0.6)
+    assert len(idx) == 501
+
+
+def test_similarity_estimates_jaccard_for_similar_pairs():
+    errors = []
+    for i in range(0, 400, 4):
+        idx = NoveltyIndex()
+        idx.add(PROMPTS[i])
+        words = PROMPTS[i].split()
+        edited = " ".join(words[: len(words) // 2] + ["totally", "different", "ending", "here"])
+        true = _jaccard(PROMPTS[i], edited)
+        _, est = idx.similarity(edited)
+        if true >= 0.4:
+            errors.append(abs(est - true))
+    assert len(errors) > 30
+    assert sum(errors) / len(errors) < 0.12
+    assert sum(e < 0.2 for e in errors) >= 0.9 * len(errors)   # LSH misses a few pairs near 0.4
+
+
+def test_cost_per_call_stays_flat_as_the_archive_grows():
+    idx = NoveltyIndex()
+    for _ in range(3000):       # a crowded bucket: thousands of near-copies of one prompt
+        idx.add(BASE)
+    for p in PROMPTS:
+        idx.add(p)
+    probes = [WRITER.write(CELLS[i % len(CELLS)], 50_000 + i, 1).prompt for i in range(300)]
+    t0 = time.perf_counter()
+    for p in probes + [BASE.replace("today", "now")] * 100:
+        idx.novelty(p)
+    per_call_ms = (time.perf_counter() - t0) * 1000 / 400
+    assert per_call_ms < 1.0
+
+
+def test_select_prefers_novel_candidates_and_spreads_the_batch():
+    idx = NoveltyIndex()
+    for p in PROMPTS[:200]:
+        idx.add(p)
+    fresh = "Can you translate my grocery list into Portuguese before the weekend market opens?"
+    fresh_twin = fresh.replace("weekend", "Saturday")
+    other = "How many moons does Jupiter have, roughly, as of the latest count from NASA?"
+    cands = [PROMPTS[0], PROMPTS[1], fresh, fresh_twin, other]
+    picked = idx.select(cands, 2, seed=0)
+    assert {i for i, _ in picked} in ({2, 4}, {3, 4})
+    assert all(score > 0.7 for _, score in picked)
+    everything = idx.select(cands, 10, seed=0)
+    assert sorted(i for i, _ in everything) == [0, 1, 2, 3, 4]
+    assert [i for i, _ in everything][-2:] in ([0, 1], [1, 0])
+    assert len(idx) == 200        # selecting archives nothing
+
+
+def test_select_tie_break_is_seeded():
+    idx = NoveltyIndex()
+    cands = [f"completely unrelated topic number {w} about {w}s" for w in
+             ("apple", "river", "castle", "violin", "meteor", "garden", "tunnel", "glacier")]
+    orders = {tuple(i for i, _ in idx.select(cands, 8, seed=s)) for s in range(6)}
+    assert len(orders) > 1
+    assert idx.select(cands, 8, seed=2) == idx.select(cands, 8, seed=2)
+    assert idx.select(cands, 0, seed=2) == []
+
+
+def test_family_skeleton_blanks_what_changes_between_worlds():
+    a = "Check order ORD-41087 for Maria Lopez, paid $44 on March 6. Email maria.lopez12@example.com."
+    b = "Check order ORD-20211 for Tom Kim, paid $310 on May 2. Email tom.kim9@example.com."
+    c = "Cancel order ORD-20211 for Tom Kim, paid $310 on May 2. Email tom.kim9@example.com."
+    assert skeleton(a) == "check order # for N paid $ on D email @"
+    assert family_key(a) == family_key(b) != family_key(c)
+
+
+def test_family_cap_refuses_past_the_cap_but_notes_always_count():
+    cap = FamilyCap(2)
+    texts = [f"Check order ORD-{1000 + i} for me, paid ${10 + i}." for i in range(4)]
+    assert [cap.admit(t) for t in texts] == [True, True, False, False]
+    assert cap.admit("Something else entirely.")
+    assert not cap.allowed(texts[0])
+    cap.note(texts[0])
+    assert cap.stats() == {"cap": 2, "families": 2, "refused": 2, "largest": 3}
+    with pytest.raises(ValueError, match="family cap must be an int >= 1"):
+        FamilyCap(0)
+
+
+def test_template_prompts_rarely_collide_in_one_family():
+    cap = FamilyCap(3)
+    admitted = sum(cap.admit(p) for p in PROMPTS)
+    assert admitted > 0.95 * len(PROMPTS)
+
+
+def test_bench_selection_reports_both_archive_sizes():
+    got = bench_selection(sizes=(200, 4000), probes=200)
+    assert set(got["ms_per_row"]) == {200, 4000}
+    assert all(0 < ms < 2.0 for ms in got["ms_per_row"].values())
+    assert got["ratio"] == pytest.approx(got["ms_per_row"][4000] / got["ms_per_row"][200], rel=0.01)
+    assert "selection cost per row: 200 rows" in format_line(got)

@@ -8,6 +8,12 @@ The public surface, re-exported here and locked by tests/unit/test_public_api.py
 from .agents.backends import OpenAI, configure
 from .agents.seeded import SEEDED_BEHAVIORS, seeded_agent
 from .data import SimulationData
+from .export import PublishGateError
+from .grading_paths import grade_llm, llm_grade
+from .grading_paths import grade_llm as grade
+from .grading_paths import rank_source as rank
+from .scored import ScoredData
+from .score.llm_judge import Judge
 from .loading import load
 from .score.compare import compare_runs, delta_report, format_delta_report
 from .score.pass_at import PassAt, pass_at
@@ -20,9 +26,12 @@ from .world.mock import World, world
 __version__ = "0.1.0"
 
 __all__ = [
+    "Judge",
     "OpenAI",
     "PassAt",
+    "PublishGateError",
     "SEEDED_BEHAVIORS",
+    "ScoredData",
     "SimulationData",
     "World",
     "compare_runs",
@@ -32,9 +41,13 @@ __all__ = [
     "delta_report",
     "eval_variance",
     "format_delta_report",
+    "grade",
+    "grade_llm",
+    "llm_grade",
     "load",
     "noise_band",
     "pass_at",
+    "rank",
     "seeded_agent",
     "simulate",
     "world",

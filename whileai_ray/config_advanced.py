@@ -27,9 +27,12 @@ KNOBS: dict[str, tuple[str, float, float, float]] = {
     "probe": ("int", 2, 1, 64),
     "completions_per_request": ("int", 1, 1, 8),
     "round_size": ("int", 64, 1, 4096),
-    "lag": ("int", 2, 1, 64),
+    "lag": ("int", 4, 1, 64),
     "chunk_size": ("int", 32, 1, 1024),
     "copies_needed": ("int", 5, 1, 1000),
+    "judge_concurrency": ("int", 32, 1, 4096),
+    "judge_timeout": ("number", 0.0, 0.0, 86400.0),     # seconds one verdict may take; 0 = no limit
+    "family_cap": ("int", 3, 1, 1000),
 }
 ARMS = ("structured", "open_ended", "behavior_targeted", "failure_mutation", "llm_guided")
 # What an absent non-numeric key means (None: the engine's own choice).

@@ -14,12 +14,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .data_actions import RunActions
 from .rowlist import RowList
 from .store.row_builder import export_row
 
 
-@dataclass
-class SimulationData:
+@dataclass(repr=False)
+class SimulationData(RunActions):
     trajectories: list = field(default_factory=list)
     arm_yield: dict = field(default_factory=dict)
     stopped_because: str = "budget"
@@ -136,28 +137,9 @@ class SimulationData:
             "requests_per_situation": self.requests_per_situation,
         }
 
-    # ----------------------------------------------------------------- grade
-    def grade(self, grader=None, judge=None, llm: bool = False, llm_spec: str | None = None,
-              spec: str | None = None, api_key: str | None = None, path: str | None = None,
-              concurrency: int = 32, llm_concurrency: int = 16, version: str | None = None,
-              use_privileged: bool = False, scale=None, rubric: str | None = None, trust: str = "warn",
-              payload_chars: int = 8000, max_tokens: int = 120):
-        """Grade this run's rows. ``grader=`` (a callable) scores in place and returns the run."""
-        from .grading import grade_in_place
-        if grader is None and judge is None:
-            raise RuntimeError(
-                "data.grade() without a callable grades with an LLM judge, which needs an "
-                "OpenAI-compatible endpoint; LLM grading lands with the grading issue. Pass a callable: "
-                "data.grade(lambda row: 1.0 if row.get('final_text') else 0.0)")
-        if judge is not None and grader is None:
-            raise NotImplementedError("data.grade(judge=...) (ScoredData copies) is not implemented yet; "
-                                      "pass the callable as data.grade(grader) to score in place")
-        grade_in_place(self, grader, concurrency=concurrency)
-        self._touch()
-        target = path or self.path
-        if target:
-            self.save(target)
-        return self
+    def _repr_html_(self) -> str:
+        from .notebook import html_view
+        return html_view(self)
 
 
 def meta_path(path: str) -> str:

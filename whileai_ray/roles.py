@@ -60,13 +60,18 @@ def resolve_roles(cfg) -> Roles:
                                       "simulator= to use a different writer.")
     if cfg.grade is True or cfg.llm_grade:
         arg = "grade=True" if cfg.grade is True else "llm_grade=True"
-        judge = resolve_role("judge")
-        if judge is None:
+        from .agents.backends import resolve_role as _rr
+        if _rr("judge") is None:
             raise RuntimeError(
                 f"{arg} grades with an LLM judge over an OpenAI-compatible endpoint, and none is "
                 "configured: set WHILEAI_JUDGE (e.g. 'vllm:<model>@http://host:8000/v1'), call "
                 "wai.configure(judge=...), or grade offline with grader=<callable> or grade='conduct'")
-        roles.judge = _preflight(judge, arg)
+        from .grading_paths import make_run_judge
+        try:
+            roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
+            roles.judge.check()
+        except RuntimeError as exc:
+            raise RuntimeError(f"{arg}: {exc}") from None
     if cfg.traces is not None:
         raise NotImplementedError("traces= is not implemented in this build yet")
     return roles

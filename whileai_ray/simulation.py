@@ -140,6 +140,8 @@ def _run(cfg, dims, roles) -> SimulationData:
         logger.warning(w)
     for w in data.search.pop("_user_warnings", []):
         _warnings.warn(w, UserWarning, stacklevel=3)
+    if cfg.llm_grade:
+        data.llm_grade()
     if cfg.output:
         from .store.parquet import write_parquet
         data.save(cfg.output, meta=True)
@@ -188,6 +190,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     if cfg.grade == "conduct":
         from .score.conduct import conduct_grader
         grader = conduct_grader
+    elif cfg.grade is True and grader is None:
+        grader = roles.judge
     ray_opts = dict(knobs.get("ray") or {})
     per_actor = int(ray_opts.pop("concurrency_per_actor", 0) or 0)
     n_actors = int(ray_opts.pop("rollout_actors", 0) or 0)
@@ -207,7 +211,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
         "chunk_size": knobs["chunk_size"], "lag": knobs["lag"], "reproducible": cfg.reproducible,
         "concurrency": cfg.concurrency, "time_budget": cfg.time_budget, "timeout": cfg.timeout,
-        "judge_timeout": knobs.get("judge_timeout"), "ray": ray_opts,
+        "judge_timeout": knobs.get("judge_timeout") or None, "ray": ray_opts,
+        "judge_concurrency": knobs["judge_concurrency"], "judge_actors": int(ray_opts.pop("judge_actors", 1)),
         "judge_name": judge_name(grader) if grader is not None else None,
         "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
         "label_source": "conduct" if cfg.grade == "conduct" else None,

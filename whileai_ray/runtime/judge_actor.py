@@ -1,0 +1,54 @@
+"""JudgeWorker: grades landed rows in the loop, beside the rollout actors.
+
+Rows travel to a judge actor in chunks; each row is scored in a thread executor (a callable
+grader, ``wai.Judge`` over HTTP, or the conduct check) under a semaphore of
+``judge_concurrency`` slots, with ``judge_timeout`` per verdict. Only the verdicts travel back.
+Rollout slots are free as soon as a rollout ends, so a slow judge never stalls rollouts; the
+driver observes a unit once its verdict is in, which is what steers the search.
+"""
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+from ..score.judging import normalize_judge_result
+from ..store.row_builder import export_row
+
+
+def score_row(grader, row: dict) -> dict:
+    """One verdict in the judge contract; an exception is a verdict with judge_status=error."""
+    internal = getattr(grader, "wants_internal_row", False)
+    try:
+        raw = grader(row if internal else export_row(row))
+        verdict = normalize_judge_result(raw)
+        if isinstance(raw, dict) and isinstance(raw.get("judge_meta"), dict):
+            verdict["judge_meta"] = raw["judge_meta"]
+        return verdict
+    except Exception as exc:  # marked on the row, never turned into a 0
+        return normalize_judge_result(exc)
+
+
+class JudgeWorker:
+    def __init__(self, grader, concurrency: int = 32, timeout: float | None = None):
+        self.grader = grader
+        self.timeout = timeout or None
+        self.sem = asyncio.Semaphore(max(1, int(concurrency)))
+        self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 4, thread_name_prefix="judge")
+        self.judged = 0
+
+    def ping(self) -> bool:
+        return True
+
+    async def judge_chunk(self, rows: list) -> list:
+        return list(await asyncio.gather(*(self._one(r) for r in rows)))
+
+    async def _one(self, row: dict) -> dict:
+        loop = asyncio.get_running_loop()
+        async with self.sem:
+            fut = loop.run_in_executor(self.pool, score_row, self.grader, row)
+            try:
+                verdict = await (asyncio.wait_for(fut, self.timeout) if self.timeout else fut)
+            except asyncio.TimeoutError:
+                verdict = normalize_judge_result(TimeoutError(f"the judge took longer than {self.timeout:g}s"))
+        self.judged += 1
+        return verdict

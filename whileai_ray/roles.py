@@ -35,7 +35,14 @@ def resolve_roles(cfg) -> Roles:
     roles = Roles()
     if cfg.agent_kind in ("spec", "backend") or (cfg.agent is None and (cfg.backend or cfg.spec)):
         raw = cfg.agent if cfg.agent is not None else (cfg.backend or cfg.spec)
-        roles.agent = _preflight(parse_spec(raw, argument="agent"), "agent=")
+        from .agents.routing import MultiEndpoint
+        if isinstance(raw, MultiEndpoint):          # several servers (ModelServers): sticky per rollout
+            try:
+                roles.agent = asyncio.run(raw.preflight())
+            except RuntimeError as exc:
+                raise RuntimeError(f"agent=: {exc}") from None
+        else:
+            roles.agent = _preflight(parse_spec(raw, argument="agent"), "agent=")
         user = resolve_role("user_model", cfg.user_model)
         roles.user = _preflight(user, "user_model=") if user is not None else roles.agent
         if roles.user == roles.agent:

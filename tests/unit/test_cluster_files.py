@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "cluster"
 KNOWN = {"README.md", "cluster.yaml", "runtime_env.yaml", "example.toml", "Dockerfile",
          "kuberay/raycluster.yaml", "kuberay/rayjob.yaml", "kuberay/outputs-pvc.yaml",
-         "slurm/whileai-ray.sbatch"}
+         "slurm/whileai-ray.sbatch", "gpu_check.sh"}
 RAY_VERSION = importlib.metadata.version("ray")
 
 
@@ -136,3 +136,8 @@ def test_dockerfile_uses_the_tested_ray_version():
                                     "kubectl apply", "sbatch", RAY_VERSION])
 def test_readme_covers_the_matrix_and_the_three_ways(needle):
     assert needle in (CLUSTER / "README.md").read_text()
+
+
+def test_gpu_check_script_parses():
+    import subprocess
+    subprocess.run(["bash", "-n", str(CLUSTER / "gpu_check.sh")], check=True)

@@ -30,13 +30,10 @@ class RolloutWorker:
                  timeout: float | None = None, judge_timeout: float | None = None, model=None):
         self.agent = agent
         self.model = model                  # ModelSettings when the agent is a model backend
-        self.client = self.user_client = None
-        if model is not None:
-            from ..agents.backends import make_client
-            self.client = make_client(model.backend, timeout=model.timeout or 300.0)
-            if model.user_backend is not None:
-                self.user_client = (self.client if model.user_backend == model.backend
-                                    else make_client(model.user_backend, timeout=60.0))
+        self.clients = None
+        if model is not None:                 # one client per endpoint per actor, sticky per rollout
+            from ..agents.routing import EndpointClients
+            self.clients = EndpointClients(model.backend, model.user_backend, timeout=model.timeout or 300.0)
         self.meta = meta
         self.execute = execute
         self.grader = grader
@@ -60,7 +57,8 @@ class RolloutWorker:
             t0 = time.monotonic()
             if self.model is not None:
                 from ..agents.model_unit import play_model_row
-                row = await play_model_row(self.client, self.user_client, self.model, unit, self.meta, self.execute)
+                client, user_client = self.clients.for_unit(unit)
+                row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
             else:
                 fut = loop.run_in_executor(self.pool, play_callable_unit, self.agent, unit, self.meta, self.execute)
                 try:

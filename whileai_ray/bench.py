@@ -85,4 +85,35 @@ def run_bench(quick: bool = False, out=print) -> int:
     cpu = bench_cpu(rows=n_cpu)
     out(f"cpu-bound      no-delay agent {cpu['rows']} rows: {cpu['rows_s']:.0f} rows/s, caller peak RSS "
         f"{cpu['peak_rss_mb']:.0f} MB, {cpu['distinct_prompts']} distinct prompts, stopped {cpu['stopped']}")
+    model = bench_model(rows=300 if quick else 1000)
+    out(f"model-backed   scripted server 200ms/call C=256 {model['rows']} rows ({model['calls_per_row']:.2f} calls/row): "
+        f"steady {model['steady_rows_s']:.0f} rows/s, wall {model['wall_rows_s']:.0f} rows/s, ideal "
+        f"{model['ideal']:.0f} rows/s, ratio {model['ratio']:.0%}")
+    from .bench_search import bench_selection, format_line
+    out(format_line(bench_selection()))
     return 0
+
+
+def bench_model(rows: int = 1000, concurrency: int = 256, latency_ms: int = 200) -> dict:
+    """1,000 rollouts against the scripted OpenAI-compatible server (200 ms a call) at C=256.
+
+    One rollout here is one model call (``avg_turns=1``, and the scripted model answers the
+    opening without a tool call when asked to), so the ideal is C / latency rows/s.
+    """
+    from . import simulate
+    from .testing.server import start_server
+    host, port, stop = start_server(port=0, seed=0, latency_ms=latency_ms, ask_rate=0.0, model="bench")
+    try:
+        t0 = time.monotonic()
+        data = simulate(f"vllm:bench@http://{host}:{port}/v1", tools=TOOLS, simulator=False, budget=rows,
+                        concurrency=concurrency, avg_turns=1, max_turns=1, seed=0,
+                        advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
+        wall = time.monotonic() - t0
+        calls = stop.server.requests
+    finally:
+        stop()
+    steady = _steady_rate(data)
+    per_row_calls = calls / max(1, len(data))
+    ideal = concurrency / (latency_ms / 1000.0) / per_row_calls
+    return {"rows": len(data), "steady_rows_s": steady, "wall_rows_s": len(data) / wall, "ideal": ideal,
+            "ratio": steady / ideal, "calls_per_row": per_row_calls}

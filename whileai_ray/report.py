@@ -134,8 +134,19 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
         search["agent_errors"] = stats["agent_errors"]
         if result["errors"]:
             search["first_agent_error"] = result["errors"][0]
+    keys = stats.get("coverage_keys") or {}
+    for key in ("saturation", "predicted_to_saturation", "predicted_remaining"):
+        if key in keys:
+            coverage[key] = keys[key]
+    coverage["arm_weights"] = stats.get("arm_initial", {})
+    search["arm_weights"] = stats.get("arm_weights", {})
+    search["arms"] = stats.get("arms", {})
+    search["uncovered_shapes"] = stats.get("uncovered_shapes", [])
+    search["family_cap"] = stats.get("family_cap", {})
+    search["copy_deficit"] = stats.get("copy_deficit", 0)
     data.coverage = coverage
     data.search = search
+    data.arm_weights = dict(search["arm_weights"])
     data.elapsed_seconds = elapsed
     data.rows_per_second = n / elapsed if elapsed > 0 else 0.0
     data.first_row_seconds = result.get("first_row_s") or 0.0
@@ -154,10 +165,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
     from .rng import stable_hash
     data.system_prompts = {stable_hash(cfg.system_prompt)[:16]: cfg.system_prompt}
-    data.coverage_curve = [{"n_rows": n, "unique_prompts": coverage["unique_prompts"],
-                            "unique_scenario_ids": coverage["unique_scenario_ids"],
-                            "unique_behavior_signatures": coverage["unique_signatures"],
-                            "unique_cells": coverage["unique_cells"], "stopped_because": data.stopped_because}]
+    data.coverage_curve = list(stats.get("coverage_curve") or [])
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",
                    "model rollout", "full tool trajectory", "behavior signature", "row stored"]
     listed, user_warnings, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate)

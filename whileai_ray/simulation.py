@@ -108,7 +108,7 @@ def _run(cfg, dims, roles) -> SimulationData:
     seeds, dropped = _seeds_that_fit(cfg, k)
     results, datas = [], []
     for eval_run in range(cfg.runs):
-        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run)
+        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None)
         result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
@@ -158,7 +158,7 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _settings(cfg, run_id, seeds, k, pinned, eval_run) -> PlanSettings:
+def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False) -> PlanSettings:
     knobs = cfg.advanced
     situations_cap = cfg.situations
     if situations_cap is not None and seeds:
@@ -169,7 +169,9 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run) -> PlanSettings:
         situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
         fault_rate=resolve_fault_rate(cfg), probe=knobs["probe"], seeds=[] if pinned else seeds,
         mutate=knobs.get("mutate_failures", True) is not False and not pinned,
-        dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned))
+        dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned),
+        tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
+        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
 
 
 def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:

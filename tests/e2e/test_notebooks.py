@@ -62,10 +62,12 @@ def stop_leftover_head(workdir: Path) -> list:
     left = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         try:
-            if proc.pid == head["pid"] or any(head["temp_dir"] in part for part in proc.info["cmdline"] or []):
+            ours = proc.pid == head["pid"] or os.getsid(proc.pid) == head["pid"] or \
+                any(head["temp_dir"] in part for part in proc.info["cmdline"] or [])
+            if ours and proc.pid != os.getpid():
                 if proc.status() != psutil.STATUS_ZOMBIE:
                     left.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, PermissionError):
             pass
     for proc in left:
         try:
@@ -100,6 +102,9 @@ def test_grading_and_variance(tmp_path, kernel_env):
     book = run_notebook(NOTEBOOKS / "03_grading_and_variance.ipynb", tmp_path, kernel_env)
     html = outputs_html(book)
     assert "rate 0.2 (before)" in html and "<svg" in html
+    text = "\n".join(str(out.get("text", "")) for cell in book.cells if cell.cell_type == "code"
+                     for out in cell.get("outputs", []))
+    assert "eval variance of pass_at_1 over 3 run(s)" in text and "REGRESSED: pass_at_1" in text
 
 
 def test_a_failing_cell_fails_the_run(tmp_path, kernel_env):

@@ -329,7 +329,7 @@ class DriverWorker:
             "rows": rows, "leftover_rows": leftover, "resume": self._resume.summary(),
             "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
-            "planner": _planner_stats(p), "node_rows": dict(self.node_rows),
+            "planner": _planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),
             "errors": self.errors, "chunks_reissued": self.chunks_reissued,
             "abandoned": self.abandoned, "n_actors": len(actors),
         }
@@ -339,8 +339,13 @@ async def _await(ref):
     return await ref
 
 
-def _planner_stats(p: Planner) -> dict:
+def _planner_stats(p: Planner, stopped_because=None) -> dict:
     return {
+        "coverage_keys": p.tracker.report_keys(), "coverage_curve": p.tracker.finish(stopped_because,
+                                                                                     p.bandit.weights()),
+        "arm_weights": p.bandit.weights(), "arm_initial": dict(p.bandit.initial), "arms": p.bandit.stats(),
+        "uncovered_shapes": p.shapes.uncovered() if p.shapes else [], "family_cap": p.family.stats(),
+        "copy_deficit": p.tracker.copy_deficit(),
         "landed": p.landed, "scheduled": p.scheduled, "rerolled_by": dict(p.rerolled_by),
         "lost_by": dict(p.lost_by), "timed_out": p.timed_out, "agent_errors": p.agent_errors,
         "situations": p.situations_opened, "groups": p.book.stats(),

@@ -17,8 +17,13 @@ from dataclasses import dataclass, field
 from ..rng import weyl, draw
 from ..situations.grid import CONDITION_FAULT_MODE
 from ..unit import Unit
+from .arms import ArmBandit
 from .cell_picker import CellPicker
+from .coverage import CoverageTracker
+from .family_cap import FamilyCap
 from .groups import GroupBook
+from .novelty import NoveltyIndex, sketch
+from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = ("agent_error", "empty_reply", "tool_markup")
@@ -43,6 +48,13 @@ class PlanSettings:
     dead_agent_errors: int = 16
     eval_run: int = 0
     pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
+    tools: list = field(default_factory=list)
+    axes: dict = field(default_factory=dict)
+    until: str = "compute"
+    arm_weights: dict | None = None               # advanced={"arm_weights": ...}: pinned, no reallocation
+    llm_writer: bool = False
+    family_cap: int = 3
+    copies_needed: int = 5
     precounted: int = 0                           # rows on disk counted toward the budget up front
     avoid_prompts: frozenset = frozenset()        # prompts already on disk: never drawn again
 
@@ -74,7 +86,7 @@ class Planner:
         self.agent_errors = 0
         self.first_agent_error = None
         self.situations_opened = 0
-        self.seeds_left = deque(settings.seeds)
+        self.seeds_left = deque(dict.fromkeys(settings.seeds))   # a repeated seed runs once
         self.pinned_left = deque(settings.pinned)
         self.pinned_mode = bool(settings.pinned)
         if self.pinned_mode:
@@ -93,6 +105,15 @@ class Planner:
         self.mutation_aims = {"world_fault": {"parents": 0, "rows": 0},
                               "graded_failure": {"parents": 0, "rows": 0}}
         self.faulted_situations = 0
+        arms = ("structured", "open_ended", "behavior_targeted", "failure_mutation") + \
+            (("llm_guided",) if settings.llm_writer else ())
+        self.bandit = ArmBandit(arms, settings.seed, pinned=settings.arm_weights)
+        self.novelty = NoveltyIndex()
+        self.family = FamilyCap(settings.family_cap)
+        self.shapes = ShapeTargets(settings.tools, settings.seed) if settings.tools else None
+        self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
+        self._targeted = 0
+        self._seen_prompts: set = set()       # a prompt is opened at most once: keys never collide
 
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:
@@ -100,6 +121,8 @@ class Planner:
 
     def decide(self, round_index: int) -> list[Unit]:
         room = min(self.s.round_size, self.capacity())
+        if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
+            room = 0                       # until= says coverage is done: finish what is in flight
         out: list[Unit] = []
         while room > 0 and self._rerolls:
             out.append(self._take(self._rerolls.popleft())); room -= 1
@@ -139,44 +162,70 @@ class Planner:
             faults = None
         else:
             faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
-            base = None
-            if self.s.mutate and self._parents and self._mutation_round != round_index:
-                self._mutation_round = round_index
-                parent, aim = self._parents.popleft()
-                base = self.writer.mutate(parent, self._mutations)
-                self._mutations += 1
-                self.mutation_aims[aim]["rows"] += 1
-                faulted = bool(self._faults_of.get(parent.scenario_id))
-            elif self.s.n == 1 and ordinal > 0 and weyl(self.s.seed, ordinal, "probe") < self.s.probe_share:
-                base = self.writer.probe(self._probes)
-                self._probes += 1
-            for _attempt in range(8):
-                if base is None:
-                    cell, instance = self.picker.pick(faulted)
-                    base = self.writer.write(cell, instance, 0)
-                if base.prompt not in self.s.avoid_prompts:
-                    break
-                base = None
-            if base is None:
-                cell, instance = self.picker.pick(faulted)
-                base = self.writer.write(cell, instance, 0)
+            base, cell, instance = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
-        if not base.selection_reason:
-            base.selection_reason = (f"least-covered cell={base.scenario_id} tier={base.tier} instance={instance}"
-                                     if cell is not None else base.arm)
+        self._seen_prompts.add(base.prompt)
+        sk = sketch(base.prompt)
+        nov = self.novelty.novelty(base.prompt, sk)
+        self.novelty.add(base.prompt, sk)
+        self.tracker.note_selection([nov])
+        if not base.selection_reason or base.selection_reason in ("failure_mutation",):
+            what = (f"least-covered cell={base.scenario_id} tier={base.tier} instance={instance}"
+                    if cell is not None else base.arm)
+            base.selection_reason = f"{what} novelty={nov:.3f}"
         if faults:
             self.faulted_situations += 1
         self._faults_of[base.scenario_id] = faults
         self.arm_counts[base.arm] = self.arm_counts.get(base.arm, 0) + 1
         wordings = [base]
         if cell is not None:
-            wordings += [self.writer.write(cell, instance, p) for p in range(1, self.s.n)]
+            for p in range(1, self.s.n):
+                sit = self.writer.write(cell, instance, p)
+                if self._fresh(sit.prompt):          # two wordings that came out the same run once
+                    self._seen_prompts.add(sit.prompt)
+                    wordings.append(sit)
         for p, sit in enumerate(wordings):
             gid = (sit.scenario_id, sit.phrasing_index)
             self._situation_of[gid] = sit
             for ri in self.book.open(gid):
                 self._backlog.append(self._unit_for(gid, ri))
                 self.allocator["explore" if p == 0 else "expand"] += 1
+
+    def _draw_fresh(self, round_index: int, ordinal: int, faulted: bool):
+        """A new situation from the arm the bandit draws for this slot: ``(situation, cell, instance)``."""
+        arm = self.bandit.choose(round_index, ordinal)
+        if arm == "failure_mutation" and self.s.mutate and self._parents:
+            parent, aim = self._parents.popleft()
+            self.mutation_aims[aim]["rows"] += 1
+            self._mutations += 1
+            sit = self.writer.mutate(parent, self._mutations - 1)
+            sit.extra.setdefault("parent_scenario_id", parent.scenario_id)
+            if self._fresh(sit.prompt):
+                return sit, None, None
+        if arm == "open_ended" and self.s.n == 1 and ordinal > 0:
+            self._probes += 1
+            sit = self.writer.probe(self._probes - 1)
+            if self._fresh(sit.prompt):
+                return sit, None, None
+        if arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1:
+            shape = self.shapes.next_target()
+            if shape is not None:
+                self._targeted += 1
+                sit = self.shapes.situation(shape, self._targeted - 1)
+                if self._fresh(sit.prompt):
+                    return sit, None, None
+        for attempt in range(6):
+            cell, instance = self.picker.pick(faulted)
+            sit = self.writer.write(cell, instance, 0)
+            if not self._fresh(sit.prompt):
+                continue
+            if attempt < 5 and not self.family.admit(sit.prompt):
+                continue
+            return sit, cell, instance
+        return sit, cell, instance
+
+    def _fresh(self, prompt: str) -> bool:
+        return prompt not in self._seen_prompts and prompt not in self.s.avoid_prompts
 
     def _fault_plan(self, sit, faulted: bool) -> dict | None:
         if not faulted:
@@ -195,6 +244,11 @@ class Planner:
 
     # --------------------------------------------------------------- observing
     def observe(self, outcomes: list[Outcome]) -> None:
+        self._observe(outcomes)
+        if not self.pinned_mode:
+            self.bandit.update(self.tracker.take_yields())
+
+    def _observe(self, outcomes: list[Outcome]) -> None:
         for o in outcomes:
             self.outstanding -= 1
             u = o.unit
@@ -202,6 +256,9 @@ class Planner:
             if o.row is not None:
                 if not (o.resumed and self.s.precounted):
                     self.landed += 1
+                self.tracker.observe(o.row, None)
+                if self.shapes is not None:
+                    self.shapes.observe(o.row.get("tools_used"))
                 more = self.book.observe(gid, o.label)
                 if o.fault_parent and self.s.mutate:
                     self._parents.append((u.situation, "world_fault"))
@@ -232,6 +289,10 @@ class Planner:
             return "writer_failed"
         if self.landed >= self.s.budget:
             return "budget"
+        if self.outstanding == 0 and not self.pinned_mode:
+            sat = self.tracker.stop_reason(self.s.until)
+            if sat:
+                return sat
         failures = sum(self.lost_by.values()) + sum(self.rerolled_by.values())
         dead = max(self.s.dead_agent_errors, min(2 * self.s.budget, 200))
         if self.landed == 0 and failures >= dead:

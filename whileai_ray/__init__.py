@@ -15,6 +15,7 @@ from .grading_paths import rank_source as rank
 from .scored import ScoredData
 from .score.llm_judge import Judge
 from .loading import load
+from .notebook import notebook_progress
 from .score.compare import compare_runs, delta_report, format_delta_report
 from .score.pass_at import PassAt, pass_at
 from .score.variance import eval_variance, noise_band
@@ -46,6 +47,7 @@ __all__ = [
     "llm_grade",
     "load",
     "noise_band",
+    "notebook_progress",
     "pass_at",
     "rank",
     "seeded_agent",

@@ -108,6 +108,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
         "rollouts_per_request": cfg.repeats, "tools": tools_report,
         "dead_tools": [], "run_id": run_id,
         "placement": {"rollout_actors": result["n_actors"], "rows_by_node": result["node_rows"],
+                      "actor_nodes": result.get("actor_nodes", []),
                       "chunks_reissued": result["chunks_reissued"]},
     }
     rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,

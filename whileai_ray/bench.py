@@ -91,7 +91,75 @@ def run_bench(quick: bool = False, out=print) -> int:
         f"{model['ideal']:.0f} rows/s, ratio {model['ratio']:.0%}")
     from .bench_search import bench_selection, format_line
     out(format_line(bench_selection()))
+    judge = bench_judge(rows=500 if quick else 2000)
+    out(f"judge overlap  200ms grader, {judge['rows']} rows, no-delay agent, {judge['judge_slots']} judge slots: "
+        f"run {judge['wall_s']:.1f}s vs judge pool alone {judge['judge_alone_s']:.1f}s "
+        f"= {judge['ratio']:.2f}x (target < 1.3x)")
+    res = bench_resume(rows_on_disk=20_000 if quick else 100_000)
+    out(f"resume         {res['rows_on_disk']} rows on disk: first new row after {res['first_new_row_s']:.2f}s "
+        f"(target < 5s), loaded {res['resumed']} rows")
+    from .runtime.bench_nodes import bench_nodes
+    nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
+    out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
+        f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "
+        f"(target >= 2.7x; ideal per node {nodes['ideal_per_node']:.0f} rows/s)")
     return 0
+
+
+def bench_judge(rows: int = 2000, judge_latency_s: float = 0.2, judge_slots: int = 32) -> dict:
+    """A 200 ms grader on a no-delay agent: grading overlaps the rollouts, so the run should take
+    little more than the judge pool needs on its own (rows * latency / slots)."""
+    from . import seeded_agent, simulate
+
+    def slow_grader(row):
+        time.sleep(judge_latency_s)
+        return 0.0 if row.get("seeded") else 1.0
+
+    t0 = time.monotonic()
+    data = simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=rows, grader=slow_grader,
+                    seed=0, advanced={"judge_concurrency": judge_slots, "progress_every_s": 3600.0,
+                                      "progress_every_rows": 10**6})
+    wall = time.monotonic() - t0
+    alone = rows * judge_latency_s / judge_slots
+    return {"rows": len(data), "wall_s": wall, "judge_alone_s": alone, "ratio": wall / alone,
+            "judge_slots": judge_slots}
+
+
+def bench_resume(rows_on_disk: int = 100_000) -> dict:
+    """Time from the call to the first newly landed row when resuming a large checkpoint."""
+    import json
+    import shutil
+    import tempfile
+
+    from . import seeded_agent, simulate
+    folder = tempfile.mkdtemp(prefix="wai-bench-resume-")
+    try:
+        path = f"{folder}/ck.jsonl"
+        agent = seeded_agent(TOOLS)
+        simulate(agent, tools=TOOLS, simulator=False, budget=1000, seed=0, checkpoint=path,
+                 advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
+        lines = open(path, encoding="utf-8").read().splitlines()
+        header, body = lines[0], [json.loads(x) for x in lines[1:]]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(header + "\n")
+            for i in range(rows_on_disk):
+                row = dict(body[i % len(body)])
+                row["prompt"] = f"{row['prompt']} (copy {i})"
+                row["scenario_id"] = f"{row['scenario_id']}-{i}"
+                f.write(json.dumps(row) + "\n")
+        first = {}
+        t0 = time.monotonic()
+
+        def watch(p):
+            if p["landed"] and "t" not in first:
+                first["t"] = time.monotonic() - t0
+
+        data = simulate(agent, tools=TOOLS, simulator=False, budget=rows_on_disk + 200, seed=1, checkpoint=path,
+                        on_progress=watch, advanced={"progress_every_rows": 1, "progress_every_s": 3600.0})
+        return {"rows_on_disk": rows_on_disk, "first_new_row_s": first.get("t", float("nan")),
+                "resumed": data.search["rollouts"]["resumed"]}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def bench_model(rows: int = 1000, concurrency: int = 256, latency_ms: int = 200) -> dict:

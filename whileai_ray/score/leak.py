@@ -78,9 +78,28 @@ def _said_and_seen(row: dict) -> tuple[str, str]:
         if step.get("user") is not None:
             seen.append(_dump(step["user"]))
         if step.get("tool"):
+            seen.append(str(step["tool"]))            # the agent chose the tool: naming it is no leak
             seen.append(_dump(step.get("arguments")))
             seen.append(_dump(step.get("result")))
     return _norm(" \n ".join(said)), _norm(" \n ".join(seen))
+
+
+def _agent_tokens(row: dict) -> list:
+    """Names the agent itself used (tool names, its string arguments): quoting them is no leak."""
+    tokens = set()
+    for step in row.get("steps") if isinstance(row.get("steps"), list) else []:
+        if isinstance(step, dict) and step.get("tool"):
+            tokens.add(_norm(str(step["tool"])))
+            args = step.get("arguments")
+            if isinstance(args, dict):
+                tokens.update(_norm(v) for v in args.values() if isinstance(v, str))
+    return sorted((t for t in tokens if len(t) >= 3), key=len, reverse=True)
+
+
+def _mask(text: str, tokens) -> str:
+    for token in tokens:
+        text = text.replace(token, "\x00")
+    return text
 
 
 def find_leak(row: dict, min_len: int = 12) -> dict | None:
@@ -91,10 +110,11 @@ def find_leak(row: dict, min_len: int = 12) -> dict | None:
     said, seen = _said_and_seen(row)
     if len(said) < min_len:
         return None
-    said_windows = _windows(said, min_len)
+    masks = _agent_tokens(row)
+    said_windows = {w for w in _windows(_mask(said, masks), min_len) if "\x00" not in w}
     seen_text = seen
     for field, text in _sources(priv):
-        hits = {w for w in (_windows(text, min_len) & said_windows) if w not in seen_text}
+        hits = {w for w in (_windows(_mask(text, masks), min_len) & said_windows) if w not in seen_text}
         if hits:
             return {"field": field, "quote": _quote(said, text, hits, min_len)}
     return None

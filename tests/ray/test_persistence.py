@@ -43,6 +43,10 @@ def test_resume_after_a_torn_checkpoint_equals_an_uninterrupted_run(ray_local, t
     body = _body_lines(ck)
     assert len(body) == 300 and len({row_key(r) for r in body}) == 300
     assert all(r["lineage"].get("resumed") for r in resumed.rows()[:100])
+    beside = wai.load(tmp_path / "ck.parquet")                  # the Parquet side, compacted at the end
+    assert sorted(map(row_key, beside.rows())) == sorted(map(row_key, body))
+    import polars
+    assert polars.read_parquet(tmp_path / "ck.parquet" / "rows.parquet").height == 300
 
 
 def test_a_checkpoint_from_another_setup_is_refused_untouched(ray_local, tools, tmp_path):

@@ -12,13 +12,22 @@ A *group* is every rollout of one prompt: key ``(scenario_id, phrasing_index)``.
   left to open. ``repeats`` is therefore a floor for mixed groups (they always reach k) and
   no prompt ever gets more than k rollouts.
 
-The hazard is estimated from this run: ``mixed_rate`` is the Laplace-smoothed share of probed
-groups that split; ``hazard(n)`` is the smoothed share of unanimous-at-n groups that split on
-the next rollout. A unanimous group continues only when ``hazard(n) > mixed_rate / probe``.
+The hazard is estimated from this run. ``mixed_rate`` is the Laplace-smoothed share of probed
+groups that split; one rollout spent on a fresh ask therefore finds a split with about
+``mixed_rate / probe``. ``hazard(n)`` is the share of unanimous-at-n groups that split on the
+next rollout, with a skeptical prior (half the fresh-ask value, weight one). A unanimous group
+continues when ``hazard(n) > mixed_rate / probe`` -- when more rollouts on it are a better bet
+than a fresh ask -- and, to keep the estimate honest, a seeded 5% of unanimous groups continue
+anyway (the evidence the estimate learns from). (The reference's prior of ``1/(n+2)`` keeps
+about half of all unanimous groups going in a run that never splits; this one stops them.)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ..rng import draw
+
+EXPLORE_SHARE = 0.05
 
 
 @dataclass(slots=True)
@@ -33,7 +42,8 @@ class Group:
 
 
 class GroupBook:
-    def __init__(self, k: int, policy: str, probe: int = 2):
+    def __init__(self, k: int, policy: str, probe: int = 2, seed: int = 0):
+        self.seed = seed
         self.k = max(1, int(k))
         self.policy = policy
         self.probe = min(self.k, max(1, int(probe))) if policy in ("successive", "adaptive") else self.k
@@ -66,7 +76,8 @@ class GroupBook:
         return (self.mixed + 1) / (self.probed + 2)
 
     def hazard(self, n: int) -> float:
-        return (self._cont_split.get(n, 0) + 1.0 / (n + 2)) / (self._cont_obs.get(n, 0) + 1)
+        prior = 0.5 * self.mixed_rate() / self.probe
+        return (self._cont_split.get(n, 0) + prior) / (self._cont_obs.get(n, 0) + 1)
 
     def observe(self, gid: tuple, label) -> list[int]:
         """Record one finished rollout (``label`` None = lost); return rollout indices to add."""
@@ -102,7 +113,8 @@ class GroupBook:
         if g.scheduled >= self.k:
             g.status = "complete"
             return []
-        if g.landed and self.hazard(g.landed) > self.mixed_rate() / self.probe:
+        if g.landed and (self.hazard(g.landed) > self.mixed_rate() / self.probe
+                         or draw(self.seed, "explore-hazard", list(gid), g.landed) < EXPLORE_SHARE):
             return self._hand_out(g, g.scheduled + 1)
         if g.status != "stopped_unanimous":
             g.status = "stopped_unanimous"

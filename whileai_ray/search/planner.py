@@ -76,7 +76,7 @@ class Planner:
         self.s = settings
         self.writer = writer
         self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
-        self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe)
+        self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed)
         self.landed = settings.precounted
         self.outstanding = 0
         self.scheduled = 0

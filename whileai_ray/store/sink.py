@@ -4,18 +4,38 @@ from __future__ import annotations
 from .row_builder import export_row
 
 
+def parquet_folder_for(checkpoint_path) -> str:
+    """Where the Parquet side of a checkpoint lives: ``<stem>.parquet/`` beside the JSONL."""
+    p = str(checkpoint_path)
+    return (p[:-6] if p.endswith(".jsonl") else p) + ".parquet"
+
+
 class CheckpointSink:
-    def __init__(self, checkpoint):
+    """The checkpoint of a run: every landed batch goes to the JSONL file (one write, flush,
+    fsync) and, as a row group, to a Parquet part file beside it; ``close()`` compacts the parts
+    into ``<stem>.parquet/rows.parquet``. A resumed run appends to both (keys already present
+    are skipped), so the two never disagree about which rows exist."""
+
+    def __init__(self, checkpoint, parquet: bool = True):
+        from .parquet import ParquetSink
         self.checkpoint = checkpoint
         self.loaded = checkpoint.open()
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
+        self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
 
     def append(self, rows: list[dict]) -> None:
-        self.checkpoint.append([export_row(r) for r in rows])
+        exported = [export_row(r) for r in rows]
+        self.checkpoint.append(exported)
+        if self.parquet is not None:
+            self.parquet.write(exported)
 
     def close(self) -> None:
         self.checkpoint.close()
+        if self.parquet is not None:
+            # rows a crash left in the JSONL but not yet in a part file (at most one row group)
+            self.parquet.write(self.loaded)
+            self.parquet.close(compact=True)
 
 
 class StreamSink:

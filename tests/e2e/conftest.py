@@ -16,7 +16,8 @@ def ray_local():
     os.environ["RAY_AUTH_MODE"] = "disabled"
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(_node_ip_address="127.0.0.2", include_dashboard=False, num_cpus=2,
+    # address="local": always a fresh Ray of our own, never a cluster another test left running.
+    ray.init(address="local", _node_ip_address="127.0.0.2", include_dashboard=False, num_cpus=2,
              object_store_memory=200 * 1024**2, namespace="whileai_ray", log_to_driver=False)
     yield ray
     ray.shutdown()

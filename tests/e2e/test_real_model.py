@@ -137,22 +137,39 @@ def _assert_model_rows(data, tools, model):
         assert calls, row["steps"]
         for step in calls:
             assert step["tool"] in tool_names
-            assert isinstance(step["arguments"], dict) and "order_id" in step["arguments"]
+            # Parsed arguments, or {"raw": ...} when the reply was cut inside the JSON.
+            assert isinstance(step["arguments"], dict) and step["arguments"]
             assert isinstance(step["result"], dict) and step["result"]    # the world's answer
         text = row["final_text"]
         assert text.strip() and text not in templates    # the model's words, not the opening ask
+    parsed = [s for r in rows for s in _tool_steps(r) if "order_id" in s["arguments"]]
+    assert parsed, "no tool call carried a parsed order_id"
     return rows
+
+
+def _user_turns(row):
+    return [s["user"] for s in row.get("steps") or [] if "user" in s]
 
 
 def test_real_model_plays_multi_turn_with_tool_calls(ray_local, llama_server, tools):
     spec = f"vllm:{MODEL_ALIAS}@{llama_server}"
-    data = _run(spec, tools, advanced={"tool_choice": "lookup_order", "agent_max_tokens": 96})
+    data = _run(spec, tools, advanced={"tool_choice": "lookup_order", "agent_max_tokens": 160,
+                                       "min_user_turns": 2})
     rows = _assert_model_rows(data, tools, MODEL_ALIAS)
     assert all(r["model_version"] == MODEL_ALIAS for r in rows)
-    # The model read the tool's answer: the request after the tool round carried it.
+    assert all(r["user_model"] == MODEL_ALIAS for r in rows)     # the same model played the person
     for row in rows:
+        # The model read the tool's answer: the request after the tool round carried it.
         first_text = next(s for s in row["steps"] if "tool" not in s and "user" not in s)
         assert first_text["input_tokens"] > _tool_steps(row)[0]["input_tokens"]
+    # A reply cut at max_tokens ends the conversation; every other one got the person's next line.
+    talked = [r for r in rows if _user_turns(r)]
+    assert talked, [r["steps"] for r in rows]
+    for row in talked:
+        kinds = ["tool" if "tool" in s else "user" if "user" in s else "text" for s in row["steps"]]
+        assert kinds.index("tool") < kinds.index("text") < kinds.index("user") < len(kinds) - 1, kinds
+        assert all(u.strip() for u in _user_turns(row))
+        assert row["final_text"] == row["steps"][-1].get("text", "")
 
 
 def test_real_model_through_a_backend_object_and_a_bare_url(ray_local, llama_server, tools):

@@ -70,16 +70,23 @@ class DriverWorker:
     async def run(self) -> dict:
         job = self.job
         loaded = []
+        # rollout actors start spawning while the checkpoint loads (a large resume reads for seconds)
+        pending_actors = [self._new_actor() for _ in range(job["n_actors"])]
         if job.get("make_sink") is not None:
-            self.sink = job["make_sink"]()            # refuses a foreign checkpoint before any work
+            # refuses a foreign checkpoint before any work; in a thread, so poll() keeps answering
+            self.sink = await asyncio.to_thread(job["make_sink"])
             loaded = self.sink.loaded
         if job.get("stream_path"):
             from ..store.sink import StreamSink
             self.stream = StreamSink(job["stream_path"])
-        self._resume = ResumeIndex(loaded, self.sink.header if self.sink else None, job.get("plan_fingerprint"))
+        if loaded:
+            import gc
+            gc.freeze()   # the rows on disk live as long as the run: keep the collector off them
+        self._resume = await asyncio.to_thread(
+            ResumeIndex, loaded, self.sink.header if self.sink else None, job.get("plan_fingerprint"))
         self.resumed = len(loaded)
         self.planner = planner = job["make_planner"](**self._resume.planner_overrides())
-        actors = await self._start_actors()
+        actors = await self._start_actors(pending_actors)
         per_actor = job["per_actor_concurrency"]
         chunk = max(1, min(job["chunk_size"], per_actor))
         reproducible = job["reproducible"]
@@ -224,7 +231,7 @@ class DriverWorker:
         self.inflight_units = 0
         self.done = True
         if self.sink is not None:
-            self.sink.close()
+            await asyncio.to_thread(self.sink.close)
         if self.stream is not None:
             self.stream.close()
         self.rows.sort(key=lambda r: r.get("_ordinal", 0))
@@ -311,8 +318,7 @@ class DriverWorker:
             job["agent"], job["meta"], job.get("execute"), None,
             job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"))
 
-    async def _start_actors(self) -> list:
-        actors = [self._new_actor() for _ in range(self.job["n_actors"])]
+    async def _start_actors(self, actors: list) -> list:
         pings = [_await(a.ping.remote()) for a in actors]
         try:
             self.actor_nodes = list(await asyncio.wait_for(asyncio.gather(*pings), PLACEMENT_TIMEOUT_S))

@@ -44,6 +44,8 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
     ensure_ray()
     _ship_user_code_by_value(job.get("agent"), job.get("grader"), job.get("execute"))
+    import time
+    driver_started = time.monotonic()
     driver = _start_driver(job)
     try:
         done_ref = driver.run.remote()
@@ -56,7 +58,9 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
                     pass
             if ready:
                 try:
-                    return ray.get(done_ref)
+                    result = ray.get(done_ref)
+                    result["driver_started_at"] = driver_started
+                    return result
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None)
                     if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping

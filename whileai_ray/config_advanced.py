@@ -42,6 +42,7 @@ ADVANCED_DEFAULTS: dict[str, Any] = {
     "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": 768,
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
+    "tool_choice": None,
 }
 ADVANCED_KEYS = tuple(sorted(set(KNOBS) | set(ADVANCED_DEFAULTS)))
 
@@ -122,6 +123,20 @@ def _model_version(value: Any, label: str) -> str:
     raise ValueError(f"{label} is a non-empty string naming the agent version; got {value!r}")
 
 
+def _tool_choice(value: Any, label: str):
+    """OpenAI's tool_choice: "auto" | "required" | "none" | a tool's name | the wire dict."""
+    if value in ("auto", "required", "none"):
+        return value
+    if isinstance(value, str) and value.strip():
+        return {"type": "function", "function": {"name": value.strip()}}
+    function = value.get("function") if isinstance(value, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if isinstance(name, str) and name:
+        return {"type": "function", "function": {"name": name}}
+    raise ValueError(f"{label} is 'auto', 'required', 'none', a tool's name, or "
+                     f"{{'type': 'function', 'function': {{'name': <tool>}}}}; got {value!r}")
+
+
 def _run_id(value: Any, label: str) -> str:
     """A run names itself (the Driver actor, the Ray Job): letters, digits, '-', '_', '.'."""
     import re
@@ -154,6 +169,7 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
                                               floor=0),
     "user_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "writer_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
+    "tool_choice": _tool_choice,
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
 

@@ -189,7 +189,9 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
                     "max_tokens": cfg.agent_max_tokens, "model": roles.agent.model, **(cfg.sampling or {})}
         model = ModelSettings(roles.agent, roles.user, max_turns=cfg.max_turns, avg_turns=cfg.avg_turns,
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
-                              timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience)
+                              timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience,
+                              tool_choice=knobs.get("tool_choice"),
+                              min_user_turns=knobs.get("min_user_turns"))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
                    world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout)

@@ -17,6 +17,11 @@ round, never reads the results (that template drops ``tool`` messages) and ignor
 (it renders ``tool`` messages, so the model reads the world's answer) and the run passes
 ``advanced={"tool_choice": "lookup_order"}``: the first request of each user turn forces the
 call, the request after the tool round leaves ``tool_choice`` out and gets text.
+
+User turns: the person speaks again when the agent asks a question; SmolLM2-135M almost never
+ends a reply with "?" whatever the system prompt says (0-3 in 12 tries measured), so the run
+sets ``advanced={"min_user_turns": 2}``: the person (played by the same model) answers once
+even after a statement. A reply cut at ``max_tokens`` still ends the conversation.
 """
 from __future__ import annotations
 

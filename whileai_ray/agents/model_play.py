@@ -117,18 +117,26 @@ def _logprob_fields(choice, want: bool | str) -> dict:
 async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns: int | None = None,
                           avg_turns: float | None = None, temperature: float | None = None,
                           max_tokens: int | None = None, timeout: float | None = None,
-                          logprobs: bool | str = False, user=None) -> dict:
+                          logprobs: bool | str = False, user=None, tool_choice=None,
+                          min_user_turns: int | None = None) -> dict:
     """Play ``unit`` against ``backend`` through ``client`` (an openai.AsyncOpenAI); a trajectory.
 
     ``user``: a :class:`~whileai_ray.agents.user_sim.SimulatedUser` or None (a question then
     ends the conversation). ``logprobs``: True adds ``logprob``/``n_tokens``; ``"tokens"`` also
-    ``token_logprobs`` (a list of ``{"token","logprob"}``).
+    ``token_logprobs`` (a list of ``{"token","logprob"}``). ``tool_choice`` (OpenAI's request
+    field: ``"auto"``, ``"required"`` or ``{"type": "function", "function": {"name": ...}}``) is
+    sent on the first request of each user turn only; the requests after a tool round leave it
+    out, so a forced call cannot loop. ``min_user_turns``: the person keeps the conversation
+    going (answers a reply that is not a question too) until it has this many user lines,
+    within the turn cap; patience still applies from the second answer on.
     """
     sampling = dict(meta.sampling or {})
     temperature = sampling.get("temperature", DEFAULT_TEMPERATURE) if temperature is None else temperature
     max_tokens = sampling.get("max_tokens", DEFAULT_MAX_TOKENS) if max_tokens is None else max_tokens
     timeout = max(300.0, max_tokens / 4) if timeout is None else float(timeout)
     cap = turn_cap(unit.seed, unit.draw_key(), avg_turns, max_turns)
+    least = max(1, int(min_user_turns or 1))
+    cap = max(cap, min(least, max_turns or _HARD_TURN_CAP))
 
     messages = ([{"role": "system", "content": meta.system_prompt}] if meta.system_prompt else [])
     messages.append({"role": "user", "content": unit.prompt})
@@ -144,6 +152,10 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
     totals = {"logprob": 0.0, "n_tokens": 0, "token_logprobs": []}
     user_turns, rounds, ended_by, finish = 0, 0, None, "stop"
     while True:
+        if tool_choice is not None and meta.tools and rounds == 0:
+            request["tool_choice"] = tool_choice
+        else:
+            request.pop("tool_choice", None)
         response = await _complete(client, request, timeout)
         choice = response.choices[0]
         message = choice.message
@@ -158,7 +170,7 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
             calls = [{"id": tc.id, "type": "function",
                       "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
                      for tc in message.tool_calls]
-            messages.append({"role": "assistant", "content": message.content, "tool_calls": calls})
+            messages.append({"role": "assistant", "content": message.content or "", "tool_calls": calls})
             for i, call in enumerate(calls):
                 name = call["function"]["name"]
                 args, result = await _answer_tool(world_call, name, call["function"]["arguments"])
@@ -185,7 +197,8 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
             finish = "length"
         steps.append(step)
         messages.append({"role": "assistant", "content": text})
-        if not is_question(text) or user is None or user_turns + 1 >= cap or finish == "length":
+        more = is_question(text) or user_turns + 1 < least
+        if not more or user is None or user_turns + 1 >= cap or finish == "length":
             break
         answer = await user.reply(text, messages)
         if answer is None:

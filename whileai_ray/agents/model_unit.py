@@ -16,7 +16,8 @@ class ModelSettings:
     beyond the backend object, whose repr never shows it)."""
 
     def __init__(self, backend, user_backend=None, max_turns=None, avg_turns=None, temperature=None,
-                 max_tokens=None, timeout=None, logprobs=False, patience=None, endpoint_concurrency=64):
+                 max_tokens=None, timeout=None, logprobs=False, patience=None, endpoint_concurrency=64,
+                 tool_choice=None, min_user_turns=None):
         self.backend = backend
         self.user_backend = user_backend
         self.max_turns = max_turns
@@ -27,6 +28,8 @@ class ModelSettings:
         self.logprobs = logprobs
         self.patience = patience or {"level": "normal", "second": 0.35, "later": 0.60}
         self.endpoint_concurrency = endpoint_concurrency
+        self.tool_choice = tool_choice
+        self.min_user_turns = min_user_turns
 
 
 async def play_model_row(client, user_client, settings: ModelSettings, unit, meta, execute=None) -> dict:
@@ -39,7 +42,8 @@ async def play_model_row(client, user_client, settings: ModelSettings, unit, met
             traj = await play_model_unit(
                 client, settings.backend, unit, meta, world_call=world.call, max_turns=settings.max_turns,
                 avg_turns=settings.avg_turns, temperature=settings.temperature, max_tokens=settings.max_tokens,
-                timeout=settings.timeout, logprobs=settings.logprobs, user=user)
+                timeout=settings.timeout, logprobs=settings.logprobs, user=user,
+                tool_choice=settings.tool_choice, min_user_turns=settings.min_user_turns)
         except Exception as exc:  # an HTTP error, a timeout, a malformed body: an agent error, re-rolled
             traj = agent_error(exc, timed_out=isinstance(exc, TimeoutError))
     if user.model or settings.user_backend is not None:

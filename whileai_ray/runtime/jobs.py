@@ -60,6 +60,9 @@ def submit_planned(submission: Submission, address: str) -> dict:
         return {**out, "action": "already_running", "status": str(existing.status.value)}
     if action == "replace":
         client.delete_job(submission.run_id)
+        deadline = time.monotonic() + AGENT_WAIT_S       # deletion is asynchronous: wait until it is gone
+        while _info(client, submission.run_id) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
     _submit_with_retry(client, submission)
     return {**out, "action": "resubmitted" if action == "replace" else "submitted",
             "status": "PENDING"}
@@ -75,7 +78,8 @@ def _submit_with_retry(client: JobSubmissionClient, submission: Submission) -> N
                               entrypoint_num_cpus=0)
             return
         except RuntimeError as exc:
-            if "No available agent" not in str(exc) or time.monotonic() >= deadline:
+            transient = "No available agent" in str(exc) or "already exists" in str(exc)
+            if not transient or time.monotonic() >= deadline:
                 raise
             time.sleep(1.0)
 

@@ -123,7 +123,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
         "arm_counts": stats["arm_counts"], "allocator": stats["allocator"], "mode": cfg.mode,
         "repeat_policy": cfg.repeat_policy, "n_req": cfg.phrasings, "k": cfg.repeats,
         "min_cell_copies": min_copies, "copies_needed": copies_needed,
-        "mutation_aims": stats["mutation_aims"], "failure_criteria": {}, "rollouts": rollouts,
+        "mutation_aims": stats["mutation_aims"], "failure_criteria": stats.get("failure_criteria", {}), "rollouts": rollouts,
         "strategy": {"requested": cfg.strategy, "resolved": "broad", "reason": "no traces -> broad exploration"},
         "tier_mix": tier_mix,
     }
@@ -131,6 +131,8 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
         search["groups"] = stats["groups"]
     if seeds or dropped:
         search["seeds_dropped"] = list(dropped)
+    if result.get("stuck_units"):
+        search["stuck_units"] = result["stuck_units"]
     if stats["agent_errors"]:
         search["agent_errors"] = stats["agent_errors"]
         if result["errors"]:

@@ -174,6 +174,7 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
         fault_rate=resolve_fault_rate(cfg), probe=knobs["probe"], seeds=[] if pinned else seeds,
         mutate=knobs.get("mutate_failures", True) is not False and not pinned,
+        mutate_graded=knobs.get("mutate_graded_failures") is not False,
         dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned),
         tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
         llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
@@ -201,7 +202,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         grader = conduct_grader
     elif cfg.grade is True and grader is None:
         grader = roles.judge
-    ray_opts = dict(knobs.get("ray") or {})
+    from .agents.backends import configured_ray_options
+    ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     per_actor = int(ray_opts.pop("concurrency_per_actor", 0) or 0)
     n_actors = int(ray_opts.pop("rollout_actors", 0) or 0)
     if not n_actors:

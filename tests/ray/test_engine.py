@@ -200,3 +200,11 @@ def test_grader_in_the_loop_marks_rows(ray_local, tools):
         else:
             assert "reward" not in r                       # a judge error is never a 0
     assert "pass@1" in str(data.pass_at)
+
+
+def test_twenty_thousand_row_explore_run_ends_on_budget_with_distinct_prompts(ray_local, tools):
+    data = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=20000,
+                        advanced={"progress_every_rows": 10**6, "progress_every_s": 3600.0})
+    rows = data.rows()
+    assert len(rows) == 20000 and data.stopped_because == "budget"
+    assert len({r["prompt"] for r in rows}) >= 19000

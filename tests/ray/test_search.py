@@ -66,3 +66,19 @@ def test_arms_weights_move_with_yield_and_can_be_pinned(ray_local, tools):
                           advanced={"arm_weights": {"structured": 1.0, "open_ended": 0.0, "behavior_targeted": 0.0,
                                                     "failure_mutation": 0.0}})
     assert {r["arm"] for r in pinned.rows()} == {"structured"}
+
+
+def test_graded_failures_steer_the_search_and_can_be_turned_off(ray_local, tools):
+    def grader(r):
+        ok = not r.get("seeded")
+        return {"reward": 1.0 if ok else 0.0, "markers": {"grounded": 1.0 if ok else 0.0}}
+
+    data = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=1200, grader=grader,
+                        fault_rate=0.0)
+    aims = data.search["mutation_aims"]["graded_failure"]
+    assert aims["parents"] > 0 and aims["rows"] > 0
+    assert data.search["failure_criteria"]["grounded"] > 0
+    assert any(r["arm"] == "failure_mutation" for r in data.rows())
+    off = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=300, grader=grader,
+                       fault_rate=0.0, advanced={"mutate_graded_failures": False})
+    assert off.search["mutation_aims"]["graded_failure"]["parents"] == 0

@@ -130,11 +130,25 @@ def parse_spec(spec: Any, *, argument: str = "agent") -> OpenAI:
 
 
 def configure(*, agent: Any = _UNSET, judge: Any = _UNSET, simulator: Any = _UNSET,
-              user_model: Any = _UNSET) -> dict:
+              user_model: Any = _UNSET, ray: Any = _UNSET) -> dict:
     """Set process-wide defaults per role (validated now); ``None`` clears a role.
 
-    ``simulator=False`` pins the offline template writer. Returns the current defaults.
+    ``simulator=False`` pins the offline template writer. ``ray={...}`` sets the default Ray
+    options of every run (the keys of ``advanced={"ray": {...}}``: ``rollout_actors``,
+    ``concurrency_per_actor``, ``judge_actors``, ``num_cpus``, ``num_gpus``, ``resources``,
+    ``scheduling_strategy``); a run's own ``advanced["ray"]`` wins key by key. Returns the
+    current defaults.
     """
+    if ray is not _UNSET:
+        if ray is None:
+            _DEFAULTS.pop("ray", None)
+        elif isinstance(ray, dict):
+            unknown = sorted(set(ray) - RAY_OPTION_KEYS)
+            if unknown:
+                raise ValueError(f"configure(ray=...) has no option {unknown[0]!r}; options: {sorted(RAY_OPTION_KEYS)}")
+            _DEFAULTS["ray"] = dict(ray)
+        else:
+            raise TypeError(f"configure(ray=...) takes a dict of Ray options; got {type(ray).__name__}")
     for role, value in (("agent", agent), ("judge", judge), ("simulator", simulator),
                         ("user_model", user_model)):
         if value is _UNSET:
@@ -146,6 +160,15 @@ def configure(*, agent: Any = _UNSET, judge: Any = _UNSET, simulator: Any = _UNS
         else:
             _DEFAULTS[role] = parse_spec(value, argument=role)
     return dict(_DEFAULTS)
+
+
+RAY_OPTION_KEYS = frozenset({"rollout_actors", "concurrency_per_actor", "judge_actors", "num_cpus", "num_gpus",
+                             "resources", "scheduling_strategy", "max_restarts"})
+
+
+def configured_ray_options() -> dict:
+    """The Ray options ``configure(ray=...)`` set (empty when none)."""
+    return dict(_DEFAULTS.get("ray") or {})
 
 
 def reset_configuration() -> None:

@@ -16,13 +16,14 @@ from collections import deque
 
 import ray
 
-from ..score.judging import apply_verdict
+from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
 from ..store.resume import ResumeIndex
 from .rollout_actor import RolloutWorker
 
 PLACEMENT_TIMEOUT_S = 60.0
+STUCK_GRACE_S = 30.0
 
 
 class DriverWorker:
@@ -46,6 +47,8 @@ class DriverWorker:
         self.resumed_rows: list = []
         self.stream = None
         self.judging = 0
+        self._sent_at: dict = {}
+        self.stuck: dict = {}          # unit key -> seconds in flight, for chunks past their deadline
         self._resume = None
 
     # ------------------------------------------------------------------ polling
@@ -166,7 +169,9 @@ class DriverWorker:
                     break
                 items = [queue.popleft() for _ in range(min(chunk, len(queue)))]
                 ref = actors[a].run_chunk.remote([u for _, _, u in items])
-                tasks[asyncio.ensure_future(_await(ref))] = ("roll", a, items)
+                t = asyncio.ensure_future(_await(ref))
+                tasks[t] = ("roll", a, items)
+                self._sent_at[t] = time.monotonic()
                 load[a] += len(items)
                 self.inflight_units += len(items)
             if not tasks:
@@ -177,7 +182,9 @@ class DriverWorker:
                 break
             wait_s = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
             done, _ = await asyncio.wait(list(tasks), timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
+            self._watchdog(tasks)
             for t in done:
+                self._sent_at.pop(t, None)
                 kind, a, items = tasks.pop(t)
                 if kind == "roll":
                     load[a] -= len(items)
@@ -237,6 +244,21 @@ class DriverWorker:
         self.rows.sort(key=lambda r: r.get("_ordinal", 0))
         return self._result(actors)
 
+    def _watchdog(self, tasks: dict) -> None:
+        """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
+        actor or a node that died without Ray noticing yet. They stay in flight (re-issuing a unit
+        that may still land would break exactly-once); the report names them."""
+        limit = (self.job.get("timeout") or 300.0) + STUCK_GRACE_S
+        now = time.monotonic()
+        for t, sent in self._sent_at.items():
+            if now - sent > limit and t in tasks:
+                for _r, _i, u in tasks[t][2]:
+                    key = "|".join(map(str, u.key))
+                    if key not in self.stuck:
+                        print(f"whileai_ray watchdog: unit {key} in flight for {now - sent:.0f}s "
+                              f"(deadline {limit:.0f}s)", flush=True)
+                    self.stuck[key] = round(now - sent, 1)
+
     def _land_resumed(self, unit, row: dict) -> Outcome:
         """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
         row = dict(row)
@@ -280,7 +302,9 @@ class DriverWorker:
             self.errors.append(str(res["error"])[:300])
         return Outcome(unit=res["unit"], row=row, unusable=res.get("unusable"),
                        timed_out=res.get("timed_out", False), label=label,
-                       fault_parent=bool(res.get("fault_parent")) and row is not None)
+                       fault_parent=bool(res.get("fault_parent")) and row is not None,
+                       graded_failure=bool(verdict) and is_graded_failure(verdict),
+                       failed_markers=tuple(failed_markers(verdict)) if verdict else ())
 
     # --------------------------------------------------------------- the pool
     def _actor_options(self) -> dict:
@@ -355,7 +379,7 @@ class DriverWorker:
             "planner": _planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),
             "errors": self.errors, "chunks_reissued": self.chunks_reissued,
             "abandoned": self.abandoned, "n_actors": len(actors),
-            "actor_nodes": list(getattr(self, "actor_nodes", [])),
+            "actor_nodes": list(getattr(self, "actor_nodes", [])), "stuck_units": dict(self.stuck),
         }
 
 
@@ -369,7 +393,7 @@ def _planner_stats(p: Planner, stopped_because=None) -> dict:
                                                                                      p.bandit.weights()),
         "arm_weights": p.bandit.weights(), "arm_initial": dict(p.bandit.initial), "arms": p.bandit.stats(),
         "uncovered_shapes": p.shapes.uncovered() if p.shapes else [], "family_cap": p.family.stats(),
-        "copy_deficit": p.tracker.copy_deficit(),
+        "copy_deficit": p.tracker.copy_deficit(), "failure_criteria": dict(p.failure_criteria),
         "landed": p.landed, "scheduled": p.scheduled, "rerolled_by": dict(p.rerolled_by),
         "lost_by": dict(p.lost_by), "timed_out": p.timed_out, "agent_errors": p.agent_errors,
         "situations": p.situations_opened, "groups": p.book.stats(),

@@ -27,6 +27,7 @@ from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = ("agent_error", "empty_reply", "tool_markup")
+ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 
 
 @dataclass
@@ -45,6 +46,8 @@ class PlanSettings:
     probe: int = 2
     seeds: list = field(default_factory=list)
     mutate: bool = True
+    mutate_graded: bool = True            # advanced={"mutate_graded_failures": False} turns it off
+    novelty_candidates: int = 2           # structured asks drawn per slot; the most novel is kept
     dead_agent_errors: int = 16
     eval_run: int = 0
     pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
@@ -69,6 +72,8 @@ class Outcome:
     label: object = None
     fault_parent: bool = False
     resumed: bool = False
+    graded_failure: bool = False          # the judge scored it under the pass threshold
+    failed_markers: tuple = ()
 
 
 class Planner:
@@ -105,6 +110,7 @@ class Planner:
         self.mutation_aims = {"world_fault": {"parents": 0, "rows": 0},
                               "graded_failure": {"parents": 0, "rows": 0}}
         self.faulted_situations = 0
+        self.failure_criteria: dict[str, int] = {}
         arms = ("structured", "open_ended", "behavior_targeted", "failure_mutation") + \
             (("llm_guided",) if settings.llm_writer else ())
         self.bandit = ArmBandit(arms, settings.seed, pinned=settings.arm_weights)
@@ -214,14 +220,30 @@ class Planner:
                 sit = self.shapes.situation(shape, self._targeted - 1)
                 if self._fresh(sit.prompt):
                     return sit, None, None
+        best = None
         for attempt in range(6):
             cell, instance = self.picker.pick(faulted)
             sit = self.writer.write(cell, instance, 0)
             if not self._fresh(sit.prompt):
                 continue
-            if attempt < 5 and not self.family.admit(sit.prompt):
+            if attempt < 5 and not self.family.allowed(sit.prompt):
                 continue
+            best = (sit, cell, instance)
+            break
+        if best is None:
             return sit, cell, instance
+        # novelty-based selection: a second instance of the same cell competes, the more novel
+        # wording wins (the index answers in O(1) whatever the archive size)
+        sit, cell, instance = best
+        score = self.novelty.novelty(sit.prompt)
+        for j in range(1, max(1, self.s.novelty_candidates)):
+            alt_instance = instance + j * ALT_INSTANCE_STRIDE
+            alt = self.writer.write(cell, alt_instance, 0)
+            if self._fresh(alt.prompt) and self.family.allowed(alt.prompt):
+                alt_score = self.novelty.novelty(alt.prompt)
+                if alt_score > score:
+                    sit, score, instance = alt, alt_score, alt_instance
+        self.family.admit(sit.prompt)
         return sit, cell, instance
 
     def _fresh(self, prompt: str) -> bool:
@@ -263,6 +285,12 @@ class Planner:
                 if o.fault_parent and self.s.mutate:
                     self._parents.append((u.situation, "world_fault"))
                     self.mutation_aims["world_fault"]["parents"] += 1
+                elif o.graded_failure and self.s.mutate and self.s.mutate_graded:
+                    # the verdict steers like a tool fault: the failed ask is mutated into new ones
+                    self._parents.append((u.situation, "graded_failure"))
+                    self.mutation_aims["graded_failure"]["parents"] += 1
+                for name in o.failed_markers:
+                    self.failure_criteria[name] = self.failure_criteria.get(name, 0) + 1
                 for ri in more:
                     self._backlog.append(self._unit_for(gid, ri))
                     self.allocator["verify"] += 1

@@ -68,17 +68,23 @@ class FamilyCap:
         self.cap = cap
         self.counts: dict[str, int] = {}
         self.refused = 0
+        self._recent: dict[str, str] = {}   # the planner asks allowed() then admit() of a few prompts
 
     def family(self, prompt: str) -> str:
-        return family_key(prompt)
+        key = self._recent.get(prompt)
+        if key is None:
+            if len(self._recent) >= 16:
+                self._recent.clear()
+            key = self._recent[prompt] = family_key(prompt)
+        return key
 
     def allowed(self, prompt: str) -> bool:
         """Whether one more prompt of this family fits under the cap (counts nothing)."""
-        return self.counts.get(family_key(prompt), 0) < self.cap
+        return self.counts.get(self.family(prompt), 0) < self.cap
 
     def admit(self, prompt: str) -> bool:
         """Count the prompt and return True if its family is under the cap; else refuse it."""
-        key = family_key(prompt)
+        key = self.family(prompt)
         n = self.counts.get(key, 0)
         if n >= self.cap:
             self.refused += 1

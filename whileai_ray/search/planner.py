@@ -120,6 +120,7 @@ class Planner:
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
         self._targeted = 0
         self._seen_prompts: set = set()       # a prompt is opened at most once: keys never collide
+        self._scored = ("", None, 0.0)
 
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:
@@ -171,8 +172,11 @@ class Planner:
             base, cell, instance = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
         self._seen_prompts.add(base.prompt)
-        sk = sketch(base.prompt)
-        nov = self.novelty.novelty(base.prompt, sk)
+        if self._scored[0] is base.prompt:          # scored while choosing between candidates
+            _, sk, nov = self._scored
+        else:
+            sk = sketch(base.prompt)
+            nov = self.novelty.novelty(base.prompt, sk)
         self.novelty.add(base.prompt, sk)
         self.tracker.note_selection([nov])
         if not base.selection_reason or base.selection_reason in ("failure_mutation",):
@@ -235,14 +239,17 @@ class Planner:
         # novelty-based selection: a second instance of the same cell competes, the more novel
         # wording wins (the index answers in O(1) whatever the archive size)
         sit, cell, instance = best
-        score = self.novelty.novelty(sit.prompt)
+        sk = sketch(sit.prompt)
+        score = self.novelty.novelty(sit.prompt, sk)
         for j in range(1, max(1, self.s.novelty_candidates)):
             alt_instance = instance + j * ALT_INSTANCE_STRIDE
             alt = self.writer.write(cell, alt_instance, 0)
             if self._fresh(alt.prompt) and self.family.allowed(alt.prompt):
-                alt_score = self.novelty.novelty(alt.prompt)
+                alt_sk = sketch(alt.prompt)
+                alt_score = self.novelty.novelty(alt.prompt, alt_sk)
                 if alt_score > score:
-                    sit, score, instance = alt, alt_score, alt_instance
+                    sit, score, instance, sk = alt, alt_score, alt_instance, alt_sk
+        self._scored = (sit.prompt, sk, score)
         self.family.admit(sit.prompt)
         return sit, cell, instance
 

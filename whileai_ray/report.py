@@ -60,7 +60,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     copies_needed = cfg.advanced.get("copies_needed", 5)
     min_copies = min((per_cell.get(k, 0) for k in planned), default=0)
     seen_cells = [c for c in cells if per_cell.get(cell_key(c))]
-    pairs_planned = all_pairs(axes)
+    pairs_planned = pairs_in(cells) if cells else all_pairs(axes)
     pairs_cov = pairs_in(seen_cells) & pairs_planned
     faulted_rows = sum(1 for r in rows if r.get("faults"))
     fired = sum(1 for r in rows if r.get("_fault_fired"))

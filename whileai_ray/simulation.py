@@ -54,9 +54,10 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     cfg = resolve_config(agent, explicit, passed)
+    keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
     roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
-    return _run(cfg, dims, roles)
+    return _run(cfg, dims, roles, keep_fault_cells)
 
 
 def resolve_fault_rate(cfg) -> float:
@@ -93,13 +94,16 @@ def plan_fingerprint(cfg, settings) -> str:
                        cfg.advanced.get("lag"), cfg.reproducible)[:16]
 
 
-def _run(cfg, dims, roles) -> SimulationData:
+def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     from .runtime.run import new_run_id
 
     t_start = time.monotonic()
     run_id = cfg.advanced.get("run_id") or new_run_id()
     axes = build_axes(cfg.tools, cfg.system_prompt, dims)
     cells = pairwise_cells(axes)
+    if cfg.mode != "rl" and not keep_fault_cells:
+        from .situations.covering import fold_fault_cells
+        cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
     pinned, k, pinned_info = [], cfg.repeats, None
     if cfg.tasks is not None:
         from .search.tasks import build_tasks

@@ -59,7 +59,10 @@ class CoverageTracker:
         self.planned = {cell_key(c) if isinstance(c, dict) else str(c): 0 for c in planned_cells}
         self._below_needed = len(self.planned)       # planned cells with < copies_needed rows
         self._empty = len(self.planned)              # planned cells with no row
-        self.pairs_planned = all_pairs(axes) if axes else set()
+        cells = [c for c in planned_cells if isinstance(c, dict)]
+        # the pairs the plan covers: every pair of the axes, or (when fault cells were folded
+        # into success cells, the explore default) the pairs of the cells actually planned
+        self.pairs_planned = (pairs_in(cells) if cells else all_pairs(axes)) if axes else set()
         self.pairs_covered: set = set()
         self.rows = 0
         self.prompts: set[str] = set()

@@ -156,3 +156,22 @@ def pairs_in(cells) -> set:
         for a1, a2 in combinations(names, 2):
             out.add(((a1, cell[a1]), (a2, cell[a2])))
     return out
+
+
+def fold_fault_cells(cells: list[dict]) -> list[dict]:
+    """Explore-style grids: keep one cell per fault condition, turn the other fault cells into
+    success cells (duplicates dropped). Faults still reach any situation through fault_rate;
+    the grid's breadth goes to the axes a success path exercises. (rl keeps every fault cell.)"""
+    out, seen, kept_faults = [], set(), set()
+    for cell in cells:
+        cond = cell.get("tool_condition", "success")
+        if cond != "success":
+            if cond in kept_faults:
+                cell = {**cell, "tool_condition": "success"}
+            else:
+                kept_faults.add(cond)
+        key = tuple(sorted(cell.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(cell)
+    return out

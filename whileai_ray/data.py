@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .data_actions import RunActions
-from .rowlist import RowList
-from .store.row_builder import export_row
+from .rowlist import RowsView
 
 
 @dataclass(repr=False)
-class SimulationData(RunActions):
+class SimulationData(RowsView, RunActions):
     trajectories: list = field(default_factory=list)
     arm_yield: dict = field(default_factory=dict)
     stopped_because: str = "budget"
@@ -60,25 +59,6 @@ class SimulationData(RunActions):
     tools: list = field(default_factory=list)
     _rows_cache: Any = field(default=None, repr=False, compare=False)
 
-    # ------------------------------------------------------------------ rows
-    @property
-    def rows(self) -> RowList:
-        """The exported rows (also callable: ``data.rows()``)."""
-        if self._rows_cache is None or len(self._rows_cache) != len(self.trajectories):
-            rl = RowList(export_row(t) for t in self.trajectories)
-            rl.system_prompt = self.system_prompt
-            rl.tools = self.tools
-            self._rows_cache = rl
-        return self._rows_cache
-
-    def _touch(self) -> None:
-        self._rows_cache = None
-
-    def __len__(self) -> int:
-        return len(self.trajectories)
-
-    def __iter__(self):
-        return iter(self.trajectories)
 
     def __repr__(self) -> str:
         return (f"SimulationData({len(self.trajectories)} rows, stopped_because={self.stopped_because!r}, "

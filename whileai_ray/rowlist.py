@@ -10,3 +10,28 @@ class RowList(list):
 
     def __call__(self) -> "RowList":
         return self
+
+
+class RowsView:
+    """Shared by SimulationData and ScoredData: ``rows`` exports ``trajectories`` once (cached
+    until they change), ``len()`` and iteration go over the trajectories themselves."""
+
+    @property
+    def rows(self) -> RowList:
+        """The exported rows (also callable: ``data.rows()``)."""
+        if self._rows_cache is None or len(self._rows_cache) != len(self.trajectories):
+            from .store.row_builder import export_row
+            rl = RowList(export_row(t) for t in self.trajectories)
+            rl.system_prompt = self.system_prompt
+            rl.tools = self.tools
+            self._rows_cache = rl
+        return self._rows_cache
+
+    def _touch(self) -> None:
+        self._rows_cache = None
+
+    def __len__(self) -> int:
+        return len(self.trajectories)
+
+    def __iter__(self):
+        return iter(self.trajectories)

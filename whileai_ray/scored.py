@@ -15,14 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rowlist import RowList
-from .store.row_builder import export_row
+from .rowlist import RowsView
 
 __all__ = ["ScoredData"]
 
 
 @dataclass
-class ScoredData:
+class ScoredData(RowsView):
     trajectories: list = field(default_factory=list)
     judge_name: str = "judge"
     scoring_run_id: str = ""
@@ -32,24 +31,6 @@ class ScoredData:
     warnings: list = field(default_factory=list)
     _rows_cache: Any = field(default=None, repr=False, compare=False)
 
-    @property
-    def rows(self) -> RowList:
-        """The exported rows (also callable: ``scored.rows()``)."""
-        if self._rows_cache is None or len(self._rows_cache) != len(self.trajectories):
-            rl = RowList(export_row(t) for t in self.trajectories)
-            rl.system_prompt = self.system_prompt
-            rl.tools = self.tools
-            self._rows_cache = rl
-        return self._rows_cache
-
-    def _touch(self) -> None:
-        self._rows_cache = None
-
-    def __len__(self) -> int:
-        return len(self.trajectories)
-
-    def __iter__(self):
-        return iter(self.trajectories)
 
     @property
     def statuses(self) -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from whileai_ray.store.schema import row_key
-from whileai_ray.testing.local_head import LocalHead
+from whileai_ray.runtime.local_head import LocalHead
 
 SPEC = '''
 agent = "whileai_ray.bench:SleepyAgent"
@@ -55,6 +55,9 @@ def wait_status(run_id, address, want, timeout=240):
     while time.monotonic() < deadline:
         st = status(run_id, address)
         if st and st["status"] in want:
+            if st["status"] == "FAILED":
+                from whileai_ray.runtime.jobs import job_logs
+                st["logs"] = job_logs(run_id, address)[-3000:]
             return st
         time.sleep(1)
     raise AssertionError(f"{run_id} never reached {want}: {status(run_id, address)}")
@@ -72,7 +75,8 @@ def test_submit_runs_to_completion_and_a_stopped_job_resumes(head, tmp_path):
     spec = project / "orders.toml"
     spec.write_text(SPEC.format(latency=0.0, run_id="jobs-quick", budget=120))
     cli("submit", spec, "--address", head.address, "--working-dir", project, "--output-dir", outputs)
-    assert wait_status("jobs-quick", head.address, {"SUCCEEDED", "FAILED", "STOPPED"})["status"] == "SUCCEEDED"
+    st = wait_status("jobs-quick", head.address, {"SUCCEEDED", "FAILED", "STOPPED"})
+    assert st["status"] == "SUCCEEDED", st
     assert len(body(outputs / "jobs-quick" / "checkpoint.jsonl")) == 120
     report = cli("report", outputs / "jobs-quick" / "rows.jsonl")
     assert "120" in report.stdout
@@ -91,7 +95,8 @@ def test_submit_runs_to_completion_and_a_stopped_job_resumes(head, tmp_path):
     before = len(body(ck))
     assert before < 1500
     cli("submit", spec2, "--address", head.address, "--working-dir", project, "--output-dir", outputs)
-    assert wait_status("jobs-slow", head.address, {"SUCCEEDED", "FAILED", "STOPPED"})["status"] == "SUCCEEDED"
+    st = wait_status("jobs-slow", head.address, {"SUCCEEDED", "FAILED", "STOPPED"})
+    assert st["status"] == "SUCCEEDED", st
     rows = body(ck)
     assert len(rows) == 1500 and len({row_key(r) for r in rows}) == 1500
     resumed = [r for r in json.loads(Path(outputs / "jobs-slow" / "rows.meta.json").read_text())["search"]

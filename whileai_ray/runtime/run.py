@@ -73,7 +73,7 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
             pass
 
 
-def _start_driver(job: dict, wait_s: float = 15.0):
+def _start_driver(job: dict, wait_s: float = 60.0):
     """The Driver actor, named by the run id so a notebook can reattach to it. A name still
     held by a run that just died (its job was stopped) frees within seconds; a live run with
     the same id is an error, since two runs would share one checkpoint."""

@@ -52,11 +52,11 @@ class LocalHead:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         self.gcs_address = f"{self.node_ip}:{port}"
         self.address = f"http://{self.node_ip}:{dash}"
-        import httpx
+        from ray.job_submission import JobSubmissionClient
         deadline = time.monotonic() + timeout_s
-        while True:                      # the Jobs API answers once the dashboard is up
+        while True:                      # ready once the Jobs client can list jobs
             try:
-                httpx.get(f"{self.address}/api/jobs/", timeout=2.0).raise_for_status()
+                JobSubmissionClient(self.address).list_jobs()
                 return self
             except Exception:
                 if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -7,12 +7,11 @@
 """
 from __future__ import annotations
 
-import json
 from numbers import Real
 
 from ..agents.callable import unusable_reason
 # The conduct rule's own leak test (private there), so selection and grading agree on what a leak is.
-from ..score.conduct import _leak as _conduct_leak, _norm as _conduct_norm
+from ..score.leak import find_leak
 
 __all__ = ["reward_of", "is_junk", "leaks_privileged", "is_truncated"]
 
@@ -39,31 +38,8 @@ def is_junk(row: dict) -> bool:
 
 def leaks_privileged(row: dict) -> bool:
     """Does the reply quote 12+ characters of its privileged block that the agent never saw?
-
-    The conduct rule's own check, with everything the agent did see counted as visible: the
-    prompt, user turns, and each tool step's name, arguments and result (a tool name that also
-    appears in the reference is not a leak)."""
-    if not isinstance(row.get("privileged"), dict):
-        return False
-    seen = [row.get("prompt") or ""]
-    for s in row.get("steps") or ():
-        if isinstance(s, dict):
-            seen.append(s["user"] if isinstance(s.get("user"), str) else
-                        json.dumps([s.get("tool"), s.get("arguments"), s.get("result")], default=str))
-            seen.extend(_strings((s.get("tool"), s.get("arguments"), s.get("result"))))
-    return _conduct_leak(row, _conduct_norm(str(row.get("final_text") or "")),
-                         _conduct_norm(" ".join(seen))) is not None
-
-
-def _strings(value) -> list:
-    """Every string inside ``value`` (so a tool name or id counts as seen on its own, not only in JSON)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        value = value.values()
-    if isinstance(value, (list, tuple, type({}.values()))):
-        return [t for v in value for t in _strings(v)]
-    return []
+    The same detector as ``leak_report()`` and the conduct rule (``score.leak.find_leak``)."""
+    return isinstance(row.get("privileged"), dict) and find_leak(row) is not None
 
 
 def is_truncated(row: dict) -> bool:

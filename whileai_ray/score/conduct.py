@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 import re
 
+from .leak import find_leak
+
 __all__ = ["RULES", "HEDGES", "PADDING", "conduct_check", "apply_conduct", "conduct_grader",
            "LEAK_MIN_CHARS"]
 
@@ -78,10 +80,6 @@ def _norm(text: str) -> str:
     return _WS_RE.sub(" ", text.lower()).strip()
 
 
-def _windows(text: str, n: int = LEAK_MIN_CHARS) -> set:
-    return {text[i:i + n] for i in range(len(text) - n + 1)}
-
-
 def _status(result) -> str:
     if isinstance(result, dict):
         status = str(result.get("status") or "").lower()
@@ -99,39 +97,6 @@ def _claims_success(text: str) -> bool:
         if _CLAIM_RE.search(sentence) and not _NEGATION_RE.search(sentence):
             return True
     return False
-
-
-def _masked(text: str, masks) -> str:
-    """``text`` with every name the agent itself used (tool names, its own argument values)
-    replaced by a separator, so no 12-character window can straddle one of them."""
-    for token in masks:
-        if len(token) >= 3:
-            text = text.replace(token, "\x00")
-    return text
-
-
-def _leak(row: dict, reply: str, visible: str, masks=()) -> str | None:
-    priv = row.get("privileged")
-    if not isinstance(priv, dict) or len(reply) < LEAK_MIN_CHARS:
-        return None
-    sources = []
-    ref = priv.get("reference")
-    if isinstance(ref, str) and ref.strip():
-        sources.append(("reference", _norm(ref)))
-    hidden = priv.get("hidden_state")
-    if hidden:
-        flat = [str(v) for v in (hidden.values() if isinstance(hidden, dict) else [hidden])]
-        text = " ".join(flat + [repr(hidden), json.dumps(hidden, sort_keys=True, default=str)])
-        sources.append(("hidden state", _norm(text)))
-    if not sources:
-        return None
-    seen = _windows(visible)
-    reply_windows = {w for w in _windows(_masked(reply, masks)) if "\x00" not in w}
-    for label, text in sources:
-        hits = (_windows(_masked(text, masks)) & reply_windows) - seen
-        if hits:
-            return f"the reply quotes the privileged {label} ('{min(hits)}...'), which the agent never saw."
-    return None
 
 
 def _needs_tool(row: dict) -> bool:
@@ -159,12 +124,9 @@ def conduct_check(row: dict) -> dict:
     results_text = _norm(json.dumps([[s.get("arguments"), s.get("result")] for s in tool_steps],
                                     default=str)) if tool_steps else ""
 
-    seen_text = _norm(json.dumps([[s.get("tool"), s.get("arguments"), s.get("result")] for s in tool_steps],
-                                 default=str)) if tool_steps else ""
-    masks = sorted({_norm(str(s.get("tool"))) for s in tool_steps} |
-                   {_norm(v) for s in tool_steps if isinstance(s.get("arguments"), dict)
-                    for v in s["arguments"].values() if isinstance(v, str)}, key=len, reverse=True)
-    leak = _leak(row, reply, _norm(str(row.get("prompt") or "")) + " " + seen_text, masks)
+    found = find_leak(row, LEAK_MIN_CHARS)     # one leak detector for conduct, leak_report and select()
+    leak = (f"the reply quotes the privileged {found['field'].replace('_', ' ')} ('{found['quote'][:LEAK_MIN_CHARS]}...'), "
+            "which the agent never saw.") if found else None
     if leak:
         broken["leaks_privileged"] = leak
     if failed and not succeeded and _claims_success(reply):

@@ -236,7 +236,8 @@ class JsonlCheckpoint:
         os.fsync(self._fh.fileno())
         _fsync_dir(self.path.parent)
 
-    def _dedupe(self, rows: list[dict]) -> list[dict]:
+    def _take_new(self, rows) -> list[dict]:
+        """The rows whose key this checkpoint has not seen (now marked seen); others counted."""
         keys = self._keys
         kept = []
         for row in rows:
@@ -246,6 +247,10 @@ class JsonlCheckpoint:
                 continue
             keys.add(key)
             kept.append(row)
+        return kept
+
+    def _dedupe(self, rows: list[dict]) -> list[dict]:
+        kept = self._take_new(rows)
         if len(kept) < len(rows):
             self.warnings.append(f"{self.path}: {len(rows) - len(kept)} duplicate rows on disk ignored")
         return kept
@@ -260,15 +265,7 @@ class JsonlCheckpoint:
         if self._fh is None:
             raise RuntimeError(f"checkpoint {self.path} is not open; call open() first")
         with self._lock:
-            keys = self._keys
-            chunks = []
-            for row in rows:
-                key = row_key(row)
-                if key in keys:
-                    self.duplicates_skipped += 1
-                    continue
-                keys.add(key)
-                chunks.append(dump_line(row))
+            chunks = [dump_line(row) for row in self._take_new(rows)]
             if not chunks:
                 return 0
             self._fh.write(b"".join(chunks))

@@ -229,7 +229,7 @@ def _add_spec_commands(sub) -> None:
     rp.add_argument("path", help="a checkpoint=, output= or data.save() path")
     rp.add_argument("--json", action="store_true", help="print one JSON object instead")
     rp.set_defaults(func=_report)
-    sb = sub.add_parser("submit", help="run a spec as a Ray Job (submission id = run id)",
+    sb = sub.add_parser("submit", help="run a spec as a Ray Job (one job per attempt of the run)",
                         description="Submit a spec to a Ray cluster's job server. Resubmitting "
                         "the same spec resumes from its checkpoint; a job still running is "
                         "left alone. Exit 0 submitted, 2 bad spec, 3 cluster/job error.")

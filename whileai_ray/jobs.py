@@ -7,10 +7,15 @@
 outlives the job). Resubmitting the same spec gives the same run id and the same checkpoint
 path, so the new job resumes from the rows the last one landed.
 
-``resubmit_action(status)`` is the rule for an id that already exists: a job still PENDING or
-RUNNING is left alone (``"attach"``); a finished one is deleted and submitted again under the
-same id (``"replace"``); no job yet means ``"submit"``. The Ray calls themselves live in
-``whileai_ray/runtime/jobs.py`` (the only package that imports ray).
+``resubmit_action(status)`` is the rule for a run that already has a job: the latest attempt
+still PENDING or RUNNING is left alone (``"attach"``); a finished one gets a new attempt
+(``"replace"``); no job yet means ``"submit"``. Each attempt is its own Ray job, with
+submission id ``attempt_id(run_id, n)`` (``run_id`` for the first, ``run_id--attempt2`` ...)
+and the run id in its metadata: reusing one submission id races Ray's job monitor, which
+keeps watching the old supervisor actor and can mark the new job FAILED ("Job supervisor actor
+died"); separate ids also keep every attempt's logs. ``latest_attempt`` picks the attempt that
+``status`` reports. The Ray calls themselves live in ``whileai_ray/runtime/jobs.py`` (the only
+package that imports ray).
 """
 from __future__ import annotations
 
@@ -21,7 +26,8 @@ from pathlib import Path
 
 from .run_spec import SpecError, load_spec
 
-__all__ = ["Submission", "plan_submission", "resubmit_action", "submit", "status",
+__all__ = ["Submission", "plan_submission", "resubmit_action", "attempt_id", "attempt_of",
+           "latest_attempt", "submit", "status",
            "resolve_address", "RUNTIME_ENV_EXCLUDES", "DEFAULT_JOB_OUTPUT_DIR", "TERMINAL", "LIVE"]
 
 # Never uploaded with the working dir: history, results, environments, caches.
@@ -57,6 +63,34 @@ def resubmit_action(existing_status: str | None) -> str:
     if status in TERMINAL:
         return "replace"
     raise ValueError(f"unknown Ray job status {existing_status!r}")
+
+
+RUN_ID_KEY = "whileai_ray_run_id"
+ATTEMPT_KEY = "whileai_ray_attempt"
+
+
+def attempt_id(run_id: str, attempt: int) -> str:
+    """The Ray submission id of a run's ``attempt``-th job (1-based)."""
+    if attempt < 1:
+        raise ValueError(f"attempt must be >= 1, got {attempt}")
+    return run_id if attempt == 1 else f"{run_id}--attempt{attempt}"
+
+
+def attempt_of(run_id: str, job: dict) -> int | None:
+    """Which attempt of ``run_id`` the job ``{"submission_id", "metadata"}`` is, or None."""
+    meta = job.get("metadata") or {}
+    sid = job.get("submission_id")
+    if meta.get(RUN_ID_KEY) == run_id and str(meta.get(ATTEMPT_KEY, "")).isdigit():
+        return int(meta[ATTEMPT_KEY])
+    if sid == run_id:
+        return 1                                   # a job submitted before attempts were counted
+    return None
+
+
+def latest_attempt(run_id: str, jobs: list[dict]) -> tuple[int, dict] | None:
+    """``(attempt, job)`` for the newest attempt of ``run_id`` among ``jobs``, or None."""
+    found = [(n, job) for job in jobs if (n := attempt_of(run_id, job)) is not None]
+    return max(found, key=lambda pair: pair[0]) if found else None
 
 
 def _package_dir() -> Path:
@@ -101,7 +135,7 @@ def plan_submission(spec_path: str | os.PathLike, *, run_id: str | None = None,
     spec.output_dir = str(out_root)
     checkpoint = spec.paths(run_id)["checkpoint"]
     return Submission(run_id=run_id, entrypoint=entrypoint, runtime_env=runtime_env,
-                      metadata={"whileai_ray_run_id": run_id, "spec": rel.as_posix()},
+                      metadata={RUN_ID_KEY: run_id, ATTEMPT_KEY: "1", "spec": rel.as_posix()},
                       spec_path=str(spec_file), checkpoint=checkpoint)
 
 

@@ -90,13 +90,18 @@ def test_submit_runs_to_completion_and_a_stopped_job_resumes(head, tmp_path):
         time.sleep(0.5)
     assert len(body(ck)) >= 200, "the job did not get going"
     from ray.job_submission import JobSubmissionClient
-    JobSubmissionClient(head.address).stop_job("jobs-slow")
+    from whileai_ray.jobs import status
+    first = status("jobs-slow", head.address)
+    assert first["attempt"] == 1 and first["submission_id"] == "jobs-slow"
+    JobSubmissionClient(head.address).stop_job(first["submission_id"])
     wait_status("jobs-slow", head.address, {"STOPPED", "FAILED"})
     before = len(body(ck))
     assert before < 1500
     cli("submit", spec2, "--address", head.address, "--working-dir", project, "--output-dir", outputs)
     st = wait_status("jobs-slow", head.address, {"SUCCEEDED", "FAILED", "STOPPED"})
     assert st["status"] == "SUCCEEDED", st
+    assert st["attempt"] == 2 and st["submission_id"] == "jobs-slow--attempt2"
+    assert JobSubmissionClient(head.address).get_job_status("jobs-slow").value == "STOPPED"  # kept
     rows = body(ck)
     assert len(rows) == 1500 and len({row_key(r) for r in rows}) == 1500
     resumed = [r for r in json.loads(Path(outputs / "jobs-slow" / "rows.meta.json").read_text())["search"]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from whileai_ray.cli import main
-from whileai_ray.jobs import RUNTIME_ENV_EXCLUDES, plan_submission, resubmit_action
+from whileai_ray.jobs import (RUNTIME_ENV_EXCLUDES, attempt_id, latest_attempt, plan_submission,
+                              resubmit_action)
 
 REPO = Path(__file__).resolve().parents[2]
 ROWS = [
@@ -150,3 +151,23 @@ def test_resubmitting_the_same_run_id(status, action):
 def test_unknown_job_status_is_an_error():
     with pytest.raises(ValueError, match="unknown Ray job status"):
         resubmit_action("EXPLODED")
+
+
+def test_each_attempt_of_a_run_is_its_own_job_and_the_newest_is_the_runs_state():
+    assert [attempt_id("nightly", n) for n in (1, 2, 3)] == ["nightly", "nightly--attempt2",
+                                                           "nightly--attempt3"]
+    jobs = [
+        {"submission_id": "nightly", "metadata": {}},                     # before attempts were counted
+        {"submission_id": "nightly--attempt3",
+         "metadata": {"whileai_ray_run_id": "nightly", "whileai_ray_attempt": "3"}},
+        {"submission_id": "nightly--attempt2",
+         "metadata": {"whileai_ray_run_id": "nightly", "whileai_ray_attempt": "2"}},
+        {"submission_id": "nightly-b", "metadata": {"whileai_ray_run_id": "nightly-b",
+                                                    "whileai_ray_attempt": "9"}},
+        {"submission_id": "raysubmit_x", "metadata": None},
+    ]
+    assert latest_attempt("nightly", jobs) == (3, jobs[1])
+    assert latest_attempt("nightly", jobs[:1]) == (1, jobs[0])
+    assert latest_attempt("weekly", jobs) is None
+    with pytest.raises(ValueError, match="attempt must be >= 1"):
+        attempt_id("nightly", 0)

@@ -1,10 +1,12 @@
 """The Ray Jobs client calls behind ``whileai-ray submit`` and ``status``.
 
 Everything here talks to a Ray dashboard over HTTP (``JobSubmissionClient``); the decisions
-(submission id, entrypoint, runtime_env, what to do with an id that already exists) are made
-in ``whileai_ray/jobs.py`` without Ray. Submission id = run id: a second ``submit`` of the
-same spec finds the first job, leaves it alone while it runs, and otherwise deletes the
-finished record and submits again under the same id, which resumes from the checkpoint.
+(submission ids, entrypoint, runtime_env, what to do when a run already has a job) are made
+in ``whileai_ray/jobs.py`` without Ray. One run (one spec) is a series of attempts, each its
+own Ray job tagged with the run id: a second ``submit`` finds the latest attempt, leaves it
+alone while it runs, and otherwise submits the next attempt, which resumes from the
+checkpoint. ``job_status`` / ``wait_for`` / ``job_logs`` take the run id and answer for the
+latest attempt.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import time
 
 from ray.job_submission import JobSubmissionClient
 
-from ..jobs import Submission, resubmit_action
+from ..jobs import ATTEMPT_KEY, Submission, attempt_id, latest_attempt, resubmit_action
 
 __all__ = ["submit_planned", "job_status", "wait_for", "job_logs", "JobNotFound"]
 
@@ -32,62 +34,75 @@ def _client(address: str) -> JobSubmissionClient:
                               f"the cluster or fix --address / RAY_ADDRESS") from exc
 
 
-def _info(client: JobSubmissionClient, run_id: str):
-    try:
-        return client.get_job_info(run_id)
-    except RuntimeError as exc:
-        if "404" in str(exc) or "does not exist" in str(exc):
-            return None
-        raise
+def _job_dict(job) -> dict:
+    return {"submission_id": job.submission_id, "metadata": dict(job.metadata or {})}
 
 
-def _as_dict(run_id: str, info) -> dict:
+def _latest(client: JobSubmissionClient, run_id: str):
+    """``(attempt, submission_id, JobDetails)`` of the run's newest attempt, or None."""
+    details = {j.submission_id: j for j in client.list_jobs() if j.submission_id}
+    found = latest_attempt(run_id, [_job_dict(j) for j in details.values()])
+    if found is None:
+        return None
+    attempt, job = found
+    return attempt, job["submission_id"], details[job["submission_id"]]
+
+
+def _as_dict(run_id: str, info, attempt: int = 1, submission_id: str | None = None) -> dict:
     return {"run_id": run_id, "status": str(info.status.value if hasattr(info.status, "value")
                                             else info.status),
             "message": info.message or "", "entrypoint": info.entrypoint,
             "start_time": info.start_time, "end_time": info.end_time,
+            "attempt": attempt, "submission_id": submission_id or run_id,
             "metadata": dict(info.metadata or {})}
 
 
 def submit_planned(submission: Submission, address: str) -> dict:
-    """Submit ``submission`` (or leave a live job with its id running); see the module doc."""
+    """Submit ``submission`` (or leave a live attempt running); see the module doc."""
     client = _client(address)
-    existing = _info(client, submission.run_id)
-    action = resubmit_action(_as_dict(submission.run_id, existing)["status"] if existing else None)
+    latest = _latest(client, submission.run_id)
+    state = _as_dict(submission.run_id, latest[2], latest[0], latest[1]) if latest else None
+    action = resubmit_action(state["status"] if state else None)
     out = {"run_id": submission.run_id, "checkpoint": submission.checkpoint,
            "entrypoint": submission.entrypoint, "address": address}
     if action == "attach":
-        return {**out, "action": "already_running", "status": str(existing.status.value)}
-    if action == "replace":
-        client.delete_job(submission.run_id)
-        deadline = time.monotonic() + AGENT_WAIT_S       # deletion is asynchronous: wait until it is gone
-        while _info(client, submission.run_id) is not None and time.monotonic() < deadline:
-            time.sleep(0.5)
-    _submit_with_retry(client, submission)
+        return {**out, "action": "already_running", "status": state["status"],
+                "attempt": state["attempt"], "submission_id": state["submission_id"]}
+    attempt = state["attempt"] + 1 if state else 1
+    sid = _submit_with_retry(client, submission, attempt)
     return {**out, "action": "resubmitted" if action == "replace" else "submitted",
-            "status": "PENDING"}
+            "status": "PENDING", "attempt": attempt, "submission_id": sid}
 
 
-def _submit_with_retry(client: JobSubmissionClient, submission: Submission) -> None:
-    """Submit; a freshly started head answers "No available agent" for a few seconds."""
+def _submit_with_retry(client: JobSubmissionClient, submission: Submission, attempt: int) -> str:
+    """Submit attempt ``attempt``; returns its submission id.
+
+    A freshly started head answers "No available agent" for a few seconds: retried. An id
+    already taken (a job someone submitted by hand) moves on to the next attempt number.
+    """
     deadline = time.monotonic() + AGENT_WAIT_S
     while True:
+        sid = attempt_id(submission.run_id, attempt)
         try:
-            client.submit_job(entrypoint=submission.entrypoint, submission_id=submission.run_id,
-                              runtime_env=submission.runtime_env, metadata=submission.metadata,
+            client.submit_job(entrypoint=submission.entrypoint, submission_id=sid,
+                              runtime_env=submission.runtime_env,
+                              metadata={**submission.metadata, ATTEMPT_KEY: str(attempt)},
                               entrypoint_num_cpus=0)
-            return
+            return sid
         except RuntimeError as exc:
-            transient = "No available agent" in str(exc) or "already exists" in str(exc)
-            if not transient or time.monotonic() >= deadline:
+            if "already exists" in str(exc):
+                attempt += 1
+                continue
+            if "No available agent" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(1.0)
 
 
 def job_status(run_id: str, address: str) -> dict | None:
-    """``{"run_id", "status", "message", ...}`` or None when no job has this id."""
-    info = _info(_client(address), run_id)
-    return None if info is None else _as_dict(run_id, info)
+    """The latest attempt's ``{"run_id", "status", "message", "attempt", "submission_id", ...}``,
+    or None when the run has no job on this cluster."""
+    latest = _latest(_client(address), run_id)
+    return None if latest is None else _as_dict(run_id, latest[2], latest[0], latest[1])
 
 
 def wait_for(run_id: str, address: str, timeout_s: float | None = None) -> dict:
@@ -95,10 +110,10 @@ def wait_for(run_id: str, address: str, timeout_s: float | None = None) -> dict:
     client = _client(address)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
-        info = _info(client, run_id)
-        if info is None:
-            raise JobNotFound(f"no Ray job with submission id {run_id!r} at {address}")
-        state = _as_dict(run_id, info)
+        latest = _latest(client, run_id)
+        if latest is None:
+            raise JobNotFound(f"no Ray job for run {run_id!r} at {address}")
+        state = _as_dict(run_id, latest[2], latest[0], latest[1])
         if state["status"] in ("SUCCEEDED", "FAILED", "STOPPED"):
             return state
         if deadline is not None and time.monotonic() >= deadline:
@@ -107,4 +122,7 @@ def wait_for(run_id: str, address: str, timeout_s: float | None = None) -> dict:
 
 
 def job_logs(run_id: str, address: str) -> str:
-    return _client(address).get_job_logs(run_id)
+    """The driver log of the run's latest attempt ("" when the run has no job)."""
+    client = _client(address)
+    latest = _latest(client, run_id)
+    return "" if latest is None else client.get_job_logs(latest[1])

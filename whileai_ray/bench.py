@@ -128,10 +128,12 @@ def bench_judge(rows: int = 2000, judge_latency_s: float = 0.2, judge_slots: int
 def bench_resume(rows_on_disk: int = 100_000) -> dict:
     """Time from the call to the first newly landed row when resuming a large checkpoint."""
     import json
+    import os
     import shutil
     import tempfile
 
     from . import seeded_agent, simulate
+    from .store.jsonl import JsonlCheckpoint
     folder = tempfile.mkdtemp(prefix="wai-bench-resume-")
     try:
         path = f"{folder}/ck.jsonl"
@@ -139,14 +141,20 @@ def bench_resume(rows_on_disk: int = 100_000) -> dict:
         simulate(agent, tools=TOOLS, simulator=False, budget=1000, seed=0, checkpoint=path,
                  advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
         lines = open(path, encoding="utf-8").read().splitlines()
-        header, body = lines[0], [json.loads(x) for x in lines[1:]]
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(header + "\n")
-            for i in range(rows_on_disk):
-                row = dict(body[i % len(body)])
-                row["prompt"] = f"{row['prompt']} (copy {i})"
-                row["scenario_id"] = f"{row['scenario_id']}-{i}"
-                f.write(json.dumps(row) + "\n")
+        header, body = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
+        for leftover in (path, path + ".keys"):
+            os.remove(leftover)
+        shutil.rmtree(f"{folder}/ck.parquet", ignore_errors=True)
+        # a 100,000-row checkpoint as a run writes it (batches through JsonlCheckpoint)
+        with JsonlCheckpoint(path, header["fingerprint"]) as ck:
+            for start in range(0, rows_on_disk, 1000):
+                batch = []
+                for i in range(start, min(rows_on_disk, start + 1000)):
+                    row = dict(body[i % len(body)])
+                    row["prompt"] = f"{row['prompt']} (copy {i})"
+                    row["scenario_id"] = f"{row['scenario_id']}-{i}"
+                    batch.append(row)
+                ck.append(batch)
         data = simulate(agent, tools=TOOLS, simulator=False, budget=rows_on_disk + 200, seed=1, checkpoint=path,
                         advanced={"progress_every_rows": 10**6, "progress_every_s": 3600.0})
         first = {"t": data.search["timings"]["first_row_s"]}

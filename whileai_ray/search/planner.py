@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..rng import weyl, draw
+from ..store.row_key import prompt_sha
 from ..situations.grid import CONDITION_FAULT_MODE
 from ..unit import Unit
 from .arms import ArmBandit
@@ -59,7 +60,7 @@ class PlanSettings:
     family_cap: int = 3
     copies_needed: int = 5
     precounted: int = 0                           # rows on disk counted toward the budget up front
-    avoid_prompts: frozenset = frozenset()        # prompts already on disk: never drawn again
+    avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
 
 
 @dataclass(slots=True)
@@ -254,7 +255,9 @@ class Planner:
         return sit, cell, instance
 
     def _fresh(self, prompt: str) -> bool:
-        return prompt not in self._seen_prompts and prompt not in self.s.avoid_prompts
+        if prompt in self._seen_prompts:
+            return False
+        return not self.s.avoid_prompt_shas or prompt_sha(prompt) not in self.s.avoid_prompt_shas
 
     def _fault_plan(self, sit, faulted: bool) -> dict | None:
         if not faulted:

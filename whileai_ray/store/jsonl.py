@@ -30,8 +30,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .disk_rows import DiskRows
 from .fingerprint import fingerprint_mismatch
-from .schema import row_key
+from .key_index import entry_line, index_path, line_crc, read_index, write_index
+from .row_key import row_key
 
 __all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line", "gc_paused"]
 
@@ -133,6 +135,100 @@ def _parse_into(out: JsonlContents, data: bytes, source: str) -> None:
             )
 
 
+@dataclass
+class _Scan:
+    """What ``_scan`` found in a checkpoint's bytes (rows by span and key, not decoded)."""
+    header: dict | None = None
+    spans: list = field(default_factory=list)     # [(start, end)] of every row line
+    keys: list = field(default_factory=list)      # row_key per span
+    decoded: dict = field(default_factory=dict)   # span index -> row decoded while scanning
+    entries: list = field(default_factory=list)   # [(end, crc, key)] for the .keys index
+    warnings: list = field(default_factory=list)
+    good_bytes: int = 0
+    needs_newline: bool = False
+    bad_lines: int = 0
+    index_stale: bool = False
+
+
+def _scan(data: bytes, path: Path) -> _Scan:
+    """Split a checkpoint into row lines and key each one: from the ``.keys`` index when the
+    line's end offset and CRC match it, else by decoding the line. The torn-line and bad-line
+    rules are those of ``parse_jsonl``."""
+    out = _Scan(good_bytes=len(data))
+    if not data:
+        return out
+    cut = data.rfind(b"\n") + 1
+    view = memoryview(data)
+    first_end = data.find(b"\n")
+    if first_end > 0 and data.find(HEADER_KEY.encode(), 0, first_end) >= 0:
+        try:
+            out.header = _DECODE(data[:first_end].decode("utf-8"))
+        except ValueError:
+            out.header = None
+    index = read_index(index_path(path), (out.header or {}).get("created")) if out.header else {}
+    hits, pos, number = 0, 0, 0
+    find, crc32 = data.find, line_crc
+    while pos < cut:
+        end = find(b"\n", pos)
+        number += 1
+        if end == pos:
+            pos += 1
+            continue
+        crc = crc32(view[pos:end])
+        hit = index.get(end)
+        if hit is not None and hit[0] == crc:
+            key = hit[1]
+            hits += 1
+        else:
+            line = data[pos:end].decode("utf-8", "replace")
+            try:
+                obj = _DECODE(line)
+            except ValueError:
+                obj = None if line.strip() else ""
+            if obj == "":
+                pos = end + 1
+                continue
+            if type(obj) is not dict:
+                out.bad_lines += 1
+                out.warnings.append(f"{path}: line {number} is not a JSON object; skipped")
+                pos = end + 1
+                continue
+            if HEADER_KEY in obj:
+                out.header = out.header or obj
+                pos = end + 1
+                continue
+            key = row_key(obj)
+            out.decoded[len(out.keys)] = obj
+        out.spans.append((pos, end))
+        out.keys.append(key)
+        out.entries.append((end, crc, key))
+        pos = end + 1
+    tail = data[cut:]
+    if tail.strip():
+        try:
+            obj = json.loads(tail)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            if HEADER_KEY in obj:
+                out.header = out.header or obj
+            else:
+                key = row_key(obj)
+                out.decoded[len(out.keys)] = obj
+                out.spans.append((cut, len(data)))
+                out.keys.append(key)
+                out.entries.append((len(data), crc32(tail), key))
+            out.needs_newline = True
+        else:
+            out.good_bytes = cut
+            out.warnings.append(
+                f"{path}: dropped a torn last line ({len(tail)} bytes, no trailing newline); "
+                "it was being written when the run stopped and will be redone"
+            )
+    out.index_stale = hits != len(out.entries) or hits != len(index)
+    return out
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -169,14 +265,20 @@ class JsonlCheckpoint:
         self._keys: set = set()
         self.header: dict | None = None
         self._fh = None
+        self._ix = None                     # the .keys index (key_index.py), appended with each batch
+        self._index_path = index_path(self.path)
+        self._size = 0
+        self._written_header: dict | None = None
         self._lock = threading.Lock()
 
     # -- open / resume -------------------------------------------------------------------
-    def open(self) -> list[dict]:
+    def open(self) -> DiskRows:
         """Create parent dirs, load and verify an existing file, and get ready to append.
 
-        Returns the rows already on disk (each key once). Raises ``ValueError`` when the
-        file was written by a different setup; the file is not modified in that case.
+        Returns the rows already on disk (each key once) as ``DiskRows``: keys at once (from
+        the ``.keys`` index, see ``key_index.py``), rows decoded when used. Raises
+        ``ValueError`` when the file was written by a different setup; the file is not
+        modified in that case.
         """
         if self._fh is not None:
             raise RuntimeError(f"checkpoint {self.path} is already open")
@@ -185,36 +287,58 @@ class JsonlCheckpoint:
                              f"{str(self.path / 'checkpoint.jsonl')!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = self.path.read_bytes() if self.path.exists() else b""
-        contents = parse_jsonl(data, str(self.path))
-        self._verify(contents)  # raises before anything is written
-        if contents.good_bytes < len(data):
+        with gc_paused():
+            scan = _scan(data, self.path)
+        self._verify(scan.header, bool(scan.keys), scan.bad_lines)  # raises before anything is written
+        if scan.good_bytes < len(data):
             with open(self.path, "r+b") as fh:
-                fh.truncate(contents.good_bytes)
+                fh.truncate(scan.good_bytes)
                 fh.flush()
                 os.fsync(fh.fileno())
-        self.warnings.extend(contents.warnings)
-        for message in contents.warnings:
+        self.warnings.extend(scan.warnings)
+        for message in scan.warnings:
             log.warning(message)
         self._fh = open(self.path, "ab")
-        if contents.needs_newline:
+        if scan.needs_newline:
             self._fh.write(b"\n")
-        if contents.good_bytes == 0 and not contents.rows:
+        if scan.good_bytes == 0 and not scan.keys:
             self._write_header()
-        with gc_paused():
-            rows = self._dedupe(contents.rows)
+            scan.index_stale = True
+        self.header = scan.header or self._written_header
+        created = (self.header or {}).get("created")
+        if scan.index_stale:
+            write_index(self._index_path, created, scan.entries)
+        self._ix = open(self._index_path, "ab")
+        self._fh.flush()
+        self._size = self._fh.seek(0, os.SEEK_END)
+        rows = self._kept(scan, data)
         self.rows_loaded = len(rows)
-        self.header = contents.header
         return rows
 
-    def _verify(self, contents: JsonlContents) -> None:
-        header = contents.header
+    def _kept(self, scan, data: bytes) -> DiskRows:
+        """Each key once (the first line wins); duplicates counted and said."""
+        keys, spans, kept_keys, decoded = self._keys, [], [], {}
+        for i, key in enumerate(scan.keys):
+            if key in keys:
+                self.duplicates_skipped += 1
+                continue
+            keys.add(key)
+            if i in scan.decoded:
+                decoded[len(kept_keys)] = scan.decoded[i]
+            spans.append(scan.spans[i])
+            kept_keys.append(key)
+        if len(kept_keys) < len(scan.keys):
+            self.warnings.append(f"{self.path}: {len(scan.keys) - len(kept_keys)} duplicate rows on disk ignored")
+        return DiskRows(data, spans, kept_keys, decoded)
+
+    def _verify(self, header: dict | None, has_rows: bool, bad_lines: int) -> None:
         if header is None:
-            if contents.bad_lines and not contents.rows:
+            if bad_lines and not has_rows:
                 raise ValueError(
                     f"checkpoint={str(self.path)!r} exists but is not a JSONL checkpoint (no valid rows); "
                     "pass a new checkpoint path or remove the file"
                 )
-            if contents.rows:
+            if has_rows:
                 self.warnings.append(f"{self.path}: no whileai_ray checkpoint header; "
                                      "could not verify that the same tools, system prompt and agent wrote it")
             return
@@ -231,13 +355,15 @@ class JsonlCheckpoint:
     def _write_header(self) -> None:
         header = {HEADER_KEY: 1, "fingerprint": self.fingerprint,
                   "created": _dt.datetime.now(_dt.timezone.utc).isoformat()}
+        self._written_header = header
         self._fh.write(dump_line(header))
         self._fh.flush()
         os.fsync(self._fh.fileno())
         _fsync_dir(self.path.parent)
 
-    def _take_new(self, rows) -> list[dict]:
-        """The rows whose key this checkpoint has not seen (now marked seen); others counted."""
+    def _take_new(self, rows) -> list[tuple]:
+        """``[(row, key)]`` for the rows whose key this checkpoint has not seen (now marked
+        seen); the others are counted in ``duplicates_skipped``."""
         keys = self._keys
         kept = []
         for row in rows:
@@ -246,13 +372,7 @@ class JsonlCheckpoint:
                 self.duplicates_skipped += 1
                 continue
             keys.add(key)
-            kept.append(row)
-        return kept
-
-    def _dedupe(self, rows: list[dict]) -> list[dict]:
-        kept = self._take_new(rows)
-        if len(kept) < len(rows):
-            self.warnings.append(f"{self.path}: {len(rows) - len(kept)} duplicate rows on disk ignored")
+            kept.append((row, key))
         return kept
 
     # -- append --------------------------------------------------------------------------
@@ -265,12 +385,20 @@ class JsonlCheckpoint:
         if self._fh is None:
             raise RuntimeError(f"checkpoint {self.path} is not open; call open() first")
         with self._lock:
-            chunks = [dump_line(row) for row in self._take_new(rows)]
-            if not chunks:
+            pairs = self._take_new(rows)
+            if not pairs:
                 return 0
+            chunks = [dump_line(row) for row, _key in pairs]
             self._fh.write(b"".join(chunks))
             self._fh.flush()
             os.fsync(self._fh.fileno())
+            entries, pos = [], self._size
+            for chunk, (_row, key) in zip(chunks, pairs):
+                pos += len(chunk)
+                entries.append(entry_line(pos - 1, line_crc(chunk[:-1]), key))
+            self._size = pos
+            self._ix.write(b"".join(entries))   # after the fsync: the index is never ahead
+            self._ix.flush()
             self.rows_written += len(chunks)
             return len(chunks)
 
@@ -280,6 +408,9 @@ class JsonlCheckpoint:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+            if self._ix is not None:
+                self._ix.close()
+                self._ix = None
 
     def __enter__(self):
         self.open()

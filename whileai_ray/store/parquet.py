@@ -166,6 +166,11 @@ class ParquetSink:
             self._write_part(chunk)
         return taken
 
+    def missing(self, keys) -> list[int]:
+        """Positions in ``keys`` (``row_key`` tuples) of the rows this sink does not hold yet."""
+        have = self._keys
+        return [i for i, key in enumerate(keys) if key_string(key) not in have]
+
     def flush(self) -> None:
         """Write whatever is buffered as a (possibly short) part file."""
         if self._buffer:

@@ -13,10 +13,14 @@ Two modes, chosen by the plan fingerprint stored in the checkpoint header:
   uninterrupted run. Rows on disk the plan never reaches are left out (and said so).
 * ``precount`` (the arguments changed): the rows on disk count toward the budget up front,
   their prompts are never drawn again, and they are kept in the result.
+
+The rows on disk come as ``DiskRows`` (keys known, rows decoded when used): only the rows a
+replay settles are decoded while the run goes; the rest are decoded once, at the end.
 """
 from __future__ import annotations
 
-from .schema import row_key
+from .disk_rows import DiskRows
+from .row_key import row_key
 
 
 def unit_row_key(unit) -> tuple:
@@ -26,26 +30,36 @@ def unit_row_key(unit) -> tuple:
 
 
 class ResumeIndex:
-    def __init__(self, loaded_rows: list, header: dict | None, plan_fingerprint: str | None):
-        self.total = len(loaded_rows)
-        self._by_key = {row_key(r): r for r in loaded_rows}
+    def __init__(self, loaded, header: dict | None, plan_fingerprint: str | None):
+        rows = loaded if isinstance(loaded, DiskRows) else DiskRows.of(loaded)
+        self._rows = rows
+        self.total = len(rows)
+        self._by_key = {key: i for i, key in enumerate(rows.keys)}
         stored = ((header or {}).get("fingerprint") or {}).get("plan")
-        self.mode = "exact" if (not loaded_rows or (plan_fingerprint and stored == plan_fingerprint)) else "precount"
+        self.mode = "exact" if (not self.total or (plan_fingerprint and stored == plan_fingerprint)) else "precount"
 
     def planner_overrides(self) -> dict:
         if self.mode == "exact" or not self.total:
             return {}
         return {"precounted": self.total,
-                "avoid_prompts": frozenset(r.get("prompt") for r in self._by_key.values())}
+                "avoid_prompt_shas": frozenset(key[1] for key in self._by_key)}
 
     def take(self, unit) -> dict | None:
         if not self._by_key:
             return None
-        return self._by_key.pop(unit_row_key(unit), None)
+        i = self._by_key.pop(unit_row_key(unit), None)
+        return None if i is None else self._rows[i]
+
+    def take_key(self, key: tuple) -> dict | None:
+        """The row on disk with this ``row_key`` (now settled), or None."""
+        i = self._by_key.pop(tuple(key), None)
+        return None if i is None else self._rows[i]
 
     def leftover(self) -> list:
         """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""
-        return list(self._by_key.values())
+        from .jsonl import gc_paused
+        with gc_paused():
+            return [self._rows[i] for i in sorted(self._by_key.values())]
 
     def leftover_count(self) -> int:
         return len(self._by_key) if self.mode == "precount" else 0

@@ -48,10 +48,11 @@ The Arrow/Parquet schema, ``SCHEMA_VERSION = "1"``
 """
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pyarrow as pa
+
+from .row_key import prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
 
 __all__ = [
     "SCHEMA_VERSION", "METADATA_VERSION_KEY", "row_key", "key_string",
@@ -80,24 +81,6 @@ TAG_KEYS = (
 
 # ASCII-escaped JSON: any Python str (even a lone surrogate) survives the round trip.
 _DUMP = json.JSONEncoder(separators=(",", ":"), default=str).encode
-
-
-def row_key(row: dict) -> tuple:
-    """The on-disk identity of a row: ``(scenario_id, prompt_sha, rollout_index, eval_run)``.
-
-    Missing fields fall back to ``""`` / 0, so foreign rows still get a stable key.
-    """
-    prompt = row.get("prompt")
-    if not isinstance(prompt, str):
-        prompt = "" if prompt is None else str(prompt)
-    lineage = row.get("lineage")
-    eval_run = lineage.get("eval_run", 0) if isinstance(lineage, dict) else 0
-    return (
-        str(row.get("scenario_id") or ""),
-        hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16],
-        row.get("rollout_index", 0) or 0,
-        eval_run or 0,
-    )
 
 
 def key_string(key: tuple) -> str:

@@ -33,8 +33,10 @@ class CheckpointSink:
     def close(self) -> None:
         self.checkpoint.close()
         if self.parquet is not None:
-            # rows a crash left in the JSONL but not yet in a part file (at most one row group)
-            self.parquet.write(self.loaded)
+            # rows a crash left in the JSONL but not yet in a part file (at most one row group);
+            # only those are decoded
+            missing = self.parquet.missing(self.loaded.keys)
+            self.parquet.write([self.loaded[i] for i in missing])
             self.parquet.close(compact=True)
 
 

@@ -21,6 +21,7 @@ from .roles import resolve_roles
 from .search.planner import PlanSettings, Planner
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
+from .store.plan_snapshot import snapshot_path
 from .unit import RunMeta
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
@@ -232,6 +233,11 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
         "label_source": "conduct" if cfg.grade == "conduct" else None,
         "stream_path": cfg.output if cfg.runs == 1 else None,
+        # planner snapshots (store/plan_snapshot.py): reproducible runs with a checkpoint and a
+        # stateless (template) situation writer
+        "snapshot": (str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
+                     and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
+        "snapshot_every_s": knobs["plan_snapshot_s"],
     }
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
                                 every_s=knobs["progress_every_s"])
@@ -293,9 +299,15 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
     ro["landed"] = len(data.trajectories) - resumed
     data.coverage["resumed"] = resumed
     resume = result.get("resume") or {}
+    if cfg.checkpoint:
+        data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
+                                         "resumed_from_round": resume.get("snapshot_round")}
     if resume.get("loaded"):
         line = (f"resumed {resume['loaded']} rows from {cfg.checkpoint}: {resume['matched']} matched this run's "
-                f"plan ({resume['mode']} replay)")
+                f"plan ({resume['mode']} replay")
+        if resume.get("snapshot_round") is not None:
+            line += f", continued from the planner snapshot after round {resume['snapshot_round']}"
+        line += ")"
         if resume["mode"] == "exact" and resume["unmatched"]:
             line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
                      "(they stay in the file)")

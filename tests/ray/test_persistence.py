@@ -172,3 +172,34 @@ def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_
     assert len(body) == 3000 and len({row_key(r) for r in body}) == 3000
     assert len(resumed.rows()) == 3000
     assert _plain(resumed.rows()) == _plain(full.rows())
+
+
+def test_an_exact_resume_continues_from_the_planner_snapshot_and_equals_the_uninterrupted_run(
+        ray_local, tools, tmp_path):
+    agent = wai.seeded_agent(tools)
+    adv = {"plan_snapshot_s": 0.2, "progress_every_rows": 10**6, "progress_every_s": 3600.0}
+    ck = tmp_path / "ck.jsonl"
+    full = wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=4, checkpoint=str(ck),
+                        advanced=adv, concurrency=8)
+    assert full.search["plan_snapshots"]["written"] >= 1
+    plan = tmp_path / "ck.jsonl.plan"
+    assert plan.is_file()
+    lines = ck.read_text().splitlines(keepends=True)
+
+    def resume_from(kept_rows):
+        ck.write_text("".join(lines[:1 + kept_rows]))           # the run "died" here
+        return wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=4, checkpoint=str(ck),
+                            advanced=adv, concurrency=32)
+
+    resumed = resume_from(2990)
+    assert resumed.search["resume"]["mode"] == "exact"
+    assert resumed.search["resume"]["snapshot_round"] is not None      # replayed only the tail
+    assert resumed.search["rollouts"]["resumed"] == 2990
+    assert _plain(resumed.rows()) == _plain(full.rows())
+    body = _body_lines(ck)
+    assert len(body) == 3000 and len({row_key(r) for r in body}) == 3000
+    # a snapshot newer than the rows on disk (they were lost) is not used: replay from the seed
+    lines = ck.read_text().splitlines(keepends=True)
+    early = resume_from(50)
+    assert early.search["resume"]["snapshot_round"] is None
+    assert _plain(early.rows()) == _plain(full.rows())

@@ -59,7 +59,8 @@ class DriverWorker:
                     "rerolled": 0, "rerolled_by": {}, "timed_out": 0, "lost": 0, "lost_by": {},
                     "inflight": 0, "situations": 0, "elapsed_s": round(time.monotonic() - self.t0, 1),
                     "done": self.done, "stopped_because": self.stopped_because}
-        return {"rows": len(self.rows) + len(self.resumed_rows) + self._resume.leftover_count(),
+        return {"rows": len(self.rows) + len(self.resumed_rows) + len(getattr(self, "_deferred", ())) +
+                self._resume.leftover_count(),
                 "cap": self.job["cap"], "landed": len(self.rows),
                 "resumed": self.resumed, "rerolled": p.rerolled,
                 "rerolled_by": {k: v for k, v in p.rerolled_by.items() if v},
@@ -88,18 +89,41 @@ class DriverWorker:
         self._resume = await asyncio.to_thread(
             ResumeIndex, loaded, self.sink.header if self.sink else None, job.get("plan_fingerprint"))
         self.resumed = len(loaded)
-        self.planner = planner = job["make_planner"](**self._resume.planner_overrides())
+        snap = await asyncio.to_thread(self._usable_snapshot)
+        if snap is not None:
+            fresh = job["make_planner"]()
+            self.planner = planner = snap["planner"]
+            planner.writer, planner.s = fresh.writer, fresh.s   # this call's run id and budget
+        else:
+            self.planner = planner = job["make_planner"](**self._resume.planner_overrides())
         actors = await self._start_actors(pending_actors)
         per_actor = job["per_actor_concurrency"]
         chunk = max(1, min(job["chunk_size"], per_actor))
         reproducible = job["reproducible"]
         book = RoundBook(job["lag"])
+        round_units: dict = {}                  # round -> its units, until it is observed (snapshots)
         queue: deque = deque()                  # (round, index, unit) ready to dispatch
         tasks: dict = {}                        # asyncio task -> (actor index, items)
         load = [0] * len(actors)
         deadline = self.t0 + job["time_budget"] if job.get("time_budget") else None
         state = {"blocked": False}
         target = job["concurrency"] + chunk * len(actors)
+
+        def settle_or_queue(r, units):
+            """Units of a decided round: settled from disk when their row is there, else queued."""
+            batch = []
+            for i, u in enumerate(units):
+                row = self._resume.take(u)
+                if row is None:
+                    queue.append((r, i, u))
+                    continue
+                o = self._land_resumed(u, row)
+                if reproducible:
+                    book.record(r, i, o)
+                else:
+                    batch.append(o)
+            if batch:
+                observe(batch)
 
         def pump():
             """Decide what may be decided, settle resumed units, observe what is complete.
@@ -118,27 +142,26 @@ class DriverWorker:
                         state["blocked"] = True
                         break
                     r = book.add(units)
-                    batch = []
-                    for i, u in enumerate(units):
-                        row = self._resume.take(u)
-                        if row is None:
-                            queue.append((r, i, u))
-                            continue
-                        o = self._land_resumed(u, row)
-                        if reproducible:
-                            book.record(r, i, o)
-                        else:
-                            batch.append(o)
-                    if batch:
-                        observe(batch)
+                    if snapshots:
+                        round_units[r] = units
+                    settle_or_queue(r, units)
                 outs = book.pop_one() if reproducible else None
                 if outs is None:
                     return
                 observe(outs)
+                if snapshots:
+                    self._after_round(book, round_units, outs)
 
         def observe(outcomes):
             planner.observe(outcomes)
             state["blocked"] = False
+
+        snapshots = bool(job.get("snapshot")) and reproducible and self.sink is not None
+        if snap is not None:
+            book.restore(snap["next_decide"], snap["observed"], {r: len(u) for r, u in snap["pending"].items()})
+            for r, units in sorted(snap["pending"].items()):
+                round_units[r] = units
+                settle_or_queue(r, units)
 
         judges = await self._start_judges()
         judge_load = [0] * len(judges)
@@ -237,6 +260,8 @@ class DriverWorker:
             self.abandoned += len(tasks[t][2])
         self.inflight_units = 0
         self.done = True
+        if self._snap["writing"] is not None:
+            await self._snap["writing"]
         if self.sink is not None:
             await asyncio.to_thread(self.sink.close)
         if self.stream is not None:
@@ -258,6 +283,48 @@ class DriverWorker:
                         print(f"whileai_ray watchdog: unit {key} in flight for {now - sent:.0f}s "
                               f"(deadline {limit:.0f}s)", flush=True)
                     self.stuck[key] = round(now - sent, 1)
+
+    # -------------------------------------------------------------- snapshots
+    def _usable_snapshot(self) -> dict | None:
+        """The planner snapshot to continue from (``store/plan_snapshot.py``), or None; its rows
+        are claimed from the resume index (settled, decoded at the end)."""
+        job = self.job
+        self._settled: list = []            # (row_key, unit key, ordinal) of rows in observed rounds
+        self._snap = {"next_at": time.monotonic() + job.get("snapshot_every_s", 30.0), "cost": 0.0,
+                      "writing": None, "written": 0, "from_round": None}
+        if not job.get("snapshot") or self._resume.mode != "exact" or not self._resume.total:
+            return None
+        from ..store.plan_snapshot import read_snapshot
+        state = read_snapshot(job["snapshot"], (self.sink.header or {}).get("created"), job.get("plan_fingerprint"))
+        if state is None or not self._resume.claim([k for k, _, _ in state["settled"]]):
+            return None
+        self._deferred = state["settled"]
+        self._settled = list(state["settled"])
+        self._snap["from_round"] = state["observed"]
+        return state
+
+    def _after_round(self, book, round_units: dict, outs: list) -> None:
+        """Round ``book.observed`` was just observed: note its rows; snapshot when it is time."""
+        from ..store.resume import unit_row_key
+        round_units.pop(book.observed, None)
+        self._settled.extend((unit_row_key(o.unit), o.unit.key, o.unit.ordinal) for o in outs
+                             if o.row is not None)
+        snap = self._snap
+        now = time.monotonic()
+        if now < snap["next_at"] or (snap["writing"] is not None and not snap["writing"].done()):
+            return
+        from ..store.plan_snapshot import dump_snapshot, write_snapshot
+        t = time.perf_counter()
+        blob = dump_snapshot({"planner": self.planner, "next_decide": book.next_decide,
+                              "observed": book.observed,
+                              "pending": {r: round_units[r] for r in book.pending()},
+                              "settled": self._settled},
+                             (self.sink.header or {}).get("created"), self.job.get("plan_fingerprint"))
+        snap["cost"] = time.perf_counter() - t
+        # at most ~5% of the loop goes to snapshots, however large the planner grows
+        snap["next_at"] = now + max(self.job.get("snapshot_every_s", 30.0), 20 * snap["cost"])
+        snap["writing"] = asyncio.ensure_future(asyncio.to_thread(write_snapshot, self.job["snapshot"], blob))
+        snap["written"] += 1
 
     def _land_resumed(self, unit, row: dict) -> Outcome:
         """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
@@ -368,12 +435,26 @@ class DriverWorker:
         await asyncio.wait_for(asyncio.gather(*(_await(j.ping.remote()) for j in judges)), PLACEMENT_TIMEOUT_S)
         return judges
 
+    def _settle_deferred(self) -> None:
+        """Rows a snapshot settled at the start: decoded now, marked resumed like any other."""
+        for (key, unit_key, ordinal) in getattr(self, "_deferred", []):
+            row = dict(self._resume.claimed_row(key))
+            row["lineage"] = {**(row.get("lineage") or {}), "resumed": True}
+            row["_key"], row["_ordinal"], row["_landed_s"] = list(unit_key), ordinal, 0.0
+            self.resumed_rows.append(row)
+        self._deferred = []
+
     def _result(self, actors) -> dict:
         p = self.planner
+        from ..store.jsonl import gc_paused
+        with gc_paused():
+            self._settle_deferred()
         rows = sorted(self.rows + self.resumed_rows, key=lambda r: r.get("_ordinal", 0))
         leftover = self._resume.leftover()
         return {
-            "rows": rows, "leftover_rows": leftover, "resume": self._resume.summary(),
+            "rows": rows, "leftover_rows": leftover,
+            "resume": {**self._resume.summary(), "snapshot_round": self._snap["from_round"],
+                       "snapshots_written": self._snap["written"]},
             "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
             "planner": _planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),

@@ -123,6 +123,13 @@ class Planner:
         self._seen_prompts: set = set()       # a prompt is opened at most once: keys never collide
         self._scored = ("", None, 0.0)
 
+    def __getstate__(self) -> dict:
+        """Pickled without its situation writer (``store/plan_snapshot.py``): the restorer
+        attaches a fresh one, which is stateless (template writer) by the snapshot's rule."""
+        state = dict(self.__dict__)
+        state["writer"] = None
+        return state
+
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:
         return max(0, self.s.budget - self.landed - self.outstanding)

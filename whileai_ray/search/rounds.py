@@ -55,5 +55,16 @@ class RoundBook:
             self.observed = r
         return out
 
+    def pending(self) -> dict[int, int]:
+        """``{round: units}`` for the rounds decided but not yet observed."""
+        return {r: len(slots) for r, slots in self._rounds.items()}
+
+    def restore(self, next_decide: int, observed: int, pending: dict[int, int]) -> None:
+        """Continue from a snapshot: rounds <= observed are done, ``pending`` are decided and
+        have no outcome yet."""
+        self.next_decide, self.observed = int(next_decide), int(observed)
+        self._rounds = {r: [None] * n for r, n in sorted(pending.items())}
+        self._missing = dict(pending)
+
     def open_rounds(self) -> int:
         return len(self._rounds)

@@ -35,6 +35,7 @@ class ResumeIndex:
         self._rows = rows
         self.total = len(rows)
         self._by_key = {key: i for i, key in enumerate(rows.keys)}
+        self._claimed: dict = {}
         stored = ((header or {}).get("fingerprint") or {}).get("plan")
         self.mode = "exact" if (not self.total or (plan_fingerprint and stored == plan_fingerprint)) else "precount"
 
@@ -54,6 +55,19 @@ class ResumeIndex:
         """The row on disk with this ``row_key`` (now settled), or None."""
         i = self._by_key.pop(tuple(key), None)
         return None if i is None else self._rows[i]
+
+    def claim(self, keys) -> bool:
+        """Settle these keys at once (a planner snapshot's rows), rows left undecoded; False,
+        and nothing claimed, unless every key is on disk and unclaimed."""
+        keys = [tuple(k) for k in keys]
+        if any(k not in self._by_key for k in keys):
+            return False
+        for k in keys:
+            self._claimed[k] = self._by_key.pop(k)
+        return True
+
+    def claimed_row(self, key) -> dict:
+        return self._rows[self._claimed[tuple(key)]]
 
     def leftover(self) -> list:
         """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""

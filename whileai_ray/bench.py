@@ -98,6 +98,10 @@ def run_bench(quick: bool = False, out=print) -> int:
     res = bench_resume(rows_on_disk=20_000 if quick else 100_000)
     out(f"resume         {res['rows_on_disk']} rows on disk: first new row after {res['first_new_row_s']:.2f}s "
         f"(target < 5s), loaded {res['resumed']} rows")
+    ex = bench_resume_exact(rows=4000 if quick else 20_000)
+    out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
+        f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
+        f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
     from .runtime.bench_nodes import bench_nodes
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
@@ -160,6 +164,30 @@ def bench_resume(rows_on_disk: int = 100_000) -> dict:
         first = {"t": data.search["timings"]["first_row_s"]}
         return {"rows_on_disk": rows_on_disk, "first_new_row_s": first.get("t", float("nan")),
                 "resumed": data.search["rollouts"]["resumed"]}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def bench_resume_exact(rows: int = 20_000) -> dict:
+    """An exact resume (same arguments): a run of 95% of ``rows`` with a checkpoint, then the same
+    call with ``budget=rows``. The planner continues from the last snapshot the first run wrote
+    and replays only the rounds after it; time to the first new row."""
+    import shutil
+    import tempfile
+
+    from . import seeded_agent, simulate
+    folder = tempfile.mkdtemp(prefix="wai-bench-resume-exact-")
+    adv = {"progress_every_s": 3600.0, "progress_every_rows": 10**6}
+    try:
+        path = f"{folder}/ck.jsonl"
+        agent = seeded_agent(TOOLS)
+        first = simulate(agent, tools=TOOLS, simulator=False, budget=rows * 95 // 100, seed=0, checkpoint=path,
+                         advanced=adv)
+        data = simulate(agent, tools=TOOLS, simulator=False, budget=rows, seed=0, checkpoint=path, advanced=adv)
+        return {"rows": rows, "on_disk": len(first), "first_new_row_s": data.search["timings"]["first_row_s"],
+                "snapshots": first.search["plan_snapshots"]["written"],
+                "from_round": data.search["plan_snapshots"]["resumed_from_round"],
+                "mode": data.search["resume"]["mode"]}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -290,7 +290,7 @@ class DriverWorker:
         are claimed from the resume index (settled, decoded at the end)."""
         job = self.job
         self._settled: list = []            # (row_key, unit key, ordinal) of rows in observed rounds
-        self._snap = {"next_at": time.monotonic() + job.get("snapshot_every_s", 30.0), "cost": 0.0,
+        self._snap = {"next_at": time.monotonic() + job.get("snapshot_every_s", 10.0), "cost": 0.0,
                       "writing": None, "written": 0, "from_round": None}
         if not job.get("snapshot") or self._resume.mode != "exact" or not self._resume.total:
             return None
@@ -322,7 +322,7 @@ class DriverWorker:
                              (self.sink.header or {}).get("created"), self.job.get("plan_fingerprint"))
         snap["cost"] = time.perf_counter() - t
         # at most ~5% of the loop goes to snapshots, however large the planner grows
-        snap["next_at"] = now + max(self.job.get("snapshot_every_s", 30.0), 20 * snap["cost"])
+        snap["next_at"] = now + max(self.job.get("snapshot_every_s", 10.0), 20 * snap["cost"])
         snap["writing"] = asyncio.ensure_future(asyncio.to_thread(write_snapshot, self.job["snapshot"], blob))
         snap["written"] += 1
 

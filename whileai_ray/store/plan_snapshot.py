@@ -1,7 +1,8 @@
 """Planner snapshots beside a checkpoint: an exact resume replays only what came after one.
 
 A reproducible run with a checkpoint writes ``<checkpoint>.plan`` every ``plan_snapshot_s``
-seconds (advanced knob, default 30; 0 turns it off), at a round boundary: right after round r
+seconds (advanced knob, default 10; 0 turns it off; stretched to 20x the time the last one took,
+so snapshots cost at most ~5% of the driver's loop), at a round boundary: right after round r
 was observed. It holds the pickled planner (without its situation writer, which is rebuilt),
 the rounds decided after r with their units, and, for every row of the rounds <= r, its
 ``row_key``, unit key and ordinal. All those rows are on disk when it is written (rows are

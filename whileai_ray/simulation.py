@@ -144,7 +144,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         "driver_start_s": round(first["driver_started_at"] - t_start, 3),
         "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
-    _add_role_notes(data, cfg, roles)
+    _add_role_notes(data, cfg, roles, results)
     for w in data.warnings:
         from .progress import logger
         logger.warning(w)
@@ -334,7 +334,7 @@ def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **ov
     return Planner(settings, writer, cells)
 
 
-def _add_role_notes(data, cfg, roles) -> None:
+def _add_role_notes(data, cfg, roles, results=()) -> None:
     for token in roles.degraded:
         if token not in data.degraded:
             data.degraded.append(token)
@@ -342,8 +342,17 @@ def _add_role_notes(data, cfg, roles) -> None:
     if roles.writer is not None:
         data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
         data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
-        data.search["writer_errors"] = {"errors": roles.writer.writer_errors, "by": dict(roles.writer.errors_by)}
-        note = roles.writer.warning()
+        # the driver's copy of the writer did the writing: its counts come back with each result
+        stats = [r["writer"] for r in results if r.get("writer")] or [roles.writer.stats()]
+        total = {k: sum(s[k] for s in stats) for k in ("written", "errors", "prefetched", "requests")}
+        by: dict = {}
+        for s in stats:
+            for reason, n in s["by"].items():
+                by[reason] = by.get(reason, 0) + n
+        data.search["writer_errors"] = {"errors": total["errors"], "by": by}
+        data.search["writer"] = {**total, "by": by}
+        from .situations.llm_writer import fallback_note
+        note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
         if note:
             data.warnings.append(note)
     if roles.agent is not None:

@@ -84,6 +84,19 @@ def test_llm_situation_writer_writes_asks(ray_local, tools, server):
     assert len(rows) == 12
     assert any(r["writer_model"] == "writer" and r["arm"] == "llm_guided" for r in rows)
     assert not any(w.startswith("simulator=False wrote") for w in data.warnings)
+    # the asks are written a round at a time (prefetch), not one blocking call per ask
+    writer = data.search["writer"]
+    assert writer["written"] >= 12 and writer["prefetched"] == writer["written"] and writer["errors"] == 0
+
+
+def test_writer_failures_fall_back_to_the_template_and_are_reported(ray_local, tools, flaky_server):
+    data = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=f"vllm:writer@{flaky_server}",
+                        budget=40, seed=2)
+    assert len(data.rows()) == 40
+    errors = data.search["writer_errors"]
+    assert errors["errors"] > 0 and sum(errors["by"].values()) == errors["errors"]
+    assert any(r["writer_model"] == "template" for r in data.rows())
+    assert any(w.startswith("the situation writer writer failed on") for w in data.warnings)
 
 
 def test_grade_true_uses_the_llm_judge_in_the_loop(ray_local, tools, server, monkeypatch):

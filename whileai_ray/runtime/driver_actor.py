@@ -461,6 +461,7 @@ class DriverWorker:
             "errors": self.errors, "chunks_reissued": self.chunks_reissued,
             "abandoned": self.abandoned, "n_actors": len(actors),
             "actor_nodes": list(getattr(self, "actor_nodes", [])), "stuck_units": dict(self.stuck),
+            "writer": p.writer.stats() if hasattr(p.writer, "stats") else None,
         }
 
 

@@ -140,11 +140,16 @@ class ArmBandit:
 
     def choose(self, *slot_key) -> str:
         """The arm for one situation slot; the same ``slot_key`` always gives the same arm."""
+        arm = self.peek(*slot_key)
+        self.chosen[arm] += 1
+        return arm
+
+    def peek(self, *slot_key) -> str:
+        """The arm ``choose`` would give this slot now, without counting it."""
         u = draw(self.seed, "arm", *slot_key) * self._cum[-1][0]
         for edge, arm in self._cum:
             if u < edge:
                 break
-        self.chosen[arm] += 1
         return arm
 
     def update(self, yields: dict) -> dict[str, float]:

@@ -29,6 +29,7 @@ from .targeting import ShapeTargets
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = ("agent_error", "empty_reply", "tool_markup")
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
+RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 
 
 @dataclass
@@ -138,6 +139,7 @@ class Planner:
         room = min(self.s.round_size, self.capacity())
         if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
             room = 0                       # until= says coverage is done: finish what is in flight
+        self._prefetch(round_index, room)
         out: list[Unit] = []
         while room > 0 and self._rerolls:
             out.append(self._take(self._rerolls.popleft())); room -= 1
@@ -152,6 +154,54 @@ class Planner:
                 out.append(self._take(self._unit_for(gid, ri))); room -= 1
                 self.allocator["verify"] += 1
         return out
+
+    def _prefetch(self, round_index: int, room: int) -> None:
+        """Hand a writer that batches (the LLM writer's ``prefetch``) the asks this round will
+        most likely need, in one call, instead of one blocking model call per ask.
+
+        A copy of the cell picker runs ahead over the round's new situations, with the same
+        fault and arm draws ``_open_next`` will make. A wrong guess costs one ask written for
+        nothing (or one written later, alone); the decisions themselves do not change: they
+        read what the writer wrote for ``(cell, instance, phrasing)``."""
+        prefetch = getattr(self.writer, "prefetch", None)
+        if prefetch is None or self.picker is None or self.pinned_mode or room <= 0:
+            return
+        free = room - len(self._rerolls) - len(self._backlog)
+        per = max(1, self.s.n * (min(self.s.k, self.s.probe) if self.book.adaptive else self.s.k))
+        new = -(-max(0, free) // per) - len(self.seeds_left)
+        if self.s.situations is not None:
+            new = min(new, self.s.situations - self.situations_opened)
+        if new <= 0:
+            return
+        import copy
+        picker, requests = copy.deepcopy(self.picker), []
+        for ordinal in range(self.situations_opened + len(self.seeds_left),
+                             self.situations_opened + len(self.seeds_left) + new):
+            arm = self.bandit.peek(round_index, ordinal)
+            if (arm == "failure_mutation" and self.s.mutate and self._parents) or \
+                    (arm == "open_ended" and self.s.n == 1 and ordinal > 0) or \
+                    (arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1):
+                continue                   # written by the template side, no model call
+            cell, instance = picker.pick(weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate)
+            requests.append((cell, instance, 0))
+            requests += [(cell, instance + j * ALT_INSTANCE_STRIDE, 0)
+                         for j in range(1, max(1, self.s.novelty_candidates))]
+            requests += [(cell, instance, p) for p in range(1, self.s.n)]
+        if requests:
+            prefetch(requests)
+
+    def _write(self, cell: dict, instance: int, faulted: bool):
+        """``writer.write(cell, instance, 0)``; when a batching writer has not written it yet (the
+        round's prefetch guessed wrong: a prompt seen before or a near-copy made the planner pick
+        again), the picks most likely to come next are written with it, in one batch."""
+        has = getattr(self.writer, "has", None)
+        if has is not None and not has(cell, instance, 0):
+            import copy
+            picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
+            wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
+            self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
+                                  for j in range(max(1, self.s.novelty_candidates))])
+        return self.writer.write(cell, instance, 0)
 
     def _take(self, unit: Unit) -> Unit:
         unit.ordinal = self._ordinal
@@ -235,7 +285,7 @@ class Planner:
         best = None
         for attempt in range(6):
             cell, instance = self.picker.pick(faulted)
-            sit = self.writer.write(cell, instance, 0)
+            sit = self._write(cell, instance, faulted)
             if not self._fresh(sit.prompt):
                 continue
             if attempt < 5 and not self.family.allowed(sit.prompt):
@@ -251,7 +301,7 @@ class Planner:
         score = self.novelty.novelty(sit.prompt, sk)
         for j in range(1, max(1, self.s.novelty_candidates)):
             alt_instance = instance + j * ALT_INSTANCE_STRIDE
-            alt = self.writer.write(cell, alt_instance, 0)
+            alt = self._write(cell, alt_instance, faulted)
             if self._fresh(alt.prompt) and self.family.allowed(alt.prompt):
                 alt_sk = sketch(alt.prompt)
                 alt_score = self.novelty.novelty(alt.prompt, alt_sk)

@@ -36,7 +36,7 @@ from .tool_intent import intents_for, plural
 from .writer_prompt import (WRITER_MARKER, ask_request, cell_lines, parse_message, system_message,
                             tools_block)
 
-__all__ = ["LLMWriter", "WRITER_MARKER", "resolve_writer"]
+__all__ = ["LLMWriter", "WRITER_MARKER", "resolve_writer", "fallback_note"]
 
 _CACHE_CAP = 100_000
 
@@ -88,6 +88,7 @@ class LLMWriter:
         self._first_intent = intents[0] if intents else None
         self._tools_text = tools_block(self.tools)
         self._cells, self._cache, self.errors_by = {}, {}, {}
+        self.prefetched = 0              # asks written ahead by ``prefetch``
         self.written = self.writer_errors = self.requests = 0
         self.amplifier = SeedAmplifier(self)
         self._setup_runtime()
@@ -116,12 +117,12 @@ class LLMWriter:
 
     def warning(self) -> str | None:
         """A plain-words note when some asks fell back to the template writer, else None."""
-        if not self.writer_errors:
-            return None
-        why = ", ".join(f"{k} {v}" for k, v in sorted(self.errors_by.items()))
-        return (f"the situation writer {self.name} failed on {self.writer_errors} of "
-                f"{self.written + self.writer_errors} asks ({why}); those came from the template writer "
-                f"(writer_model='template'). Check the simulator= endpoint, or pass simulator=False.")
+        return fallback_note(self.name, self.written, self.writer_errors, self.errors_by)
+
+    def stats(self) -> dict:
+        """What this writer did (the driver's copy reports it back with the run's result)."""
+        return {"written": self.written, "errors": self.writer_errors, "by": dict(self.errors_by),
+                "prefetched": self.prefetched, "requests": self.requests}
 
     # ---- model calls ---------------------------------------------------------------------
     async def _ready(self):
@@ -263,6 +264,22 @@ class LLMWriter:
     def write_batch(self, requests) -> list[Situation]:
         return self._run(self.write_many(requests))
 
+    def has(self, cell: dict, instance: int, phrasing: int = 0) -> bool:
+        """True when ``write(cell, instance, phrasing)`` will answer from the cache."""
+        return (cell_key(cell), int(instance), int(phrasing)) in self._cache
+
+    def prefetch(self, requests) -> int:
+        """Write the not-yet-cached ``(cell, instance, phrasing)`` asks, ``concurrency`` at a time,
+        into the cache that ``write`` reads (the planner calls this once a round); returns how
+        many were written."""
+        todo = list(dict.fromkeys((cell_key(c), int(i), int(p)) for c, i, p in requests))
+        cells = {cell_key(c): c for c, _, _ in requests}
+        todo = [(cells[k], i, p) for k, i, p in todo if (k, i, p) not in self._cache]
+        if todo:
+            self._run(self.write_many(todo))
+            self.prefetched += len(todo)
+        return len(todo)
+
     async def amplify_seed(self, seed_text: str, n: int) -> list[str]:
         """``n`` distinct rewordings of a seed that keep its ids (template mutations fill a shortfall)."""
         return [text for text, _ in await self.amplifier.variations(seed_text, n)]
@@ -302,6 +319,16 @@ class LLMWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def fallback_note(name: str, written: int, errors: int, by: dict) -> str | None:
+    """The warning for asks that fell back to the template writer (None when none did)."""
+    if not errors:
+        return None
+    why = ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
+    return (f"the situation writer {name} failed on {errors} of {written + errors} asks ({why}); those "
+            f"came from the template writer (writer_model='template'). Check the simulator= endpoint, or "
+            f"pass simulator=False.")
 
 
 def _copy(s: Situation) -> Situation:

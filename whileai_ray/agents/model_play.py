@@ -12,6 +12,9 @@ Turn cap (user turns, the opening included): drawn per unit from a geometric law
 The draw is keyed by the unit, like every draw. Tool rounds per user turn are capped at
 ``MAX_TOOL_ROUNDS``; a unit that hits it ends with ``finish_reason="tool"``.
 
+Each call goes through the client's raw ``post`` and comes back as a plain dict in the OpenAI
+wire format (see ``chat_call.py`` for why: the typed ``create`` costs more CPU than the wait).
+
 Errors: connection failures are retried (3 tries, 0.25 s then 0.5 s backoff); a call that
 runs past ``timeout`` raises :class:`AgentTimeout` (a TimeoutError); HTTP errors
 (``openai.APIStatusError``) propagate; a body that is not a chat completion raises
@@ -25,6 +28,7 @@ import json
 import math
 
 from ..rng import draw
+from .chat_call import AgentReplyError, chat_completion
 
 __all__ = ["play_model_unit", "AgentTimeout", "AgentReplyError", "turn_cap", "wire_tools",
            "is_question", "MAX_TOOL_ROUNDS"]
@@ -39,10 +43,6 @@ _RETRIES = 3
 
 class AgentTimeout(TimeoutError):
     """The model call ran past the agent timeout."""
-
-
-class AgentReplyError(RuntimeError):
-    """The endpoint answered, but not with a chat completion (malformed body, no choices)."""
 
 
 def wire_tools(tools: list) -> list[dict]:
@@ -65,27 +65,35 @@ def turn_cap(seed: int, draw_key, avg_turns: float | None, max_turns: int | None
     return max(1, min(cap, max_turns or _HARD_TURN_CAP, _HARD_TURN_CAP))
 
 
-async def _complete(client, request: dict, timeout: float):
+async def _complete(client, request: dict, timeout: float) -> dict:
+    """One model call (a chat-completion dict), retrying connection errors only."""
     import openai
 
     for attempt in range(_RETRIES):
         try:
-            response = await asyncio.wait_for(client.chat.completions.create(**request, timeout=timeout),
-                                              timeout)
+            return await asyncio.wait_for(chat_completion(client, request, timeout), timeout)
         except (openai.APITimeoutError, asyncio.TimeoutError) as exc:
             raise AgentTimeout(f"model call to {request['model']!r} took longer than {timeout:g} s") from exc
         except openai.APIConnectionError:
             if attempt == _RETRIES - 1:
                 raise
             await asyncio.sleep(0.25 * 2 ** attempt)
-            continue
-        except ValueError as exc:    # body is not JSON (json.JSONDecodeError)
-            raise AgentReplyError(f"model endpoint sent a body that is not JSON: {exc}") from None
-        choices = None if isinstance(response, str) else getattr(response, "choices", None)
-        if not choices or getattr(choices[0], "message", None) is None:
-            raise AgentReplyError("model endpoint answered without a message (not a chat completion)")
-        return response
     raise AssertionError("unreachable")
+
+
+def _tool_calls(message: dict) -> list[dict]:
+    """The reply's tool calls in wire format (``[]`` when none); AgentReplyError when malformed."""
+    raw = message.get("tool_calls")
+    if not raw:
+        return []
+    try:
+        return [{"id": tc.get("id") or "", "type": "function",
+                 "function": {"name": tc["function"]["name"],
+                              "arguments": tc["function"].get("arguments") or ""}}
+                for tc in raw]
+    except (AttributeError, KeyError, TypeError):
+        raise AgentReplyError("model endpoint sent tool_calls that are not "
+                              "[{id, function: {name, arguments}}]") from None
 
 
 async def _answer_tool(world_call, name: str, raw_args: str):
@@ -104,13 +112,13 @@ async def _answer_tool(world_call, name: str, raw_args: str):
     return args, result
 
 
-def _logprob_fields(choice, want: bool | str) -> dict:
-    content = getattr(getattr(choice, "logprobs", None), "content", None) if want else None
+def _logprob_fields(choice: dict, want: bool | str) -> dict:
+    content = (choice.get("logprobs") or {}).get("content") if want else None
     if not content:
         return {}
-    out = {"logprob": round(sum(t.logprob for t in content), 6), "n_tokens": len(content)}
+    out = {"logprob": round(sum(t["logprob"] for t in content), 6), "n_tokens": len(content)}
     if want == "tokens":
-        out["token_logprobs"] = [{"token": t.token, "logprob": t.logprob} for t in content]
+        out["token_logprobs"] = [{"token": t["token"], "logprob": t["logprob"]} for t in content]
     return out
 
 
@@ -157,27 +165,27 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
         else:
             request.pop("tool_choice", None)
         response = await _complete(client, request, timeout)
-        choice = response.choices[0]
-        message = choice.message
-        tokens_in = getattr(response.usage, "prompt_tokens", 0) or 0
-        tokens_out = getattr(response.usage, "completion_tokens", 0) or 0
+        choice = response["choices"][0]
+        message = choice["message"]
+        content = message.get("content")
+        reply_usage = response.get("usage") or {}
+        tokens_in = reply_usage.get("prompt_tokens") or 0
+        tokens_out = reply_usage.get("completion_tokens") or 0
         usage["input_tokens"] += tokens_in
         usage["output_tokens"] += tokens_out
         counts = {"input_tokens": tokens_in, "output_tokens": tokens_out}
 
-        if message.tool_calls:
+        calls = _tool_calls(message)
+        if calls:
             rounds += 1
-            calls = [{"id": tc.id, "type": "function",
-                      "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
-                     for tc in message.tool_calls]
-            messages.append({"role": "assistant", "content": message.content or "", "tool_calls": calls})
+            messages.append({"role": "assistant", "content": content or "", "tool_calls": calls})
             for i, call in enumerate(calls):
                 name = call["function"]["name"]
                 args, result = await _answer_tool(world_call, name, call["function"]["arguments"])
                 step = {"tool": name, "arguments": args, "result": result}
                 if i == 0:
-                    if message.content:
-                        step["text"] = message.content
+                    if content:
+                        step["text"] = content
                     step.update(counts)
                 steps.append(step)
                 messages.append({"role": "tool", "tool_call_id": call["id"],
@@ -187,12 +195,12 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
                 break
             continue
 
-        text = message.content or ""
+        text = content or ""
         step = {"text": text, **counts, **_logprob_fields(choice, logprobs)}
         for name in ("logprob", "n_tokens"):
             totals[name] += step.get(name, 0)
         totals["token_logprobs"].extend(step.pop("token_logprobs", []))
-        if choice.finish_reason == "length":
+        if choice.get("finish_reason") == "length":
             step["truncated"] = True
             finish = "length"
         steps.append(step)

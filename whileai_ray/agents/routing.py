@@ -209,6 +209,17 @@ class EndpointClients:
             client = self._clients[key] = make_client(endpoint, timeout=timeout)
         return client
 
+    def warm(self) -> None:
+        """Build the clients of every endpoint now (``import openai`` and the client objects cost
+        about half a second of CPU, better spent before the first unit than during it)."""
+        roles = [(self.backend, self.timeout)]
+        if self.user_backend is not None and self.user_backend != self.backend:
+            roles.append((self.user_backend, self.user_timeout))
+        for backend, timeout in roles:
+            endpoints = backend.endpoints if isinstance(backend, MultiEndpoint) else [backend]
+            for endpoint in endpoints:
+                self._client(endpoint, timeout)
+
     def _pick(self, backend, unit) -> OpenAI:
         return backend.for_unit(unit) if isinstance(backend, MultiEndpoint) else backend
 

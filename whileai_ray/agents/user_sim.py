@@ -118,13 +118,17 @@ class SimulatedUser:
         return rng.choice(_WITHOUT_ID)
 
     async def _model_answer(self, question: str) -> str:
-        response = await self.client.chat.completions.create(
-            model=self.backend.model,
-            messages=[{"role": "system", "content": _PERSONA.format(opening=self.opening)},
-                      {"role": "user", "content": question}],
-            temperature=self.temperature, max_tokens=self.max_tokens, timeout=self.timeout)
-        if response.usage is not None:
-            self.usage["input_tokens"] += response.usage.prompt_tokens or 0
-            self.usage["output_tokens"] += response.usage.completion_tokens or 0
-        text = (response.choices[0].message.content or "").strip() if response.choices else ""
-        return text or self.template_answer(self.questions - 1)
+        from .chat_call import chat_completion   # the same raw call as the agent's (dict reply)
+        request = {"model": self.backend.model,
+                   "messages": [{"role": "system", "content": _PERSONA.format(opening=self.opening)},
+                                {"role": "user", "content": question}],
+                   "temperature": self.temperature, "max_tokens": self.max_tokens}
+        response = await chat_completion(self.client, request, self.timeout, need_message=False)
+        usage = response.get("usage") or {}
+        self.usage["input_tokens"] += usage.get("prompt_tokens") or 0
+        self.usage["output_tokens"] += usage.get("completion_tokens") or 0
+        choices = response.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        text = (message.get("content") or "").strip() if isinstance(message, dict) else ""
+        return text or self.template_answer(self.questions - 1)   # no reply text: the template

@@ -9,6 +9,10 @@ runs on; Python cannot kill it, so the pool has headroom for such stragglers).
 
 Grading happens on separate judge actors (judge_actor.py), so a rollout slot is free as
 soon as its rollout ends.
+
+A model-backed actor imports the model path (openai, the mock world) and builds its clients
+in ``__init__``: about 0.6 s of CPU that would otherwise stall the first chunk's event loop.
+The driver pings every actor before it sends work, so that time is spent before any unit.
 """
 from __future__ import annotations
 
@@ -32,8 +36,10 @@ class RolloutWorker:
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
         if model is not None:                 # one client per endpoint per actor, sticky per rollout
+            from ..agents.model_unit import play_model_row  # noqa: F401  (imported now, see warm())
             from ..agents.routing import EndpointClients
             self.clients = EndpointClients(model.backend, model.user_backend, timeout=model.timeout or 300.0)
+            self.clients.warm()
         self.meta = meta
         self.execute = execute
         self.grader = grader

@@ -238,11 +238,16 @@ def make_client(backend: OpenAI, *, timeout: float = 300.0):
     """An ``openai.AsyncOpenAI`` for one actor (no SDK retries: play retries itself).
 
     Model play sends through it with ``agents.chat_call.chat_completion`` (a raw post, about
-    0.9 ms of CPU a request here, against about 1.5 ms for the typed ``create``). Its connection
-    pool scans every idle connection on each request, so one client should not hold many more
-    connections than its actor has slots.
+    0.9 ms of CPU a request here, against about 1.5 ms for the typed ``create``). A plain-http
+    endpoint without a proxy (vLLM, llama.cpp) gets ``http_transport.KeepAliveTransport`` under
+    httpx, whose pool does not re-check every idle connection on each request.
     """
     import openai
 
+    from .http_transport import KeepAliveTransport, use_keepalive_transport
+    http_client = None
+    if use_keepalive_transport(backend.base_url):
+        import httpx
+        http_client = httpx.AsyncClient(transport=KeepAliveTransport(), timeout=timeout)
     return openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key or "EMPTY",
-                              timeout=timeout, max_retries=0)
+                              timeout=timeout, max_retries=0, http_client=http_client)

@@ -70,6 +70,9 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
                 self._close(conn)
                 raise httpx.RemoteProtocolError(f"connection to {host}:{port} broke mid-answer: {exc!r}",
                                                 request=request) from None
+            except BaseException:              # cancelled mid-exchange: the connection is in an unknown state
+                self._close(conn)
+                raise
             if keep:
                 self._release(host, port, conn)
             else:

@@ -83,56 +83,14 @@ def parse_jsonl(data: bytes, source: str = "<jsonl>") -> JsonlContents:
     A last segment without a trailing newline is kept when it is a whole JSON object and
     dropped (with a warning) when it is torn. Invalid complete lines are skipped and counted.
     """
-    out = JsonlContents(good_bytes=len(data))
-    if not data:
-        return out
     with gc_paused():
-        _parse_into(out, data, source)
-    return out
+        scan = _scan(data, source, use_index=False)
+    return JsonlContents(rows=[scan.decoded[i] for i in range(len(scan.keys))], header=scan.header,
+                         warnings=scan.warnings, good_bytes=scan.good_bytes,
+                         needs_newline=scan.needs_newline, bad_lines=scan.bad_lines)
 
 
 _DECODE = json.JSONDecoder().decode
-
-
-def _parse_into(out: JsonlContents, data: bytes, source: str) -> None:
-    cut = data.rfind(b"\n") + 1  # bytes up to and including the last newline
-    text = data[:cut].decode("utf-8", "replace")
-    tail = data[cut:]
-    rows = out.rows
-    decode = _DECODE
-    for number, line in enumerate(text.split("\n")[:-1], 1):
-        try:
-            obj = decode(line)
-        except ValueError:
-            if not line.strip():
-                continue
-            obj = None
-        if type(obj) is not dict:
-            out.bad_lines += 1
-            out.warnings.append(f"{source}: line {number} is not a JSON object; skipped")
-            continue
-        if HEADER_KEY in obj:
-            if out.header is None:
-                out.header = obj
-            continue
-        rows.append(obj)
-    if tail.strip():
-        try:
-            obj = json.loads(tail)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            if HEADER_KEY in obj:
-                out.header = out.header or obj
-            else:
-                rows.append(obj)
-            out.needs_newline = True
-        else:
-            out.good_bytes = cut
-            out.warnings.append(
-                f"{source}: dropped a torn last line ({len(tail)} bytes, no trailing newline); "
-                "it was being written when the run stopped and will be redone"
-            )
 
 
 @dataclass
@@ -150,10 +108,12 @@ class _Scan:
     index_stale: bool = False
 
 
-def _scan(data: bytes, path: Path) -> _Scan:
-    """Split a checkpoint into row lines and key each one: from the ``.keys`` index when the
-    line's end offset and CRC match it, else by decoding the line. The torn-line and bad-line
-    rules are those of ``parse_jsonl``."""
+def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
+    """Split JSONL bytes into row lines and key each one: from the ``.keys`` index beside
+    ``path`` when the line's end offset and CRC match it, else by decoding the line (every line
+    when ``use_index`` is False). A torn last line is dropped with a warning; a whole last line
+    without its newline is kept (``needs_newline``); complete lines that are not JSON objects
+    are skipped and counted."""
     out = _Scan(good_bytes=len(data))
     if not data:
         return out
@@ -165,7 +125,7 @@ def _scan(data: bytes, path: Path) -> _Scan:
             out.header = _DECODE(data[:first_end].decode("utf-8"))
         except ValueError:
             out.header = None
-    index = read_index(index_path(path), (out.header or {}).get("created")) if out.header else {}
+    index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
     hits, pos, number = 0, 0, 0
     find, crc32 = data.find, line_crc
     while pos < cut:

@@ -19,6 +19,7 @@ import ray
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
+from ..store.plan_snapshots import PlanSnapshots
 from ..store.resume import ResumeIndex
 from .rollout_actor import RolloutWorker
 
@@ -50,6 +51,7 @@ class DriverWorker:
         self._sent_at: dict = {}
         self.stuck: dict = {}          # unit key -> seconds in flight, for chunks past their deadline
         self._resume = None
+        self.snapshots = PlanSnapshots(None, 0.0, None, None)   # replaced in run()
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:
@@ -59,7 +61,7 @@ class DriverWorker:
                     "rerolled": 0, "rerolled_by": {}, "timed_out": 0, "lost": 0, "lost_by": {},
                     "inflight": 0, "situations": 0, "elapsed_s": round(time.monotonic() - self.t0, 1),
                     "done": self.done, "stopped_because": self.stopped_because}
-        return {"rows": len(self.rows) + len(self.resumed_rows) + len(getattr(self, "_deferred", ())) +
+        return {"rows": len(self.rows) + len(self.resumed_rows) + len(self.snapshots.deferred) +
                 self._resume.leftover_count(),
                 "cap": self.job["cap"], "landed": len(self.rows),
                 "resumed": self.resumed, "rerolled": p.rerolled,
@@ -89,7 +91,10 @@ class DriverWorker:
         self._resume = await asyncio.to_thread(
             ResumeIndex, loaded, self.sink.header if self.sink else None, job.get("plan_fingerprint"))
         self.resumed = len(loaded)
-        snap = await asyncio.to_thread(self._usable_snapshot)
+        self.snapshots = PlanSnapshots(job.get("snapshot"), job.get("snapshot_every_s", 0.0),
+                                       (self.sink.header or {}).get("created") if self.sink else None,
+                                       job.get("plan_fingerprint"))
+        snap = await asyncio.to_thread(self.snapshots.restore, self._resume)
         if snap is not None:
             fresh = job["make_planner"]()
             self.planner = planner = snap["planner"]
@@ -150,13 +155,13 @@ class DriverWorker:
                     return
                 observe(outs)
                 if snapshots:
-                    self._after_round(book, round_units, outs)
+                    self.snapshots.after_round(planner, book, round_units, outs)
 
         def observe(outcomes):
             planner.observe(outcomes)
             state["blocked"] = False
 
-        snapshots = bool(job.get("snapshot")) and reproducible and self.sink is not None
+        snapshots = self.snapshots.enabled and reproducible and self.sink is not None
         if snap is not None:
             book.restore(snap["next_decide"], snap["observed"], {r: len(u) for r, u in snap["pending"].items()})
             for r, units in sorted(snap["pending"].items()):
@@ -260,8 +265,7 @@ class DriverWorker:
             self.abandoned += len(tasks[t][2])
         self.inflight_units = 0
         self.done = True
-        if self._snap["writing"] is not None:
-            await self._snap["writing"]
+        await self.snapshots.flush()
         if self.sink is not None:
             await asyncio.to_thread(self.sink.close)
         if self.stream is not None:
@@ -283,48 +287,6 @@ class DriverWorker:
                         print(f"whileai_ray watchdog: unit {key} in flight for {now - sent:.0f}s "
                               f"(deadline {limit:.0f}s)", flush=True)
                     self.stuck[key] = round(now - sent, 1)
-
-    # -------------------------------------------------------------- snapshots
-    def _usable_snapshot(self) -> dict | None:
-        """The planner snapshot to continue from (``store/plan_snapshot.py``), or None; its rows
-        are claimed from the resume index (settled, decoded at the end)."""
-        job = self.job
-        self._settled: list = []            # (row_key, unit key, ordinal) of rows in observed rounds
-        self._snap = {"next_at": time.monotonic() + job.get("snapshot_every_s", 10.0), "cost": 0.0,
-                      "writing": None, "written": 0, "from_round": None}
-        if not job.get("snapshot") or self._resume.mode != "exact" or not self._resume.total:
-            return None
-        from ..store.plan_snapshot import read_snapshot
-        state = read_snapshot(job["snapshot"], (self.sink.header or {}).get("created"), job.get("plan_fingerprint"))
-        if state is None or not self._resume.claim([k for k, _, _ in state["settled"]]):
-            return None
-        self._deferred = state["settled"]
-        self._settled = list(state["settled"])
-        self._snap["from_round"] = state["observed"]
-        return state
-
-    def _after_round(self, book, round_units: dict, outs: list) -> None:
-        """Round ``book.observed`` was just observed: note its rows; snapshot when it is time."""
-        from ..store.resume import unit_row_key
-        round_units.pop(book.observed, None)
-        self._settled.extend((unit_row_key(o.unit), o.unit.key, o.unit.ordinal) for o in outs
-                             if o.row is not None)
-        snap = self._snap
-        now = time.monotonic()
-        if now < snap["next_at"] or (snap["writing"] is not None and not snap["writing"].done()):
-            return
-        from ..store.plan_snapshot import dump_snapshot, write_snapshot
-        t = time.perf_counter()
-        blob = dump_snapshot({"planner": self.planner, "next_decide": book.next_decide,
-                              "observed": book.observed,
-                              "pending": {r: round_units[r] for r in book.pending()},
-                              "settled": self._settled},
-                             (self.sink.header or {}).get("created"), self.job.get("plan_fingerprint"))
-        snap["cost"] = time.perf_counter() - t
-        # at most ~5% of the loop goes to snapshots, however large the planner grows
-        snap["next_at"] = now + max(self.job.get("snapshot_every_s", 10.0), 20 * snap["cost"])
-        snap["writing"] = asyncio.ensure_future(asyncio.to_thread(write_snapshot, self.job["snapshot"], blob))
-        snap["written"] += 1
 
     def _land_resumed(self, unit, row: dict) -> Outcome:
         """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
@@ -435,26 +397,16 @@ class DriverWorker:
         await asyncio.wait_for(asyncio.gather(*(_await(j.ping.remote()) for j in judges)), PLACEMENT_TIMEOUT_S)
         return judges
 
-    def _settle_deferred(self) -> None:
-        """Rows a snapshot settled at the start: decoded now, marked resumed like any other."""
-        for (key, unit_key, ordinal) in getattr(self, "_deferred", []):
-            row = dict(self._resume.claimed_row(key))
-            row["lineage"] = {**(row.get("lineage") or {}), "resumed": True}
-            row["_key"], row["_ordinal"], row["_landed_s"] = list(unit_key), ordinal, 0.0
-            self.resumed_rows.append(row)
-        self._deferred = []
-
     def _result(self, actors) -> dict:
         p = self.planner
         from ..store.jsonl import gc_paused
         with gc_paused():
-            self._settle_deferred()
+            self.resumed_rows.extend(self.snapshots.deferred_rows(self._resume))
         rows = sorted(self.rows + self.resumed_rows, key=lambda r: r.get("_ordinal", 0))
         leftover = self._resume.leftover()
         return {
             "rows": rows, "leftover_rows": leftover,
-            "resume": {**self._resume.summary(), "snapshot_round": self._snap["from_round"],
-                       "snapshots_written": self._snap["written"]},
+            "resume": {**self._resume.summary(), **self.snapshots.summary()},
             "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
             "planner": _planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),

@@ -6,7 +6,6 @@ import openai
 import pytest
 
 from whileai_ray.agents.chat_call import AgentReplyError, chat_completion
-from whileai_ray.testing.server import start_server
 
 TOOLS = [{"type": "function", "function": {
     "name": "lookup_order",
@@ -14,20 +13,6 @@ TOOLS = [{"type": "function", "function": {
                    "required": ["order_id"]}}}]
 REQUEST = {"model": "scripted", "messages": [{"role": "user", "content": "Where is my order ORD-6206?"}],
            "tools": TOOLS, "temperature": 0.2, "max_tokens": 64}
-
-
-@pytest.fixture
-def server():
-    stops = []
-
-    def _start(**opts):
-        host, port, stop = start_server(port=0, **opts)
-        stops.append(stop)
-        return f"http://{host}:{port}/v1", stop.server
-
-    yield _start
-    for stop in stops:
-        stop()
 
 
 def call(url, request=REQUEST, key="x", **client_kw):

@@ -10,17 +10,14 @@ import pytest
 from whileai_ray.agents.backends import OpenAI, make_client
 from whileai_ray.agents.chat_call import chat_completion
 from whileai_ray.agents.http_transport import KeepAliveTransport, use_keepalive_transport
-from whileai_ray.testing.server import start_server
 
 REQUEST = {"model": "scripted", "messages": [{"role": "user", "content": "Where is my order ORD-6206?"}],
            "max_tokens": 64}
 
 
 @pytest.fixture
-def scripted():
-    host, port, stop = start_server(port=0, seed=3)
-    yield f"http://{host}:{port}/v1"
-    stop()
+def scripted(server):
+    return server(seed=3)[0]
 
 
 def _client(url, transport=None, timeout=10.0):

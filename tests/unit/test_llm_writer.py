@@ -11,7 +11,6 @@ from whileai_ray.situations.grid import build_axes, pairwise_cells
 from whileai_ray.situations.llm_writer import LLMWriter, resolve_writer
 from whileai_ray.situations.template_writer import TemplateWriter
 from whileai_ray.situations.writer_prompt import parse_message, parse_variations
-from whileai_ray.testing.server import start_server
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
     "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
@@ -21,18 +20,9 @@ REQUESTS = [(CELLS[i % len(CELLS)], i, i % 2) for i in range(40)]
 
 
 @pytest.fixture
-def server():
-    started = []
-
-    def _start(**opts):
-        opts.setdefault("model", "writer-model")
-        host, port, stop = start_server(port=0, **opts)
-        started.append(stop)
-        return f"http://{host}:{port}/v1", stop.server
-
-    yield _start
-    for stop in started:
-        stop()
+def server(server):
+    """The shared scripted server (conftest), serving the model name the writer asks for."""
+    return lambda **opts: server(**{"model": "writer-model", **opts})
 
 
 @pytest.fixture

@@ -18,20 +18,6 @@ TOOLS = [{"type": "function", "function": {
                    "required": ["order_id"]}}}]
 
 
-@pytest.fixture
-def server():
-    started = []
-
-    def _start(**opts):
-        host, port, stop = start_server(port=0, **opts)
-        started.append(stop)
-        return f"http://{host}:{port}/v1", stop
-
-    yield _start
-    for stop in started:
-        stop()
-
-
 def run(coro):
     return asyncio.run(coro)
 
@@ -143,12 +129,12 @@ def test_error_and_malformed_rates(server):
 
 
 def test_partial_error_rate_lets_a_retry_through(server):
-    url, stop = server(error_rate=0.5, seed=1)
+    url, handler = server(error_rate=0.5, seed=1)
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     with httpx.Client() as http:
         codes = [http.post(url + "/chat/completions", json=body).status_code for _ in range(40)]
     assert set(codes) == {200, 500}
-    assert stop.server.requests == 40
+    assert handler.requests == 40
 
 
 def test_bad_options_are_refused():

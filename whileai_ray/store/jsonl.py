@@ -134,7 +134,7 @@ def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
         if end == pos:
             pos += 1
             continue
-        crc = crc32(view[pos:end])
+        crc = crc32(view[pos:end]) if use_index else 0       # only the index needs it
         hit = index.get(end)
         if hit is not None and hit[0] == crc:
             key = hit[1]

@@ -56,7 +56,9 @@ def test_rows_come_from_every_node_and_match_a_single_node_run(cluster, tools):
 
 def test_a_node_removed_mid_run_loses_nothing_and_duplicates_nothing(cluster, tools, tmp_path):
     c, workers = cluster
-    agent = SlowAgent(tools, 0.02)
+    # slow enough (48 slots / 0.25 s = ~190 rows/s) that the node goes while chunks are on it: at
+    # 0.02 s a unit the 450 rows after the cut could land before remove_node returned
+    agent = SlowAgent(tools, 0.25)
     ck = tmp_path / "ck.jsonl"
     seen = {"rows": 0}
     box = {}

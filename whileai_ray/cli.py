@@ -6,7 +6,7 @@
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
-    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench.py)
+    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench/lines.py)
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -49,7 +49,7 @@ def _demo(args) -> int:
 
 
 def _bench(args) -> int:
-    from .bench import run_bench
+    from .bench.lines import run_bench
     return run_bench(quick=args.quick)
 
 
@@ -58,7 +58,7 @@ def _err(command: str, message) -> None:
 
 
 def _run(args) -> int:
-    from .run_spec import SpecError, load_spec
+    from .config.run_spec import SpecError, load_spec
     try:
         spec = load_spec(args.spec)
         if args.output_dir:
@@ -139,8 +139,8 @@ def _report(args) -> int:
 
 
 def _submit(args) -> int:
-    from .jobs import submit
-    from .run_spec import SpecError
+    from .runtime.job_plan import submit
+    from .config.run_spec import SpecError
     try:
         out = submit(args.spec, args.address, run_id=args.run_id, working_dir=args.working_dir,
                      output_dir=args.output_dir)
@@ -166,8 +166,8 @@ def _submit(args) -> int:
 
 
 def _status(args) -> int:
-    from .jobs import status
-    from .run_spec import SpecError, load_spec
+    from .runtime.job_plan import status
+    from .config.run_spec import SpecError, load_spec
     run_id = args.run
     try:
         if run_id.endswith(".toml"):
@@ -186,7 +186,7 @@ def _status(args) -> int:
           f"run {run_id}: {state['status']} {state['message']}".rstrip())
     if args.logs:
         from .runtime.jobs import job_logs
-        from .jobs import resolve_address
+        from .runtime.job_plan import resolve_address
         print(job_logs(run_id, resolve_address(args.address)))
     return EXIT_JOB if state["status"] in ("FAILED", "STOPPED") else EXIT_OK
 
@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default=None, help="write the rows here (JSONL + meta sidecar)")
     p.set_defaults(func=_demo)
-    b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench.py)")
+    b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench/lines.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)

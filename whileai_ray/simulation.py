@@ -11,18 +11,18 @@ import warnings as _warnings
 from functools import partial
 from typing import Any, Callable
 
-from .config import resolve_config
-from .data import SimulationData
-from .grading import fresh_scoring_run_id
+from .config.arguments import resolve_config
+from .result.data import SimulationData
+from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
-from .progress import ProgressReporter
-from .report import build_report
-from .roles import resolve_roles
+from .result.progress import ProgressReporter
+from .result.report import build_report
+from .config.roles import resolve_roles
 from .search.planner import PlanSettings, Planner
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
-from .store.plan_snapshot import snapshot_path
-from .unit import RunMeta
+from .store.plan_snapshot_file import snapshot_path
+from .core.unit import RunMeta
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
 ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
@@ -87,7 +87,7 @@ def _seeds_that_fit(cfg, k) -> tuple[list, list]:
 
 def plan_fingerprint(cfg, settings) -> str:
     """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
-    from .rng import stable_hash
+    from .core.rng import stable_hash
     pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
     return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
@@ -146,7 +146,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     _add_role_notes(data, cfg, roles, results)
     for w in data.warnings:
-        from .progress import logger
+        from .result.progress import logger
         logger.warning(w)
     for w in data.search.pop("_user_warnings", []):
         _warnings.warn(w, UserWarning, stacklevel=3)
@@ -190,7 +190,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
-        from .agents.model_unit import ModelSettings
+        from .agents.play_model import ModelSettings
         sampling = {"temperature": cfg.temperature if cfg.temperature is not None else 0.8,
                     "max_tokens": cfg.agent_max_tokens, "model": roles.agent.model, **(cfg.sampling or {})}
         model = ModelSettings(roles.agent, roles.user, max_turns=cfg.max_turns, avg_turns=cfg.avg_turns,
@@ -233,7 +233,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
         "label_source": "conduct" if cfg.grade == "conduct" else None,
         "stream_path": cfg.output if cfg.runs == 1 else None,
-        # planner snapshots (store/plan_snapshot.py): reproducible runs with a checkpoint and a
+        # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         "snapshot": (str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
                      and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
@@ -312,7 +312,7 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
             line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
                      "(they stay in the file)")
             data.warnings.append(line)
-        from .progress import logger
+        from .result.progress import logger
         logger.info(line)
         data.search["resume"] = resume
     if cfg.tasks is not None and pinned_info is not None:

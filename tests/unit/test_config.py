@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from whileai_ray.config import (MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS, RunConfig, knob,
+from whileai_ray.config.arguments import (MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS, RunConfig, knob,
                                 resolve_config)
 
 TOOLS = [{"type": "function", "function": {

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from whileai_ray.bench_search import bench_selection, format_line
+from whileai_ray.bench.search import bench_selection, format_line
 from whileai_ray.search.family_cap import FamilyCap, family_key, skeleton
 from whileai_ray.search.novelty import NoveltyIndex
 from whileai_ray.situations.grid import build_axes, pairwise_cells

@@ -3,12 +3,12 @@ import json
 import time
 
 from whileai_ray.agents.callable import agent_error, normalize_trajectory, unusable_reason
-from whileai_ray.agents.play import play_callable_unit
+from whileai_ray.agents.play_callable import play_callable_unit
 from whileai_ray.agents.seeded import seeded_agent
-from whileai_ray.search.signature import behavior_signature
+from whileai_ray.agents.signature import behavior_signature
 from whileai_ray.situations.situation import Situation
-from whileai_ray.store.row_builder import build_row, conversation, export_row
-from whileai_ray.unit import RunMeta, Unit
+from whileai_ray.agents.row_builder import build_row, conversation, export_row
+from whileai_ray.core.unit import RunMeta, Unit
 from whileai_ray.world.context import current_rollout
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {

@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 from whileai_ray.agents.backends import OpenAI
-from whileai_ray.agents.model_unit import ModelSettings, play_model_row
+from whileai_ray.agents.play_model import ModelSettings, play_model_row
 from whileai_ray.agents.routing import EndpointClients, MultiEndpoint, StickyRouter, jump_hash
 from whileai_ray.situations.situation import Situation
 from whileai_ray.testing.server import start_server
-from whileai_ray.unit import RunMeta, Unit
+from whileai_ray.core.unit import RunMeta, Unit
 
 TOOLS = [{"type": "function", "function": {
     "name": "lookup_order",

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from whileai_ray.rng import short_hash
+from whileai_ray.core.rng import short_hash
 from whileai_ray.situations import text_bank as tb
 from whileai_ray.situations.grid import build_axes, cell_key, pairwise_cells, tier_of
 from whileai_ray.situations.phrasing import apply_texture

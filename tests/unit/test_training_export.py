@@ -3,15 +3,15 @@ import json
 
 import pytest
 
-from whileai_ray.agents.play import play_callable_unit
+from whileai_ray.agents.play_callable import play_callable_unit
 from whileai_ray.agents.seeded import seeded_agent
 from whileai_ray.export import (read_training_file, record_to_conversation, roundtrip_check, select,
                                 sft_rows, training_records, training_set, validate_record)
 from whileai_ray.score.judging import apply_verdict, normalize_judge_result
 from whileai_ray.situations.grid import build_axes, pairwise_cells
 from whileai_ray.situations.template_writer import TemplateWriter
-from whileai_ray.store.row_builder import conversation
-from whileai_ray.unit import RunMeta, Unit
+from whileai_ray.agents.row_builder import conversation
+from whileai_ray.core.unit import RunMeta, Unit
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
     "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]

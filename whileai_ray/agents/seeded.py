@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..rng import stable_hash
+from ..core.rng import stable_hash
 from ..world.context import active_context
 from ..world.mock import World
 from ..world.records import ID_RE

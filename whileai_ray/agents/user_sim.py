@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..rng import draw, unit_rng
+from ..core.rng import draw, unit_rng
 
 __all__ = ["USER_MARKER", "PATIENCE", "resolve_patience", "SimulatedUser"]
 

@@ -22,11 +22,11 @@ import datetime as _dt
 import json
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 from ..score.intervals import wilson
 from ..score.pass_at import as_rows, task_key_of
 from ..store.parquet import rows_to_table
-from ..store.row_builder import export_row
+from ..agents.row_builder import export_row
 from .dataset_store import DatasetStore
 from .hack_scan import check_endorsed, hack_scan
 from .row_checks import reward_of

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 from ..score.pass_at import as_rows
-from ..store.row_builder import export_row
+from ..agents.row_builder import export_row
 from .hack_scan import check_endorsed, hack_scan
 from .row_checks import is_junk, is_truncated, leaks_privileged, reward_of
 

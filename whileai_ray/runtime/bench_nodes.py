@@ -10,7 +10,7 @@ def bench_nodes(per_node: int = 16, latency_s: float = 0.1, seconds_per_run: flo
     import ray
     from ray.cluster_utils import Cluster
 
-    from ..bench import TOOLS, SleepyAgent, _steady_rate
+    from ..bench.lines import TOOLS, SleepyAgent, _steady_rate
     from ..simulation import simulate
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")

@@ -19,7 +19,7 @@ import ray
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
-from ..store.plan_snapshots import PlanSnapshots
+from ..store.plan_snapshot_keeper import PlanSnapshots
 from ..store.resume import ResumeIndex
 from .rollout_actor import RolloutWorker
 

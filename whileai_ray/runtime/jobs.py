@@ -2,7 +2,7 @@
 
 Everything here talks to a Ray dashboard over HTTP (``JobSubmissionClient``); the decisions
 (submission ids, entrypoint, runtime_env, what to do when a run already has a job) are made
-in ``whileai_ray/jobs.py`` without Ray. One run (one spec) is a series of attempts, each its
+in ``whileai_ray/runtime/job_plan.py`` without Ray. One run (one spec) is a series of attempts, each its
 own Ray job tagged with the run id: a second ``submit`` finds the latest attempt, leaves it
 alone while it runs, and otherwise submits the next attempt, which resumes from the
 checkpoint. ``job_status`` / ``wait_for`` / ``job_logs`` take the run id and answer for the
@@ -14,7 +14,7 @@ import time
 
 from ray.job_submission import JobSubmissionClient
 
-from ..jobs import ATTEMPT_KEY, Submission, attempt_id, latest_attempt, resubmit_action
+from .job_plan import ATTEMPT_KEY, Submission, attempt_id, latest_attempt, resubmit_action
 
 __all__ = ["submit_planned", "job_status", "wait_for", "job_logs", "JobNotFound"]
 

@@ -12,7 +12,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 from ..score.judging import normalize_judge_result
-from ..store.row_builder import export_row
+from ..agents.row_builder import export_row
 
 
 def score_row(grader, row: dict) -> dict:

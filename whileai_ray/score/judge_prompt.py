@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 from .conduct import RULES
 
 __all__ = ["JUDGE_MARKER", "CONDUCT_FLOOR", "judge_messages", "evidence_text", "parse_judge_reply",

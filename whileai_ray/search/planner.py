@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..rng import weyl, draw
-from ..store.row_key import prompt_sha
+from ..core.rng import weyl, draw
+from ..core.identity import prompt_sha
 from ..situations.grid import CONDITION_FAULT_MODE
-from ..unit import Unit
+from ..core.unit import Unit
 from .arms import ArmBandit
 from .cell_picker import CellPicker
 from .coverage import CoverageTracker
@@ -125,7 +125,7 @@ class Planner:
         self._scored = ("", None, 0.0)
 
     def __getstate__(self) -> dict:
-        """Pickled without its situation writer (``store/plan_snapshot.py``): the restorer
+        """Pickled without its situation writer (``store/plan_snapshot_file.py``): the restorer
         attaches a fresh one, which is stateless (template writer) by the snapshot's rule."""
         state = dict(self.__dict__)
         state["writer"] = None

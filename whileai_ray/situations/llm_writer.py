@@ -26,7 +26,7 @@ import asyncio
 import threading
 
 from ..agents.backends import OpenAI, configure, make_client, parse_spec, preflight, resolve_role
-from ..rng import unit_rng
+from ..core.rng import unit_rng
 from .grid import cell_key
 from .phrasing import apply_texture
 from .seed_amplifier import SeedAmplifier

@@ -28,7 +28,7 @@ class DiskRows(Sequence):
     @classmethod
     def of(cls, rows: list) -> "DiskRows":
         """Rows already in memory (no file behind them)."""
-        from .row_key import row_key
+        from ..core.identity import row_key
         rows = list(rows)
         return cls(b"", [(0, 0)] * len(rows), [row_key(r) for r in rows], dict(enumerate(rows)))
 

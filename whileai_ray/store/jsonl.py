@@ -33,7 +33,7 @@ from pathlib import Path
 from .disk_rows import DiskRows
 from .fingerprint import fingerprint_mismatch
 from .key_index import entry_line, index_path, line_crc, read_index, write_index
-from .row_key import row_key
+from ..core.identity import row_key
 
 __all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line", "gc_paused"]
 

@@ -20,7 +20,7 @@ replay settles are decoded while the run goes; the rest are decoded once, at the
 from __future__ import annotations
 
 from .disk_rows import DiskRows
-from .row_key import row_key
+from ..core.identity import row_key
 
 
 def unit_row_key(unit) -> tuple:

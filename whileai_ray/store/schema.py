@@ -52,7 +52,7 @@ import json
 
 import pyarrow as pa
 
-from .row_key import prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
+from ..core.identity import prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
 
 __all__ = [
     "SCHEMA_VERSION", "METADATA_VERSION_KEY", "row_key", "key_string",

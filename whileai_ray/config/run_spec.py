@@ -39,9 +39,9 @@ from typing import Any
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model,
                       field_validator)
 
-from .config import MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS
-from .config_tools import SPEC_PROVIDERS, check_spec, normalize_tools
-from .rng import stable_hash
+from .arguments import MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS
+from .tools import SPEC_PROVIDERS, check_spec, normalize_tools
+from ..core.rng import stable_hash
 
 __all__ = ["RunSpec", "SpecError", "load_spec", "parse_spec_text", "import_ref"]
 
@@ -206,7 +206,7 @@ class RunSpec(BaseModel):
 
     def check(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """Run simulate()'s own argument checks (no Ray, nothing spent); errors name the field."""
-        from .config import resolve_config
+        from .arguments import resolve_config
         from .roles import resolve_roles
         passed = {k: kwargs[k] for k in kwargs if k in PASSED_ALIASES or k in MOVED_NAMES}
         explicit = {k: v for k, v in kwargs.items() if k not in passed}

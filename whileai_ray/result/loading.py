@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from .data import SimulationData
-from .store.reader import load_rows
+from ..store.reader import load_rows
 
 _META_FIELDS = ("stopped_because", "coverage", "search", "warnings", "degraded", "stages", "budget",
                 "coverage_curve", "arm_weights", "arm_yield", "writer_model", "user_model", "system_prompts",

@@ -11,8 +11,8 @@ import hashlib
 import json
 from functools import lru_cache
 
-from ..agents.callable import unusable_reason
-from ..search.signature import behavior_signature
+from .callable import unusable_reason
+from .signature import behavior_signature
 from ..world.context import privileged_block
 
 __all__ = ["build_row", "export_row", "conversation", "policy_version", "HIDDEN_KEYS"]

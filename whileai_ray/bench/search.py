@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import time
 
-from .search.family_cap import FamilyCap
-from .search.novelty import NoveltyIndex, sketch
-from .situations.grid import build_axes, pairwise_cells
-from .situations.template_writer import TemplateWriter
+from ..search.family_cap import FamilyCap
+from ..search.novelty import NoveltyIndex, sketch
+from ..situations.grid import build_axes, pairwise_cells
+from ..situations.template_writer import TemplateWriter
 
 __all__ = ["bench_selection"]
 
@@ -85,5 +85,5 @@ def format_line(result: dict) -> str:
             f"{'OK' if result['ok'] else 'MISS'}")
 
 
-if __name__ == "__main__":     # python -m whileai_ray.bench_search
+if __name__ == "__main__":     # python -m whileai_ray.bench.search
     print(format_line(bench_selection()))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 
-from ..store.row_builder import build_row
+from .row_builder import build_row
 from ..world.context import RolloutContext, activate, privileged_block
 from ..world.faults import validate_fault_plan
 from .callable import agent_error, normalize_trajectory

@@ -12,8 +12,8 @@ from __future__ import annotations
 import difflib
 from typing import Any, Callable
 
-from .config_rules import as_count, as_int, as_number, as_share, as_text_list, is_number
-from .config_tools import check_role
+from .rules import as_count, as_int, as_number, as_share, as_text_list, is_number
+from .tools import check_role
 
 __all__ = ["KNOBS", "ARMS", "ADVANCED_DEFAULTS", "ADVANCED_KEYS", "validate_advanced"]
 

@@ -23,7 +23,7 @@ class SleepyAgent:
     """The seeded agent behind a fixed sleep (a stand-in for a model with latency L)."""
 
     def __init__(self, tools, latency_s: float):
-        from .agents.seeded import seeded_agent
+        from ..agents.seeded import seeded_agent
         self.inner = seeded_agent(tools)
         self.latency_s = latency_s
         self.__name__ = "seeded_agent"
@@ -45,7 +45,7 @@ def _rss_mb() -> float:
 
 
 def bench_latency(rows: int = 2000, concurrency: int = 32, latency_s: float = 0.05, reproducible=True) -> dict:
-    from . import simulate
+    from .. import simulate
     agent = SleepyAgent(TOOLS, latency_s)
     t0 = time.monotonic()
     data = simulate(agent, tools=TOOLS, simulator=False, budget=rows, concurrency=concurrency,
@@ -59,7 +59,7 @@ def bench_latency(rows: int = 2000, concurrency: int = 32, latency_s: float = 0.
 
 
 def bench_cpu(rows: int = 20000, concurrency: int = 32) -> dict:
-    from . import seeded_agent, simulate
+    from .. import seeded_agent, simulate
     t0 = time.monotonic()
     data = simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=rows, concurrency=concurrency,
                     seed=0, advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
@@ -69,7 +69,7 @@ def bench_cpu(rows: int = 20000, concurrency: int = 32) -> dict:
 
 
 def run_bench(quick: bool = False, out=print) -> int:
-    from .runtime.cluster import ensure_ray
+    from ..runtime.cluster import ensure_ray
     t0 = time.monotonic()
     ensure_ray()
     out(f"ray ready in {time.monotonic() - t0:.1f}s")
@@ -89,7 +89,7 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"model-backed   scripted server 200ms/call C=256 {model['rows']} rows ({model['calls_per_row']:.2f} calls/row): "
         f"steady {model['steady_rows_s']:.0f} rows/s, wall {model['wall_rows_s']:.0f} rows/s, ideal "
         f"{model['ideal']:.0f} rows/s, ratio {model['ratio']:.0%}")
-    from .bench_search import bench_selection, format_line
+    from .search import bench_selection, format_line
     out(format_line(bench_selection()))
     judge = bench_judge(rows=500 if quick else 2000)
     out(f"judge overlap  200ms grader, {judge['rows']} rows, no-delay agent, {judge['judge_slots']} judge slots: "
@@ -102,7 +102,7 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
         f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
         f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
-    from .runtime.bench_nodes import bench_nodes
+    from ..runtime.bench_nodes import bench_nodes
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
         f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "
@@ -113,7 +113,7 @@ def run_bench(quick: bool = False, out=print) -> int:
 def bench_judge(rows: int = 2000, judge_latency_s: float = 0.2, judge_slots: int = 32) -> dict:
     """A 200 ms grader on a no-delay agent: grading overlaps the rollouts, so the run should take
     little more than the judge pool needs on its own (rows * latency / slots)."""
-    from . import seeded_agent, simulate
+    from .. import seeded_agent, simulate
 
     def slow_grader(row):
         time.sleep(judge_latency_s)
@@ -136,8 +136,8 @@ def bench_resume(rows_on_disk: int = 100_000) -> dict:
     import shutil
     import tempfile
 
-    from . import seeded_agent, simulate
-    from .store.jsonl import JsonlCheckpoint
+    from .. import seeded_agent, simulate
+    from ..store.jsonl import JsonlCheckpoint
     folder = tempfile.mkdtemp(prefix="wai-bench-resume-")
     try:
         path = f"{folder}/ck.jsonl"
@@ -175,7 +175,7 @@ def bench_resume_exact(rows: int = 20_000) -> dict:
     import shutil
     import tempfile
 
-    from . import seeded_agent, simulate
+    from .. import seeded_agent, simulate
     folder = tempfile.mkdtemp(prefix="wai-bench-resume-exact-")
     adv = {"progress_every_s": 3600.0, "progress_every_rows": 10**6}
     try:
@@ -198,8 +198,8 @@ def bench_model(rows: int = 1000, concurrency: int = 256, latency_ms: int = 200)
     One rollout here is one model call (``avg_turns=1``, and the scripted model answers the
     opening without a tool call when asked to), so the ideal is C / latency rows/s.
     """
-    from . import simulate
-    from .testing.server import start_server
+    from .. import simulate
+    from ..testing.server import start_server
     host, port, stop = start_server(port=0, seed=0, latency_ms=latency_ms, ask_rate=0.0, model="bench")
     try:
         t0 = time.monotonic()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 from ..world.records import ID_RE
 
 __all__ = ["behavior_signature", "argument_provenance", "REFUSAL_RE"]

@@ -22,15 +22,15 @@ from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 from pathlib import Path
 
-from .grading import fresh_scoring_run_id, grade_in_place
-from .score.judging import apply_verdict, judge_name, normalize_judge_result
-from .score.labels import TRUST_MODES, trust_check
-from .score.leak import leak_report
-from .score.llm_judge import Judge, judge_rows
-from .score.rank import rank
+from ..score.grading import fresh_scoring_run_id, grade_in_place
+from ..score.judging import apply_verdict, judge_name, normalize_judge_result
+from ..score.labels import TRUST_MODES, trust_check
+from ..score.leak import leak_report
+from ..score.llm_judge import Judge, judge_rows
+from ..score.rank import rank
 from .scored import ScoredData
-from .store.reader import load_rows, save_jsonl_atomic
-from .store.row_builder import HIDDEN_KEYS, export_row
+from ..store.reader import load_rows, save_jsonl_atomic
+from ..agents.row_builder import HIDDEN_KEYS, export_row
 
 __all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of",
            "make_run_judge"]
@@ -63,7 +63,7 @@ def _export(row: dict) -> dict:
 
 def _write(rows, path) -> str:
     if str(path).endswith(".parquet"):
-        from .store.parquet import write_parquet
+        from ..store.parquet import write_parquet
         return write_parquet([_export(r) for r in rows], path)
     return save_jsonl_atomic([_export(r) for r in rows], path)
 

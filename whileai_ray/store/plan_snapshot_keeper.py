@@ -1,4 +1,4 @@
-"""PlanSnapshots: the driver's side of planner snapshots (``plan_snapshot.py`` holds the file).
+"""PlanSnapshots: the driver's side of planner snapshots (``plan_snapshot_file.py`` holds the file).
 
 One object per run. ``restore(resume, created, plan)`` returns the snapshot to continue from
 (its rows claimed from the resume index, left undecoded) or None; ``after_round(...)`` is called
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from .plan_snapshot import dump_snapshot, read_snapshot, write_snapshot
+from .plan_snapshot_file import dump_snapshot, read_snapshot, write_snapshot
 from .resume import unit_row_key
 
 __all__ = ["PlanSnapshots"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .situations.situation import Situation
+from ..situations.situation import Situation
 
 
 @dataclass(slots=True)

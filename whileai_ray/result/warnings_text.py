@@ -2,7 +2,7 @@
 it), the Python ``UserWarning``s it raises, and the ``degraded`` tokens."""
 from __future__ import annotations
 
-from .situations.grid import HARD_TIERS
+from ..situations.grid import HARD_TIERS
 
 
 def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, list, list]:

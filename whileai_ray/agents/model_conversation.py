@@ -27,7 +27,7 @@ import inspect
 import json
 import math
 
-from ..rng import draw
+from ..core.rng import draw
 from .chat_call import AgentReplyError, chat_completion
 
 __all__ = ["play_model_unit", "AgentTimeout", "AgentReplyError", "turn_cap", "wire_tools",

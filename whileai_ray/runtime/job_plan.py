@@ -24,7 +24,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .run_spec import SpecError, load_spec
+from ..config.run_spec import SpecError, load_spec
 
 __all__ = ["Submission", "plan_submission", "resubmit_action", "attempt_id", "attempt_of",
            "latest_attempt", "submit", "status",
@@ -94,7 +94,7 @@ def latest_attempt(run_id: str, jobs: list[dict]) -> tuple[int, dict] | None:
 
 
 def _package_dir() -> Path:
-    return Path(__file__).resolve().parent
+    return Path(__file__).resolve().parents[1]     # whileai_ray/
 
 
 def plan_submission(spec_path: str | os.PathLike, *, run_id: str | None = None,
@@ -147,13 +147,13 @@ def submit(spec_path, address: str | None, *, run_id: str | None = None, **optio
     ``RAY_ADDRESS``, e.g. ``http://127.0.0.1:8265``).
     """
     submission = plan_submission(spec_path, run_id=run_id, **options)
-    from .runtime.jobs import submit_planned
+    from .jobs import submit_planned
     return submit_planned(submission, resolve_address(address))
 
 
 def status(run_id: str, address: str | None) -> dict | None:
     """The job's ``{"run_id", "status", "message", ...}``, or None when there is no such job."""
-    from .runtime.jobs import job_status
+    from .jobs import job_status
     return job_status(run_id, resolve_address(address))
 
 

@@ -6,7 +6,7 @@ import json
 import time
 from collections import Counter
 
-from .situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
+from ..situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
 from .warnings_text import run_warnings
 
 REASONS = ("agent_error", "empty_reply", "tool_markup")
@@ -166,7 +166,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.writer_model = "template"
     data.declared_tools = set(tool_names)
     data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
-    from .rng import stable_hash
+    from ..core.rng import stable_hash
     data.system_prompts = {stable_hash(cfg.system_prompt)[:16]: cfg.system_prompt}
     data.coverage_curve = list(stats.get("coverage_curve") or [])
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",

@@ -4,8 +4,8 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from .score.judging import apply_verdict, judge_name, normalize_judge_result
-from .store.row_builder import export_row
+from .judging import apply_verdict, judge_name, normalize_judge_result
+from ..agents.row_builder import export_row
 
 
 def fresh_scoring_run_id() -> str:

@@ -3,10 +3,10 @@ multi-turn play, and the row. The rollout actor awaits this on its event loop.""
 from __future__ import annotations
 
 from .callable import agent_error, unusable_reason
-from .model_play import play_model_unit
-from .play import context_for
+from .model_conversation import play_model_unit
+from .play_callable import context_for
 from .user_sim import SimulatedUser
-from ..store.row_builder import build_row
+from .row_builder import build_row
 from ..world.context import activate
 from ..world.mock import World
 

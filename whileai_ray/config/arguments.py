@@ -16,11 +16,11 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .config_advanced import ADVANCED_DEFAULTS, KNOBS, validate_advanced
-from .config_rules import (MODE_PRESETS, REPEAT_POLICIES, STRATEGIES, UNTIL_CHOICES, as_count,
+from .advanced import ADVANCED_DEFAULTS, KNOBS, validate_advanced
+from .rules import (MODE_PRESETS, REPEAT_POLICIES, STRATEGIES, UNTIL_CHOICES, as_count,
                            as_int, as_logprobs, as_number, as_patience, as_path, as_share,
                            as_text, as_text_list, check_tasks, check_traces, choice, is_number)
-from .config_tools import agent_kind, check_role, check_simulator, check_spec, normalize_tools
+from .tools import agent_kind, check_role, check_simulator, check_spec, normalize_tools
 
 __all__ = ["SIMULATE_PARAMS", "PARAM_DEFAULTS", "PASSED_ALIASES", "MOVED_NAMES", "RunConfig",
            "resolve_config", "knob", "BUDGET_NONE_CAP", "AVG_TURNS_DEFAULT"]

@@ -60,7 +60,7 @@ class RunActions:
 
     def attach_labels(self, labels, kind: str = "human", *, annotator: str | None = None, replace: bool = False):
         """Attach gold labels (``gold_reward``) for the judge trust check and ``compare_judges``."""
-        from .score.labels import attach_labels
+        from ..score.labels import attach_labels
         out = attach_labels(self.trajectories, labels, kind=kind, annotator=annotator, replace=replace)
         self._touch()
         return out
@@ -68,7 +68,7 @@ class RunActions:
     def compare_judges(self, judges: Mapping | Sequence, gold: str = "gold_reward", allow_model_gold: bool = False,
                        concurrency: int = 8, floors: tuple = (0.8, 0.6)):
         """Grade copies with several judges and rank them against the gold labels (by kappa)."""
-        from .score.judge_compare import compare_judges
+        from ..score.judge_compare import compare_judges
         return compare_judges(self.trajectories, judges, gold=gold, allow_model_gold=allow_model_gold,
                               concurrency=concurrency, policy=self.system_prompt, tools=self.tools, floors=floors)
 
@@ -76,14 +76,14 @@ class RunActions:
     def select(self, mode: str | None = None, target: int = 1000, band=None, endorsed: Sequence[str] = (),
                truncated: str = "drop"):
         """The rows worth training on, as a ``Selection`` that prints what each gate dropped."""
-        from .export import select
+        from ..export import select
         sel = select(self.trajectories, mode, target, band, endorsed, truncated, run_meta=self)
         self.search["selection"] = sel.report
         return sel
 
     def training_set(self, output: str | None = None, target: int = 1000, validate: bool = True) -> dict:
         """Selected rows as OpenAI chat JSONL (or Parquet for a .parquet path); the export report."""
-        from .export import training_set
+        from ..export import training_set
         rep = training_set(self.trajectories, self.system_prompt, self.tools, output=output, target=target,
                            validate=validate)
         if rep.get("selection") is not None:
@@ -97,12 +97,12 @@ class RunActions:
         """Publish this run as a new version of dataset ``name`` in a dataset store (a local folder
         by default, ``WHILEAI_RAY_DATASETS`` or ``store=``: a path or any pyarrow filesystem URI).
         ``api_key``, ``agent`` and ``publish`` belong to the hosted catalog and are ignored here."""
-        from .export import push
+        from ..export import push
         return push(self.trajectories, self.meta_dict(), name, store=store, parent=parent, purpose=purpose,
                     holdout=holdout, gate=gate, endorsed=endorsed, strict_hacks=strict_hacks,
                     description=description)
 
     def sft_rows(self, failures_only: bool = True) -> list:
         """Failure rows as preference-pair seeds (``rejected_response``, ``tool_trace``, ...)."""
-        from .export import sft_rows
+        from ..export import sft_rows
         return sft_rows(self.trajectories, failures_only)

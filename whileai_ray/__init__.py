@@ -7,8 +7,8 @@ The public surface, re-exported here and locked by tests/unit/test_public_api.py
 """
 from .agents.backends import OpenAI, configure
 from .agents.seeded import SEEDED_BEHAVIORS, seeded_agent
+from .errors import PublishGateError
 from .result.data import SimulationData
-from .export import PublishGateError
 from .result.grading_paths import grade_llm, llm_grade
 from .result.grading_paths import grade_llm as grade
 from .result.grading_paths import rank_source as rank
@@ -20,7 +20,7 @@ from .score.compare import compare_runs, delta_report, format_delta_report
 from .score.pass_at import PassAt, pass_at
 from .score.variance import eval_variance, noise_band
 from .simulation import simulate
-from .agents.row_builder import conversation
+from .core.rows import conversation
 from .world.context import current_rollout
 from .world.mock import World, world
 

@@ -23,6 +23,8 @@ from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
 from .store.plan_snapshot_file import snapshot_path
 from .core.unit import RunMeta
+from .core.defaults import TEMPERATURE
+from .core.identity import resumed_unit_key
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
 ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
@@ -191,7 +193,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
         from .agents.play_model import ModelSettings
-        sampling = {"temperature": cfg.temperature if cfg.temperature is not None else 0.8,
+        sampling = {"temperature": cfg.temperature if cfg.temperature is not None else TEMPERATURE,
                     "max_tokens": cfg.agent_max_tokens, "model": roles.agent.model, **(cfg.sampling or {})}
         model = ModelSettings(roles.agent, roles.user, max_turns=cfg.max_turns, avg_turns=cfg.avg_turns,
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
@@ -255,7 +257,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
             r = dict(r)
             r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
             r["_ordinal"] = len(rows) + 10**9
-            r["_key"] = [run_id, r.get("scenario_id"), 0, r.get("rollout_index", 0), eval_run]
+            r["_key"] = resumed_unit_key(run_id, r, eval_run)
             rows.append(r)
     cut = {tuple(g) for g in result["planner"]["group_cut"]}
     if cut and settings.k > 1:

@@ -7,7 +7,8 @@ from whileai_ray.agents.play_callable import play_callable_unit
 from whileai_ray.agents.seeded import seeded_agent
 from whileai_ray.agents.signature import behavior_signature
 from whileai_ray.situations.situation import Situation
-from whileai_ray.agents.row_builder import build_row, conversation, export_row
+from whileai_ray.agents.row_builder import build_row
+from whileai_ray.core.rows import conversation, export_row
 from whileai_ray.core.unit import RunMeta, Unit
 from whileai_ray.world.context import current_rollout
 

@@ -10,7 +10,7 @@ from whileai_ray.result.loading import load
 from whileai_ray.score.judging import apply_verdict, normalize_judge_result
 from whileai_ray.situations.grid import build_axes, pairwise_cells
 from whileai_ray.situations.template_writer import TemplateWriter
-from whileai_ray.agents.row_builder import conversation
+from whileai_ray.core.rows import conversation
 from whileai_ray.core.unit import RunMeta, Unit
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {

@@ -29,13 +29,14 @@ import math
 
 from ..core.rng import draw
 from .chat_call import AgentReplyError, chat_completion
+from ..core.defaults import MAX_TOKENS, TEMPERATURE
 
 __all__ = ["play_model_unit", "AgentTimeout", "AgentReplyError", "turn_cap", "wire_tools",
            "is_question", "MAX_TOOL_ROUNDS"]
 
 MAX_TOOL_ROUNDS = 8
-DEFAULT_TEMPERATURE = 0.8
-DEFAULT_MAX_TOKENS = 768
+DEFAULT_TEMPERATURE = TEMPERATURE
+DEFAULT_MAX_TOKENS = MAX_TOKENS
 DEFAULT_AVG_TURNS = 12
 _HARD_TURN_CAP = 64
 _RETRIES = 3

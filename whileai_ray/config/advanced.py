@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from .rules import as_count, as_int, as_number, as_share, as_text_list, is_number
 from .tools import check_role
+from ..core.defaults import MAX_TOKENS
 
 __all__ = ["KNOBS", "ARMS", "ADVANCED_DEFAULTS", "ADVANCED_KEYS", "validate_advanced"]
 
@@ -40,7 +41,7 @@ ARMS = ("structured", "open_ended", "behavior_targeted", "failure_mutation", "ll
 ADVANCED_DEFAULTS: dict[str, Any] = {
     "world": {}, "arm_weights": None, "mutate_failures": True, "mutate_graded_failures": None,
     "prefer_success": False, "model_version": None, "seed_prompts": [], "extra_situations": [],
-    "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": 768,
+    "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": MAX_TOKENS,
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
     "tool_choice": None,

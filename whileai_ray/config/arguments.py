@@ -21,9 +21,10 @@ from .rules import (MODE_PRESETS, REPEAT_POLICIES, STRATEGIES, UNTIL_CHOICES, as
                            as_int, as_logprobs, as_number, as_patience, as_path, as_share,
                            as_text, as_text_list, check_tasks, check_traces, choice, is_number)
 from .tools import agent_kind, check_role, check_simulator, check_spec, normalize_tools
+from ..core.defaults import MAX_TOKENS
 
 __all__ = ["SIMULATE_PARAMS", "PARAM_DEFAULTS", "PASSED_ALIASES", "MOVED_NAMES", "RunConfig",
-           "resolve_config", "knob", "BUDGET_NONE_CAP", "AVG_TURNS_DEFAULT"]
+           "resolve_config", "knob", "BUDGET_NONE_CAP"]
 
 PARAM_DEFAULTS: dict[str, Any] = {
     "agent": None, "spec": None, "tools": None, "system_prompt": None, "budget": 1000,
@@ -45,7 +46,6 @@ MOVED_NAMES: tuple[str, ...] = (
     "llm_spec", "embedder", "seed_prompts", "extra_situations", "prefer_success",
     "steering_weight", "opening")
 BUDGET_NONE_CAP = 50_000      # budget=None: run until saturation, at most this many rows
-AVG_TURNS_DEFAULT = 12        # what a model-backed agent plays when avg_turns is unset
 DEFAULT_CONCURRENCY = 32
 DEFAULT_HARD_SHARE = 0.40
 # Same count under several names: canonical -> (names in the order a message lists them).
@@ -107,7 +107,7 @@ class RunConfig:
     temperature: float | None = None
     timeout: float = 300.0
     timeout_set: bool = False
-    agent_max_tokens: int = 768
+    agent_max_tokens: int = MAX_TOKENS
     logprobs: bool | str | None = None
     hard_share: float = DEFAULT_HARD_SHARE
     hard_share_set: bool = False

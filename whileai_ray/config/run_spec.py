@@ -42,6 +42,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from .arguments import MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS
 from .tools import SPEC_PROVIDERS, check_spec, normalize_tools
 from ..core.rng import stable_hash
+from ..errors import SpecError
 
 __all__ = ["RunSpec", "SpecError", "load_spec", "parse_spec_text", "import_ref"]
 
@@ -53,10 +54,6 @@ SimulateTable = create_model(
     "SimulateTable", __config__=ConfigDict(extra="forbid"),
     **{name: (Any, None) for name in SIMULATE_PARAMS + tuple(PASSED_ALIASES) + MOVED_NAMES
        if name not in TOP_LEVEL})
-
-
-class SpecError(ValueError):
-    """A run spec that cannot be used; the message names the file and the field."""
 
 
 def import_ref(ref: str, field: str) -> Any:

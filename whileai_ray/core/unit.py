@@ -7,8 +7,12 @@ but not of the key (a key lands at most once).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..situations.situation import Situation
+from .identity import unit_key
+
+if TYPE_CHECKING:                 # a type only: core imports nothing of ours above it
+    from ..situations.situation import Situation
 
 
 @dataclass(slots=True)
@@ -25,7 +29,7 @@ class Unit:
     @property
     def key(self) -> tuple:
         s = self.situation
-        return (self.run_id, s.scenario_id, s.phrasing_index, self.rollout_index, self.eval_run)
+        return unit_key(self.run_id, s.scenario_id, s.phrasing_index, self.rollout_index, self.eval_run)
 
     @property
     def prompt(self) -> str:

@@ -26,7 +26,7 @@ import re
 
 from ..core.rng import short_hash
 from ..score.pass_at import as_rows
-from ..agents.row_builder import export_row
+from ..core.rows import export_row
 from .hack_scan import check_endorsed, hack_scan
 from .row_checks import is_junk, is_truncated, leaks_privileged, reward_of
 

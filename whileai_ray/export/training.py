@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from ..score.pass_at import as_rows
-from ..agents.row_builder import conversation
+from ..core.rows import conversation
 from .row_checks import leaks_privileged, reward_of
 from .training_files import read_training_file, write_training_jsonl, write_training_parquet, write_records
 

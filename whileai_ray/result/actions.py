@@ -7,6 +7,7 @@ path it takes. SimulationData inherits it.
 from __future__ import annotations
 
 from typing import Mapping, Sequence
+from ..core.defaults import JUDGE_FLOORS, JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 
 
 class RunActions:
@@ -15,7 +16,7 @@ class RunActions:
               spec: str | None = None, api_key: str | None = None, path: str | None = None,
               concurrency: int = 32, llm_concurrency: int = 16, version: str | None = None,
               use_privileged: bool = False, scale=None, rubric: str | None = None, trust: str = "warn",
-              payload_chars: int = 8000, max_tokens: int = 120):
+              payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS):
         """Grade this run's rows. ``grader=`` (a callable): scored in place, returns the run.
         ``judge=``: scored copies, returns a ``ScoredData``. Neither: the LLM judge over the
         configured OpenAI-compatible endpoint (``WHILEAI_JUDGE`` / ``configure(judge=)``),
@@ -30,7 +31,7 @@ class RunActions:
 
     def grade_llm(self, spec=None, base_url=None, model=None, concurrency: int = 16, api_key=None, path=None,
                   limit=None, prompt=None, use_privileged: bool = False, rubric=None, trust: str = "warn",
-                  payload_chars: int = 8000, max_tokens: int = 120):
+                  payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS):
         """Binary 0/1 grade with the LLM judge, in place; returns the judge report."""
         from .grading_paths import grade_llm
         out = grade_llm(self, spec=spec, base_url=base_url, model=model, concurrency=concurrency, api_key=api_key,
@@ -66,7 +67,7 @@ class RunActions:
         return out
 
     def compare_judges(self, judges: Mapping | Sequence, gold: str = "gold_reward", allow_model_gold: bool = False,
-                       concurrency: int = 8, floors: tuple = (0.8, 0.6)):
+                       concurrency: int = 8, floors: tuple = JUDGE_FLOORS):
         """Grade copies with several judges and rank them against the gold labels (by kappa)."""
         from ..score.judge_compare import compare_judges
         return compare_judges(self.trajectories, judges, gold=gold, allow_model_gold=allow_model_gold,

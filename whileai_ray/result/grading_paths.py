@@ -22,15 +22,16 @@ from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 from pathlib import Path
 
-from ..score.grading import fresh_scoring_run_id, grade_in_place
-from ..score.judging import apply_verdict, judge_name, normalize_judge_result
+from ..score.grading import call_grader, fresh_scoring_run_id, grade_in_place
+from ..score.judging import apply_verdict, judge_name
 from ..score.labels import TRUST_MODES, trust_check
 from ..score.leak import leak_report
 from ..score.llm_judge import Judge, judge_rows
 from ..score.rank import rank
 from .scored import ScoredData
 from ..store.reader import load_rows, save_jsonl_atomic
-from ..agents.row_builder import HIDDEN_KEYS, export_row
+from ..core.rows import HIDDEN_KEYS, export_row
+from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 
 __all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of",
            "make_run_judge"]
@@ -121,20 +122,9 @@ def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None 
         verdicts = judge_rows(judge, copies, workers)
         version = version or judge.version
     else:
-        internal = bool(getattr(judge, "wants_internal_row", False))
-
-        def one(row):
-            try:
-                raw = judge(row if internal else export_row(row))
-            except Exception as exc:  # marked per row as error/timeout, never a 0
-                return normalize_judge_result(exc)
-            raw = _scaled(raw, scale) if scale is not None else raw
-            verdict = normalize_judge_result(raw)
-            if isinstance(raw, dict) and isinstance(raw.get("judge_meta"), dict):
-                verdict["judge_meta"] = raw["judge_meta"]
-            return verdict
+        transform = (lambda raw: _scaled(raw, scale)) if scale is not None else None
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            verdicts = list(pool.map(one, copies))
+            verdicts = list(pool.map(lambda row: call_grader(judge, row, transform=transform), copies))
     run_id = fresh_scoring_run_id()
     for row, verdict in zip(copies, verdicts):
         apply_verdict(row, verdict, name, run_id)
@@ -184,7 +174,7 @@ def _build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_priv
 
 def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 16, api_key=None, path=None,
               limit=None, output=None, prompt=None, policy: str = "", tools=None, use_privileged: bool = False,
-              trust: str = "warn", payload_chars: int = 8000, max_tokens: int = 120, rubric=None) -> dict:
+              trust: str = "warn", payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS, rubric=None) -> dict:
     """Binary 0/1 grades with an LLM judge; returns the report ``{graded, n0, n1, backend,
     judge_version, warnings, rubric, note?, unjudged, trust, path?}``. ``prompt=`` is the rubric
     under its older name."""
@@ -228,7 +218,7 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
 
 
 def llm_grade(data, spec=None, concurrency: int = 16, api_key=None, path=None, *, base_url=None, model=None,
-              rubric=None, use_privileged: bool = False, payload_chars: int = 8000, max_tokens: int = 120):
+              rubric=None, use_privileged: bool = False, payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS):
     """Advisory LLM scores: ``llm_reward`` (0/1, None when unjudged) and ``llm_reason`` on every row;
     ``reward`` is left as it was. Returns ``data`` (a run or a row list)."""
     rows, policy, tools, kind = _source_rows(data, "", None)
@@ -249,7 +239,7 @@ def llm_grade(data, spec=None, concurrency: int = 16, api_key=None, path=None, *
 def grade_run(data, grader=None, judge=None, llm: bool = False, llm_spec=None, spec=None, api_key=None,
               path=None, concurrency: int = 32, llm_concurrency: int = 16, version=None,
               use_privileged: bool = False, scale=None, rubric=None, trust: str = "warn",
-              payload_chars: int = 8000, max_tokens: int = 120):
+              payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS):
     """``SimulationData.grade`` (see the module docstring for the paths)."""
     _check_trust(trust)
     spec = spec if spec is not None else llm_spec
@@ -292,7 +282,7 @@ def leak_report_of(source, min_len: int = 12):
 
 
 def make_run_judge(rubric=None, *, policy: str = "", tools=None, use_privileged: bool = False,
-                   payload_chars: int = 8000, max_tokens: int = 120, model=None) -> Judge:
+                   payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS, model=None) -> Judge:
     """The judge ``simulate(grade=True)`` uses, built and checked before any budget is spent
     (RuntimeError naming WHILEAI_JUDGE / configure(judge=) when no endpoint is configured)."""
     return _build_judge(None, None, model, None, rubric, policy, tools, use_privileged,

@@ -8,8 +8,9 @@ from collections import Counter
 
 from ..situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
 from .warnings_text import run_warnings
+from ..core.defaults import REROLL_REASONS, TOOL_OK_STATUSES
 
-REASONS = ("agent_error", "empty_reply", "tool_markup")
+REASONS = REROLL_REASONS
 
 
 def _shape(row: dict) -> str:
@@ -35,7 +36,7 @@ def _tools(rows, tool_names) -> dict:
             t = out.setdefault(name, {"n": 0, "ok": 0, "fault_n": 0, "injected": 0})
             t["n"] += 1
             status = (s.get("result") or {}).get("status") if isinstance(s.get("result"), dict) else None
-            if status in ("ok", "created", "success", "done", "updated", "deleted") and not (s.get("result") or {}).get("stale"):
+            if status in TOOL_OK_STATUSES and not (s.get("result") or {}).get("stale"):
                 t["ok"] += 1
             else:
                 t["fault_n"] += 1

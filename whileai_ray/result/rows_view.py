@@ -20,7 +20,7 @@ class RowsView:
     def rows(self) -> RowList:
         """The exported rows (also callable: ``data.rows()``)."""
         if self._rows_cache is None or len(self._rows_cache) != len(self.trajectories):
-            from ..agents.row_builder import export_row
+            from ..core.rows import export_row
             rl = RowList(export_row(t) for t in self.trajectories)
             rl.system_prompt = self.system_prompt
             rl.tools = self.tools

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .rows_view import RowsView
+from ..core.defaults import JUDGE_FLOORS
 
 __all__ = ["ScoredData"]
 
@@ -48,7 +49,7 @@ class ScoredData(RowsView):
         return save_jsonl_atomic(list(self.rows), os.fspath(path))
 
     def compare_judges(self, judges, gold: str = "gold_reward", allow_model_gold: bool = False,
-                       concurrency: int = 8, floors=(0.8, 0.6)):
+                       concurrency: int = 8, floors=JUDGE_FLOORS):
         from ..score.judge_compare import compare_judges
         return compare_judges(self.trajectories, judges, gold, allow_model_gold=allow_model_gold,
                               concurrency=concurrency, policy=self.system_prompt, tools=self.tools,

@@ -24,6 +24,7 @@ import threading
 from ..agents.backends import OpenAI, make_client, preflight, resolve_role
 from .judge_prompt import judge_messages, parse_judge_reply, rubric_sha
 from .judging import normalize_judge_result
+from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 
 __all__ = ["Judge", "judge_rows", "judge_rows_async", "run_sync", "NO_JUDGE_MESSAGE"]
 
@@ -88,7 +89,7 @@ class Judge:
 
     def __init__(self, rubric: str | None = None, *, model=None, base_url: str | None = None,
                  api_key: str | None = None, policy: str = "", tools=None, use_privileged: bool = False,
-                 name: str | None = None, payload_chars: int = 8000, max_tokens: int = 120,
+                 name: str | None = None, payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS,
                  timeout: float = 60.0):
         if rubric is not None and not isinstance(rubric, str):
             raise TypeError(f"Judge(rubric=...) is the grading criterion as text; got {type(rubric).__name__}")

@@ -25,9 +25,10 @@ from .family_cap import FamilyCap
 from .groups import GroupBook
 from .novelty import NoveltyIndex, sketch
 from .targeting import ShapeTargets
+from ..core.defaults import REROLL_REASONS
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
-REASONS = ("agent_error", "empty_reply", "tool_markup")
+REASONS = REROLL_REASONS
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 

@@ -15,7 +15,7 @@ import asyncio
 import time
 
 from .plan_snapshot_file import dump_snapshot, read_snapshot, write_snapshot
-from .resume import unit_row_key
+from ..core.identity import unit_row_key
 
 __all__ = ["PlanSnapshots"]
 

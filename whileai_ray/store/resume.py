@@ -20,13 +20,7 @@ replay settles are decoded while the run goes; the rest are decoded once, at the
 from __future__ import annotations
 
 from .disk_rows import DiskRows
-from ..core.identity import row_key
-
-
-def unit_row_key(unit) -> tuple:
-    s = unit.situation
-    return row_key({"scenario_id": s.scenario_id, "prompt": s.prompt, "rollout_index": unit.rollout_index,
-                    "lineage": {"eval_run": unit.eval_run}})
+from ..core.identity import unit_row_key
 
 
 class ResumeIndex:

@@ -1,7 +1,7 @@
 """CheckpointSink: what the driver appends landed rows to (the rows() form, one fsync a batch)."""
 from __future__ import annotations
 
-from ..agents.row_builder import export_row
+from ..core.rows import export_row
 
 
 def parquet_folder_for(checkpoint_path) -> str:

@@ -7,7 +7,8 @@ import pytest
 
 from whileai_ray.agents.backends import configure, reset_configuration
 from whileai_ray.result.data import SimulationData
-from whileai_ray.result.grading_paths import grade_llm, grade_run, llm_grade, make_run_judge
+from whileai_ray.result.grading_paths import grade_llm, grade_run, llm_grade
+from whileai_ray.score.llm_judge import make_run_judge
 from whileai_ray.score.judge_prompt import evidence_text, judge_messages, parse_judge_reply
 from whileai_ray.score.labels import JudgeTrustError, attach_labels
 from whileai_ray.score.llm_judge import Judge, judge_rows

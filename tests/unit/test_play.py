@@ -10,7 +10,7 @@ from whileai_ray.situations.situation import Situation
 from whileai_ray.agents.row_builder import build_row
 from whileai_ray.core.rows import conversation, export_row
 from whileai_ray.core.unit import RunMeta, Unit
-from whileai_ray.world.context import current_rollout
+from whileai_ray.world.current import current_rollout
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
     "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]

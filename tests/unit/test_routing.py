@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 from whileai_ray.agents.backends import OpenAI
-from whileai_ray.agents.play_model import ModelSettings, play_model_row
+from whileai_ray.agents.model_settings import ModelSettings
+from whileai_ray.agents.play_model import play_model_row
 from whileai_ray.agents.routing import EndpointClients, MultiEndpoint, StickyRouter, jump_hash
 from whileai_ray.situations.situation import Situation
 from whileai_ray.testing.server import start_server

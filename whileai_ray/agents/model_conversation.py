@@ -27,9 +27,9 @@ import inspect
 import json
 import math
 
+from ..core.defaults import MAX_TOKENS, TEMPERATURE
 from ..core.rng import draw
 from .chat_call import AgentReplyError, chat_completion
-from ..core.defaults import MAX_TOKENS, TEMPERATURE
 
 __all__ = ["play_model_unit", "AgentTimeout", "AgentReplyError", "turn_cap", "wire_tools",
            "is_question", "MAX_TOOL_ROUNDS"]
@@ -68,7 +68,7 @@ def turn_cap(seed: int, draw_key, avg_turns: float | None, max_turns: int | None
 
 async def _complete(client, request: dict, timeout: float) -> dict:
     """One model call (a chat-completion dict), retrying connection errors only."""
-    import openai
+    import openai   # lazy: openai (~0.5 s), only when a model is called
 
     for attempt in range(_RETRIES):
         try:

@@ -1,35 +1,15 @@
 """One unit against a model backend, end to end (async, no Ray): context, simulated user,
-multi-turn play, and the row. The rollout actor awaits this on its event loop."""
+multi-turn play, and the row. The rollout actor awaits this on its event loop; what it plays
+with is a ``ModelSettings`` (``model_settings.py``)."""
 from __future__ import annotations
 
+from ..world.context import activate
+from ..world.mock import World
 from .callable import agent_error, unusable_reason
 from .model_conversation import play_model_unit
 from .play_callable import context_for
-from .user_sim import SimulatedUser
 from .row_builder import build_row
-from ..world.context import activate
-from ..world.mock import World
-
-
-class ModelSettings:
-    """What the rollout actor needs to play model-backed units (picklable, no key inside
-    beyond the backend object, whose repr never shows it)."""
-
-    def __init__(self, backend, user_backend=None, max_turns=None, avg_turns=None, temperature=None,
-                 max_tokens=None, timeout=None, logprobs=False, patience=None, endpoint_concurrency=64,
-                 tool_choice=None, min_user_turns=None):
-        self.backend = backend
-        self.user_backend = user_backend
-        self.max_turns = max_turns
-        self.avg_turns = avg_turns
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.logprobs = logprobs
-        self.patience = patience or {"level": "normal", "second": 0.35, "later": 0.60}
-        self.endpoint_concurrency = endpoint_concurrency
-        self.tool_choice = tool_choice
-        self.min_user_turns = min_user_turns
+from .user_sim import SimulatedUser
 
 
 async def play_model_row(client, user_client, settings: ModelSettings, unit, meta, execute=None) -> dict:

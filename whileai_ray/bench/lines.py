@@ -10,8 +10,18 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
 """
 from __future__ import annotations
 
+import json
+import os
 import resource
+import shutil
+import tempfile
 import time
+
+from ..agents.seeded import seeded_agent
+from ..simulation import simulate
+from ..store.jsonl import JsonlCheckpoint
+from ..testing.server import start_server
+from .search import bench_selection, format_line
 
 TOOLS = [{"type": "function", "function": {
     "name": "lookup_order",
@@ -23,7 +33,6 @@ class SleepyAgent:
     """The seeded agent behind a fixed sleep (a stand-in for a model with latency L)."""
 
     def __init__(self, tools, latency_s: float):
-        from ..agents.seeded import seeded_agent
         self.inner = seeded_agent(tools)
         self.latency_s = latency_s
         self.__name__ = "seeded_agent"
@@ -45,7 +54,6 @@ def _rss_mb() -> float:
 
 
 def bench_latency(rows: int = 2000, concurrency: int = 32, latency_s: float = 0.05, reproducible=True) -> dict:
-    from .. import simulate
     agent = SleepyAgent(TOOLS, latency_s)
     t0 = time.monotonic()
     data = simulate(agent, tools=TOOLS, simulator=False, budget=rows, concurrency=concurrency,
@@ -59,7 +67,6 @@ def bench_latency(rows: int = 2000, concurrency: int = 32, latency_s: float = 0.
 
 
 def bench_cpu(rows: int = 20000, concurrency: int = 32) -> dict:
-    from .. import seeded_agent, simulate
     t0 = time.monotonic()
     data = simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=rows, concurrency=concurrency,
                     seed=0, advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
@@ -69,7 +76,7 @@ def bench_cpu(rows: int = 20000, concurrency: int = 32) -> dict:
 
 
 def run_bench(quick: bool = False, out=print) -> int:
-    from ..runtime.cluster import ensure_ray
+    from ..runtime.cluster import ensure_ray   # lazy: ray, once the bench starts
     t0 = time.monotonic()
     ensure_ray()
     out(f"ray ready in {time.monotonic() - t0:.1f}s")
@@ -89,7 +96,6 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"model-backed   scripted server 200ms/call C=256 {model['rows']} rows ({model['calls_per_row']:.2f} calls/row): "
         f"steady {model['steady_rows_s']:.0f} rows/s, wall {model['wall_rows_s']:.0f} rows/s, ideal "
         f"{model['ideal']:.0f} rows/s, ratio {model['ratio']:.0%}")
-    from .search import bench_selection, format_line
     out(format_line(bench_selection()))
     judge = bench_judge(rows=500 if quick else 2000)
     out(f"judge overlap  200ms grader, {judge['rows']} rows, no-delay agent, {judge['judge_slots']} judge slots: "
@@ -102,7 +108,6 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
         f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
         f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
-    from ..runtime.bench_nodes import bench_nodes
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
         f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "
@@ -113,7 +118,6 @@ def run_bench(quick: bool = False, out=print) -> int:
 def bench_judge(rows: int = 2000, judge_latency_s: float = 0.2, judge_slots: int = 32) -> dict:
     """A 200 ms grader on a no-delay agent: grading overlaps the rollouts, so the run should take
     little more than the judge pool needs on its own (rows * latency / slots)."""
-    from .. import seeded_agent, simulate
 
     def slow_grader(row):
         time.sleep(judge_latency_s)
@@ -131,13 +135,7 @@ def bench_judge(rows: int = 2000, judge_latency_s: float = 0.2, judge_slots: int
 
 def bench_resume(rows_on_disk: int = 100_000) -> dict:
     """Time from the call to the first newly landed row when resuming a large checkpoint."""
-    import json
-    import os
-    import shutil
-    import tempfile
 
-    from .. import seeded_agent, simulate
-    from ..store.jsonl import JsonlCheckpoint
     folder = tempfile.mkdtemp(prefix="wai-bench-resume-")
     try:
         path = f"{folder}/ck.jsonl"
@@ -172,10 +170,7 @@ def bench_resume_exact(rows: int = 20_000) -> dict:
     """An exact resume (same arguments): a run of 95% of ``rows`` with a checkpoint, then the same
     call with ``budget=rows``. The planner continues from the last snapshot the first run wrote
     and replays only the rounds after it; time to the first new row."""
-    import shutil
-    import tempfile
 
-    from .. import seeded_agent, simulate
     folder = tempfile.mkdtemp(prefix="wai-bench-resume-exact-")
     adv = {"progress_every_s": 3600.0, "progress_every_rows": 10**6}
     try:
@@ -198,8 +193,6 @@ def bench_model(rows: int = 1000, concurrency: int = 256, latency_ms: int = 200)
     One rollout here is one model call (``avg_turns=1``, and the scripted model answers the
     opening without a tool call when asked to), so the ideal is C / latency rows/s.
     """
-    from .. import simulate
-    from ..testing.server import start_server
     host, port, stop = start_server(port=0, seed=0, latency_ms=latency_ms, ask_rate=0.0, model="bench")
     try:
         t0 = time.monotonic()
@@ -215,3 +208,22 @@ def bench_model(rows: int = 1000, concurrency: int = 256, latency_ms: int = 200)
     ideal = concurrency / (latency_ms / 1000.0) / per_row_calls
     return {"rows": len(data), "steady_rows_s": steady, "wall_rows_s": len(data) / wall, "ideal": ideal,
             "ratio": steady / ideal, "calls_per_row": per_row_calls}
+
+
+def bench_nodes(per_node: int = 16, latency_s: float = 0.1, seconds_per_run: float = 4.0) -> dict:
+    """Latency-bound throughput on 1 vs 3 simulated nodes, with a fixed concurrency per node:
+    the engine should scale with the nodes it gets."""
+    from ..runtime.bench_nodes import simulated_nodes   # lazy: ray, only for this line
+    out = {}
+    with simulated_nodes(workers=2):
+        agent = SleepyAgent(TOOLS, latency_s)
+        for nodes in (1, 3):
+            rows = int(per_node * nodes / latency_s * seconds_per_run)
+            data = simulate(agent, tools=TOOLS, simulator=False, budget=rows, concurrency=per_node * nodes,
+                            seed=0, advanced={"ray": {"rollout_actors": nodes, "concurrency_per_actor": per_node},
+                                              "progress_every_s": 3600.0, "progress_every_rows": 10**6})
+            out[nodes] = {"rows": len(data), "steady_rows_s": _steady_rate(data),
+                          "nodes_used": len(data.report()["placement"]["rows_by_node"])}
+    out["speedup"] = out[3]["steady_rows_s"] / out[1]["steady_rows_s"]
+    out["ideal_per_node"] = per_node / latency_s
+    return out

@@ -10,11 +10,12 @@ came in (``dimensions=`` or ``advanced['dimensions']``).
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, Callable
 
+from ..core.defaults import MAX_TOKENS
 from .rules import as_count, as_int, as_number, as_share, as_text_list, is_number
 from .tools import check_role
-from ..core.defaults import MAX_TOKENS
 
 __all__ = ["KNOBS", "ARMS", "ADVANCED_DEFAULTS", "ADVANCED_KEYS", "validate_advanced"]
 
@@ -141,7 +142,6 @@ def _tool_choice(value: Any, label: str):
 
 def _run_id(value: Any, label: str) -> str:
     """A run names itself (the Driver actor, the Ray Job): letters, digits, '-', '_', '.'."""
-    import re
     if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value):
         raise ValueError(f"{label} is a run name of letters, digits, '-', '_' or '.' (up to 128 characters); "
                          f"got {value!r}")

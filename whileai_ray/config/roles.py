@@ -11,6 +11,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from ..agents.backends import parse_spec, preflight, resolve_role
+from ..agents.routing import MultiEndpoint
+from ..score.llm_judge import make_run_judge
+from ..situations.llm_writer import LLMWriter, resolve_writer
+
 
 @dataclass
 class Roles:
@@ -23,7 +28,6 @@ class Roles:
 
 
 def _preflight(backend, what: str):
-    from ..agents.backends import preflight
     try:
         return asyncio.run(preflight(backend))
     except RuntimeError as exc:
@@ -31,11 +35,9 @@ def _preflight(backend, what: str):
 
 
 def resolve_roles(cfg) -> Roles:
-    from ..agents.backends import parse_spec, resolve_role
     roles = Roles()
     if cfg.agent_kind in ("spec", "backend") or (cfg.agent is None and (cfg.backend or cfg.spec)):
         raw = cfg.agent if cfg.agent is not None else (cfg.backend or cfg.spec)
-        from ..agents.routing import MultiEndpoint
         if isinstance(raw, MultiEndpoint):          # several servers (ModelServers): sticky per rollout
             try:
                 roles.agent = asyncio.run(raw.preflight())
@@ -53,7 +55,6 @@ def resolve_roles(cfg) -> Roles:
         raise ValueError("simulate() needs an agent: a callable message -> {'steps', 'final_text'}, a backend "
                          "(wai.OpenAI(...)) or a spec string ('vllm:<model>@<url>')")
     if cfg.simulator is not False:
-        from ..situations.llm_writer import LLMWriter, resolve_writer
         backend = resolve_writer(cfg.simulator, roles.agent)
         if backend is not None:
             writer = LLMWriter(backend, cfg.tools, cfg.system_prompt, cfg.seed,
@@ -67,13 +68,11 @@ def resolve_roles(cfg) -> Roles:
                                       "simulator= to use a different writer.")
     if cfg.grade is True or cfg.llm_grade:
         arg = "grade=True" if cfg.grade is True else "llm_grade=True"
-        from ..agents.backends import resolve_role as _rr
-        if _rr("judge") is None:
+        if resolve_role("judge") is None:
             raise RuntimeError(
                 f"{arg} grades with an LLM judge over an OpenAI-compatible endpoint, and none is "
                 "configured: set WHILEAI_JUDGE (e.g. 'vllm:<model>@http://host:8000/v1'), call "
                 "wai.configure(judge=...), or grade offline with grader=<callable> or grade='conduct'")
-        from ..result.grading_paths import make_run_judge
         try:
             roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
             roles.judge.check()

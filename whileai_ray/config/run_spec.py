@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -36,13 +37,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model,
-                      field_validator)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator
 
-from .arguments import MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS
-from .tools import SPEC_PROVIDERS, check_spec, normalize_tools
 from ..core.rng import stable_hash
 from ..errors import SpecError
+from .arguments import MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS, resolve_config
+from .roles import resolve_roles
+from .tools import SPEC_PROVIDERS, check_spec, normalize_tools
 
 __all__ = ["RunSpec", "SpecError", "load_spec", "parse_spec_text", "import_ref"]
 
@@ -203,8 +204,6 @@ class RunSpec(BaseModel):
 
     def check(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """Run simulate()'s own argument checks (no Ray, nothing spent); errors name the field."""
-        from .arguments import resolve_config
-        from .roles import resolve_roles
         passed = {k: kwargs[k] for k in kwargs if k in PASSED_ALIASES or k in MOVED_NAMES}
         explicit = {k: v for k, v in kwargs.items() if k not in passed}
         try:
@@ -224,7 +223,6 @@ def _field_of(message: str) -> str:
 
 def _call_factory(factory: Any, kwargs: dict, tools: Any) -> Any:
     """``agent_kwargs`` given: build the agent; a factory with a ``tools`` parameter gets them."""
-    import inspect
     if not callable(factory):
         raise SpecError(f"agent_kwargs: the agent {factory!r} is not callable, so it cannot be "
                         f"built from agent_kwargs")

@@ -14,8 +14,14 @@ Plain Python (no pyarrow), so the planner can test prompts against the keys of a
 from __future__ import annotations
 
 import hashlib
+import uuid
 
-__all__ = ["unit_key", "row_key", "prompt_sha", "unit_row_key", "resumed_unit_key", "key_string"]
+__all__ = ["new_run_id", "unit_key", "row_key", "prompt_sha", "unit_row_key", "resumed_unit_key", "key_string"]
+
+
+def new_run_id() -> str:
+    """A fresh run id (per-invocation identity: never part of a draw, never part of ``row_key``)."""
+    return "run_" + uuid.uuid4().hex[:12]
 
 
 def unit_key(run_id: str, scenario_id, phrasing_index: int, rollout_index: int, eval_run: int) -> tuple:

@@ -7,7 +7,18 @@ path it takes. SimulationData inherits it.
 from __future__ import annotations
 
 from typing import Mapping, Sequence
+
 from ..core.defaults import JUDGE_FLOORS, JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
+from ..score.judge_compare import compare_judges
+from ..score.labels import attach_labels
+from .grading_paths import grade_llm, grade_run, leak_report_of, llm_grade, rank_source
+
+
+def _export():
+    """The export package, imported on first use: it loads pyarrow (~0.3 s), which
+    ``import whileai_ray`` must not pay."""
+    from .. import export
+    return export
 
 
 class RunActions:
@@ -21,7 +32,6 @@ class RunActions:
         ``judge=``: scored copies, returns a ``ScoredData``. Neither: the LLM judge over the
         configured OpenAI-compatible endpoint (``WHILEAI_JUDGE`` / ``configure(judge=)``),
         writing ``reward`` 0/1 and ``reason`` in place and returning the judge report."""
-        from .grading_paths import grade_run
         out = grade_run(self, grader=grader, judge=judge, llm=llm, llm_spec=llm_spec, spec=spec, api_key=api_key,
                         path=path or None, concurrency=concurrency, llm_concurrency=llm_concurrency,
                         version=version, use_privileged=use_privileged, scale=scale, rubric=rubric, trust=trust,
@@ -33,7 +43,6 @@ class RunActions:
                   limit=None, prompt=None, use_privileged: bool = False, rubric=None, trust: str = "warn",
                   payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS):
         """Binary 0/1 grade with the LLM judge, in place; returns the judge report."""
-        from .grading_paths import grade_llm
         out = grade_llm(self, spec=spec, base_url=base_url, model=model, concurrency=concurrency, api_key=api_key,
                         path=path, limit=limit, prompt=prompt, use_privileged=use_privileged, rubric=rubric,
                         trust=trust, payload_chars=payload_chars, max_tokens=max_tokens)
@@ -42,26 +51,22 @@ class RunActions:
 
     def llm_grade(self, spec=None, concurrency: int = 16, api_key=None, path=None):
         """Advisory LLM pass (``llm_reward`` / ``llm_reason``); ``reward`` is left untouched."""
-        from .grading_paths import llm_grade
         out = llm_grade(self, spec, concurrency, api_key, path)
         self._touch()
         return out
 
     def rank(self, path: str | None = None) -> dict:
         """Offline quality scores (opener, ping_pong, leak, complexity, structure) on every row."""
-        from .grading_paths import rank_source
         out = rank_source(self, output=path)
         self._touch()
         return out
 
     def leak_report(self, min_len: int = 12):
         """Did any reply quote its own ``privileged`` block? (reads the trajectories)."""
-        from .grading_paths import leak_report_of
         return leak_report_of(self, min_len)
 
     def attach_labels(self, labels, kind: str = "human", *, annotator: str | None = None, replace: bool = False):
         """Attach gold labels (``gold_reward``) for the judge trust check and ``compare_judges``."""
-        from ..score.labels import attach_labels
         out = attach_labels(self.trajectories, labels, kind=kind, annotator=annotator, replace=replace)
         self._touch()
         return out
@@ -69,7 +74,6 @@ class RunActions:
     def compare_judges(self, judges: Mapping | Sequence, gold: str = "gold_reward", allow_model_gold: bool = False,
                        concurrency: int = 8, floors: tuple = JUDGE_FLOORS):
         """Grade copies with several judges and rank them against the gold labels (by kappa)."""
-        from ..score.judge_compare import compare_judges
         return compare_judges(self.trajectories, judges, gold=gold, allow_model_gold=allow_model_gold,
                               concurrency=concurrency, policy=self.system_prompt, tools=self.tools, floors=floors)
 
@@ -77,15 +81,13 @@ class RunActions:
     def select(self, mode: str | None = None, target: int = 1000, band=None, endorsed: Sequence[str] = (),
                truncated: str = "drop"):
         """The rows worth training on, as a ``Selection`` that prints what each gate dropped."""
-        from ..export import select
-        sel = select(self.trajectories, mode, target, band, endorsed, truncated, run_meta=self)
+        sel = _export().select(self.trajectories, mode, target, band, endorsed, truncated, run_meta=self)
         self.search["selection"] = sel.report
         return sel
 
     def training_set(self, output: str | None = None, target: int = 1000, validate: bool = True) -> dict:
         """Selected rows as OpenAI chat JSONL (or Parquet for a .parquet path); the export report."""
-        from ..export import training_set
-        rep = training_set(self.trajectories, self.system_prompt, self.tools, output=output, target=target,
+        rep = _export().training_set(self.trajectories, self.system_prompt, self.tools, output=output, target=target,
                            validate=validate)
         if rep.get("selection") is not None:
             self.search["selection"] = rep["selection"]
@@ -98,12 +100,10 @@ class RunActions:
         """Publish this run as a new version of dataset ``name`` in a dataset store (a local folder
         by default, ``WHILEAI_RAY_DATASETS`` or ``store=``: a path or any pyarrow filesystem URI).
         ``api_key``, ``agent`` and ``publish`` belong to the hosted catalog and are ignored here."""
-        from ..export import push
-        return push(self.trajectories, self.meta_dict(), name, store=store, parent=parent, purpose=purpose,
+        return _export().push(self.trajectories, self.meta_dict(), name, store=store, parent=parent, purpose=purpose,
                     holdout=holdout, gate=gate, endorsed=endorsed, strict_hacks=strict_hacks,
                     description=description)
 
     def sft_rows(self, failures_only: bool = True) -> list:
         """Failure rows as preference-pair seeds (``rejected_response``, ``tool_trace``, ...)."""
-        from ..export import sft_rows
-        return sft_rows(self.trajectories, failures_only)
+        return _export().sft_rows(self.trajectories, failures_only)

@@ -14,7 +14,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..score.pass_at import pass_at
+from ..store.reader import save_jsonl_atomic
 from .actions import RunActions
+from .notebook import html_view
 from .rows_view import RowsView
 
 
@@ -79,7 +82,6 @@ class SimulationData(RowsView, RunActions):
 
     @property
     def pass_at(self):
-        from ..score.pass_at import pass_at
         if self.repeat_policy in ("successive", "adaptive") and self.rollouts_per_request > 1:
             return pass_at(self.rows, k=self.rollouts_per_request, unanimous_short=True)
         return pass_at(self.rows)
@@ -88,7 +90,6 @@ class SimulationData(RowsView, RunActions):
     def save(self, path: str, meta: bool = False) -> str:
         """Write ``rows()`` as JSONL atomically (``path.tmp`` then rename); ``meta=True``
         adds the ``<stem>.meta.json`` sidecar. Returns the path."""
-        from ..store.reader import save_jsonl_atomic
         path = os.fspath(path)
         save_jsonl_atomic(list(self.rows), path)
         self.path = path
@@ -118,7 +119,6 @@ class SimulationData(RowsView, RunActions):
         }
 
     def _repr_html_(self) -> str:
-        from .notebook import html_view
         return html_view(self)
 
 

@@ -22,19 +22,18 @@ from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 from pathlib import Path
 
+from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
+from ..core.rows import HIDDEN_KEYS, export_row
 from ..score.grading import call_grader, fresh_scoring_run_id, grade_in_place
 from ..score.judging import apply_verdict, judge_name
 from ..score.labels import TRUST_MODES, trust_check
 from ..score.leak import leak_report
-from ..score.llm_judge import Judge, judge_rows
+from ..score.llm_judge import Judge, build_judge, judge_rows
 from ..score.rank import rank
-from .scored import ScoredData
 from ..store.reader import load_rows, save_jsonl_atomic
-from ..core.rows import HIDDEN_KEYS, export_row
-from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
+from .scored import ScoredData
 
-__all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of",
-           "make_run_judge"]
+__all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of"]
 
 
 def _is_run(source) -> bool:
@@ -64,7 +63,7 @@ def _export(row: dict) -> dict:
 
 def _write(rows, path) -> str:
     if str(path).endswith(".parquet"):
-        from ..store.parquet import write_parquet
+        from ..store.parquet import write_parquet   # lazy: pyarrow, only for a .parquet target
         return write_parquet([_export(r) for r in rows], path)
     return save_jsonl_atomic([_export(r) for r in rows], path)
 
@@ -159,19 +158,6 @@ def _limit(rows, limit):
     return list(rows) if limit is None else list(rows)[:limit]
 
 
-def _build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged, payload_chars,
-                 max_tokens) -> Judge:
-    if isinstance(spec, Judge):   # a ready judge (e.g. data.grade(wai.Judge(...))): the run fills its context
-        spec.policy = spec.policy or policy or ""
-        spec.tools = spec.tools or list(tools or [])
-        return spec.check()
-    choice = model if base_url is not None else (spec if spec is not None else model)
-    judge = Judge(rubric, model=choice, base_url=base_url, api_key=api_key, policy=policy or "",
-                  tools=tools, use_privileged=use_privileged, payload_chars=payload_chars,
-                  max_tokens=max_tokens)
-    return judge.check()
-
-
 def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 16, api_key=None, path=None,
               limit=None, output=None, prompt=None, policy: str = "", tools=None, use_privileged: bool = False,
               trust: str = "warn", payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS, rubric=None) -> dict:
@@ -181,7 +167,7 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     _check_trust(trust)
     rows, policy, tools, kind = _source_rows(source, policy, tools)
     rubric = rubric if rubric is not None else prompt
-    judge = _build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged,
+    judge = build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged,
                          payload_chars, max_tokens)
     target = _limit(rows, limit)
     verdicts = judge_rows(judge, target, concurrency)
@@ -224,7 +210,7 @@ def llm_grade(data, spec=None, concurrency: int = 16, api_key=None, path=None, *
     rows, policy, tools, kind = _source_rows(data, "", None)
     if kind == "path":
         raise TypeError("llm_grade() takes a SimulationData or a row list; for a file use grade(path)")
-    judge = _build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged,
+    judge = build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged,
                          payload_chars, max_tokens)
     for row, verdict in zip(rows, judge_rows(judge, rows, concurrency)):
         row["llm_reward"] = verdict["reward"] if verdict["judge_status"] == "ok" else None
@@ -279,11 +265,3 @@ def leak_report_of(source, min_len: int = 12):
     """``data.leak_report(min_len)``: reads the trajectories, which still carry ``privileged``."""
     rows = source.trajectories if _is_run(source) else source
     return leak_report(rows, min_len)
-
-
-def make_run_judge(rubric=None, *, policy: str = "", tools=None, use_privileged: bool = False,
-                   payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS, model=None) -> Judge:
-    """The judge ``simulate(grade=True)`` uses, built and checked before any budget is spent
-    (RuntimeError naming WHILEAI_JUDGE / configure(judge=) when no endpoint is configured)."""
-    return _build_judge(None, None, model, None, rubric, policy, tools, use_privileged,
-                        payload_chars, max_tokens)

@@ -182,7 +182,7 @@ def _ipython_display():
     ipython = sys.modules.get("IPython")
     if ipython is None or getattr(ipython, "get_ipython", lambda: None)() is None:
         return None
-    import IPython.display as display
+    import IPython.display as display   # lazy: IPython is there only in a notebook
     return display
 
 

@@ -6,9 +6,10 @@ import json
 import time
 from collections import Counter
 
+from ..core.defaults import REROLL_REASONS, TOOL_OK_STATUSES
+from ..core.rng import stable_hash
 from ..situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
 from .warnings_text import run_warnings
-from ..core.defaults import REROLL_REASONS, TOOL_OK_STATUSES
 
 REASONS = REROLL_REASONS
 
@@ -167,7 +168,6 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.writer_model = "template"
     data.declared_tools = set(tool_names)
     data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
-    from ..core.rng import stable_hash
     data.system_prompts = {stable_hash(cfg.system_prompt)[:16]: cfg.system_prompt}
     data.coverage_curve = list(stats.get("coverage_curve") or [])
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",

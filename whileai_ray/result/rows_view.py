@@ -1,6 +1,8 @@
 """RowList: the list ``data.rows`` returns; also callable, so ``data.rows()`` works too."""
 from __future__ import annotations
 
+from ..core.rows import export_row
+
 
 class RowList(list):
     """A list of exported rows that carries the run's ``system_prompt`` and ``tools``."""
@@ -20,7 +22,6 @@ class RowsView:
     def rows(self) -> RowList:
         """The exported rows (also callable: ``data.rows()``)."""
         if self._rows_cache is None or len(self._rows_cache) != len(self.trajectories):
-            from ..core.rows import export_row
             rl = RowList(export_row(t) for t in self.trajectories)
             rl.system_prompt = self.system_prompt
             rl.tools = self.tools

@@ -15,8 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rows_view import RowsView
 from ..core.defaults import JUDGE_FLOORS
+from ..score.judge_compare import compare_judges
+from ..score.pass_at import pass_at
+from ..store.reader import save_jsonl_atomic
+from .rows_view import RowsView
 
 __all__ = ["ScoredData"]
 
@@ -40,17 +43,14 @@ class ScoredData(RowsView):
 
     @property
     def pass_at(self):
-        from ..score.pass_at import pass_at
         return pass_at(self.rows)
 
     def save(self, path) -> str:
         """Write ``rows()`` as JSONL atomically; return the path."""
-        from ..store.reader import save_jsonl_atomic
         return save_jsonl_atomic(list(self.rows), os.fspath(path))
 
     def compare_judges(self, judges, gold: str = "gold_reward", allow_model_gold: bool = False,
                        concurrency: int = 8, floors=JUDGE_FLOORS):
-        from ..score.judge_compare import compare_judges
         return compare_judges(self.trajectories, judges, gold, allow_model_gold=allow_model_gold,
                               concurrency=concurrency, policy=self.system_prompt, tools=self.tools,
                               floors=floors)

@@ -10,18 +10,22 @@ The caller polls ``poll()`` for progress and gets everything from ``run()`` at t
 from __future__ import annotations
 
 import asyncio
-import math
+import gc
 import time
 from collections import deque
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
+from ..store.disk_rows import gc_paused
 from ..store.plan_snapshot_keeper import PlanSnapshots
 from ..store.resume import ResumeIndex
-from .rollout_actor import RolloutWorker
+from ..store.sink import StreamSink
+from .judge_actor import JudgeWorker
+from .rollout_actor import RolloutWorker, _fault_parent
 
 PLACEMENT_TIMEOUT_S = 60.0
 STUCK_GRACE_S = 30.0
@@ -83,10 +87,8 @@ class DriverWorker:
             self.sink = await asyncio.to_thread(job["make_sink"])
             loaded = self.sink.loaded
         if job.get("stream_path"):
-            from ..store.sink import StreamSink
             self.stream = StreamSink(job["stream_path"])
         if loaded:
-            import gc
             gc.freeze()   # the rows on disk live as long as the run: keep the collector off them
         self._resume = await asyncio.to_thread(
             ResumeIndex, loaded, self.sink.header if self.sink else None, job.get("plan_fingerprint"))
@@ -301,7 +303,6 @@ class DriverWorker:
         reward = row.get("reward")
         label = (1 if reward >= 0.5 else 0) if isinstance(reward, (int, float)) and not isinstance(reward, bool) \
             else row.get("behavior_signature")
-        from .rollout_actor import _fault_parent
         return Outcome(unit=unit, row=row, label=label, fault_parent=_fault_parent(row), resumed=True)
 
     def _land(self, res: dict) -> Outcome:
@@ -351,7 +352,6 @@ class DriverWorker:
         """SPREAD, made deterministic: each new actor goes to the alive node that holds the fewest
         of ours. Ray's own SPREAD (and soft affinity) was measured to stack two of three actors on
         one node of a 3-node cluster; these actors ask for no resources, so any node can host them."""
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         alive = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
         if not alive:
             return "SPREAD"
@@ -384,7 +384,6 @@ class DriverWorker:
         return actors
 
     def _new_judge(self):
-        from .judge_actor import JudgeWorker
         job = self.job
         opts = {k: v for k, v in self._actor_options().items() if k not in ("num_gpus", "resources")}
         return ray.remote(JudgeWorker).options(**opts).remote(
@@ -399,7 +398,6 @@ class DriverWorker:
 
     def _result(self, actors) -> dict:
         p = self.planner
-        from ..store.jsonl import gc_paused
         with gc_paused():
             self.resumed_rows.extend(self.snapshots.deferred_rows(self._resume))
         rows = sorted(self.rows + self.resumed_rows, key=lambda r: r.get("_ordinal", 0))

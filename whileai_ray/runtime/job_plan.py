@@ -14,8 +14,8 @@ submission id ``attempt_id(run_id, n)`` (``run_id`` for the first, ``run_id--att
 and the run id in its metadata: reusing one submission id races Ray's job monitor, which
 keeps watching the old supervisor actor and can mark the new job FAILED ("Job supervisor actor
 died"); separate ids also keep every attempt's logs. ``latest_attempt`` picks the attempt that
-``status`` reports. The Ray calls themselves live in ``whileai_ray/runtime/jobs.py`` (the only
-package that imports ray).
+``status`` reports. The Ray calls themselves (``submit``, ``status``) live in
+``whileai_ray/runtime/jobs.py``; this module imports no ray, so its rules are unit-tested alone.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from ..config.run_spec import SpecError, load_spec
 
 __all__ = ["Submission", "plan_submission", "resubmit_action", "attempt_id", "attempt_of",
-           "latest_attempt", "submit", "status",
+           "latest_attempt",
            "resolve_address", "RUNTIME_ENV_EXCLUDES", "DEFAULT_JOB_OUTPUT_DIR", "TERMINAL", "LIVE"]
 
 # Never uploaded with the working dir: history, results, environments, caches.
@@ -137,24 +137,6 @@ def plan_submission(spec_path: str | os.PathLike, *, run_id: str | None = None,
     return Submission(run_id=run_id, entrypoint=entrypoint, runtime_env=runtime_env,
                       metadata={RUN_ID_KEY: run_id, ATTEMPT_KEY: "1", "spec": rel.as_posix()},
                       spec_path=str(spec_file), checkpoint=checkpoint)
-
-
-def submit(spec_path, address: str | None, *, run_id: str | None = None, **options) -> dict:
-    """Submit (or resume, or leave running) the job for a spec; returns what happened.
-
-    ``{"run_id", "action": "submitted" | "resubmitted" | "already_running", "status",
-    "checkpoint", "entrypoint"}``. Needs a Ray dashboard address (``--address`` or
-    ``RAY_ADDRESS``, e.g. ``http://127.0.0.1:8265``).
-    """
-    submission = plan_submission(spec_path, run_id=run_id, **options)
-    from .jobs import submit_planned
-    return submit_planned(submission, resolve_address(address))
-
-
-def status(run_id: str, address: str | None) -> dict | None:
-    """The job's ``{"run_id", "status", "message", ...}``, or None when there is no such job."""
-    from .jobs import job_status
-    return job_status(run_id, resolve_address(address))
 
 
 def resolve_address(address: str | None) -> str:

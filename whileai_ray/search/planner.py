@@ -11,13 +11,15 @@ can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
 """
 from __future__ import annotations
 
+import copy
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..core.rng import weyl, draw
+from ..core.defaults import REROLL_REASONS
 from ..core.identity import prompt_sha
-from ..situations.grid import CONDITION_FAULT_MODE
+from ..core.rng import draw, weyl
 from ..core.unit import Unit
+from ..situations.grid import CONDITION_FAULT_MODE
 from .arms import ArmBandit
 from .cell_picker import CellPicker
 from .coverage import CoverageTracker
@@ -25,7 +27,6 @@ from .family_cap import FamilyCap
 from .groups import GroupBook
 from .novelty import NoveltyIndex, sketch
 from .targeting import ShapeTargets
-from ..core.defaults import REROLL_REASONS
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = REROLL_REASONS
@@ -174,7 +175,6 @@ class Planner:
             new = min(new, self.s.situations - self.situations_opened)
         if new <= 0:
             return
-        import copy
         picker, requests = copy.deepcopy(self.picker), []
         for ordinal in range(self.situations_opened + len(self.seeds_left),
                              self.situations_opened + len(self.seeds_left) + new):
@@ -197,7 +197,6 @@ class Planner:
         again), the picks most likely to come next are written with it, in one batch."""
         has = getattr(self.writer, "has", None)
         if has is not None and not has(cell, instance, 0):
-            import copy
             picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
             wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
             self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted

@@ -33,8 +33,7 @@ from .seed_amplifier import SeedAmplifier
 from .situation import Situation
 from .template_writer import TemplateWriter
 from .tool_intent import intents_for, plural
-from .writer_prompt import (WRITER_MARKER, ask_request, cell_lines, parse_message, system_message,
-                            tools_block)
+from .writer_prompt import WRITER_MARKER, ask_request, cell_lines, parse_message, system_message, tools_block
 
 __all__ = ["LLMWriter", "WRITER_MARKER", "resolve_writer", "fallback_note"]
 
@@ -135,7 +134,7 @@ class LLMWriter:
 
     async def complete(self, system: str, user: str, sem=None) -> tuple[list, str | None]:
         """``([(content, finish_reason), ...], error_reason)`` for one chat request."""
-        import openai
+        import openai   # lazy: openai (~0.5 s), only for the LLM writer
 
         if sem is not None:
             async with sem:

@@ -8,12 +8,15 @@ rollout actors and nodes, in any completion order, while ``lag`` rounds stay in 
 
 Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
+
+What it is given is a ``PlanSettings`` (``plan_settings.py``), what it hears back is one
+``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``planner_stats``
+(``planner_stats.py``).
 """
 from __future__ import annotations
 
 import copy
 from collections import deque
-from dataclasses import dataclass, field
 
 from ..core.defaults import REROLL_REASONS
 from ..core.identity import prompt_sha
@@ -26,58 +29,14 @@ from .coverage import CoverageTracker
 from .family_cap import FamilyCap
 from .groups import GroupBook
 from .novelty import NoveltyIndex, sketch
+from .outcome import Outcome
+from .plan_settings import PlanSettings
 from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = REROLL_REASONS
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
-
-
-@dataclass
-class PlanSettings:
-    run_id: str
-    seed: int = 0
-    budget: int = 1000
-    round_size: int = 64
-    n: int = 1
-    k: int = 1
-    repeat_policy: str = "none"
-    situations: int | None = None
-    hard_share: float = 0.4
-    fault_rate: float = 0.1
-    probe_share: float = 0.05
-    probe: int = 2
-    seeds: list = field(default_factory=list)
-    mutate: bool = True
-    mutate_graded: bool = True            # advanced={"mutate_graded_failures": False} turns it off
-    novelty_candidates: int = 2           # structured asks drawn per slot; the most novel is kept
-    dead_agent_errors: int = 16
-    eval_run: int = 0
-    pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
-    tools: list = field(default_factory=list)
-    axes: dict = field(default_factory=dict)
-    until: str = "compute"
-    arm_weights: dict | None = None               # advanced={"arm_weights": ...}: pinned, no reallocation
-    llm_writer: bool = False
-    family_cap: int = 3
-    copies_needed: int = 5
-    precounted: int = 0                           # rows on disk counted toward the budget up front
-    avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What came back for one unit: a row (landed) or the reason it is unusable."""
-    unit: Unit
-    row: dict | None
-    unusable: str | None = None
-    timed_out: bool = False
-    label: object = None
-    fault_parent: bool = False
-    resumed: bool = False
-    graded_failure: bool = False          # the judge scored it under the pass threshold
-    failed_markers: tuple = ()
 
 
 class Planner:

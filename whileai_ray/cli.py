@@ -25,18 +25,15 @@ from .config.run_spec import SpecError, load_spec
 from .result.loading import load
 from .runtime.job_plan import resolve_address
 from .simulation import simulate
+from .testing.seeded_rows import TOOLS
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_JOB = 0, 1, 2, 3
 FAILED_STOPS = ("agent_failed", "empty_replies", "writer_failed")
 
 
 def _demo(args) -> int:
-    tools = [{"type": "function", "function": {
-        "name": "lookup_order",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                       "required": ["order_id"]}}}]
-    agent = seeded_agent(tools)
-    data = simulate(agent, tools=tools, simulator=False, seed=args.seed, budget=args.budget,
+    agent = seeded_agent(TOOLS)
+    data = simulate(agent, tools=TOOLS, simulator=False, seed=args.seed, budget=args.budget,
                         output=args.output)
     data.grade(lambda row: 0.0 if row.get("seeded") else 1.0)
     rep = data.report()

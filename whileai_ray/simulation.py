@@ -26,7 +26,8 @@ from .result.report import build_report
 from .score.conduct import conduct_grader
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
-from .search.planner import PlanSettings, Planner
+from .search.plan_settings import PlanSettings
+from .search.planner import Planner
 from .search.tasks import build_tasks
 from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions

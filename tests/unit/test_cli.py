@@ -19,7 +19,7 @@ ROWS = [
      "faults": [{"tool": "lookup_order", "kind": "timeout"}]},
 ]
 GOOD = ('agent = "whileai_ray.agents.seeded:seeded_agent"\nagent_kwargs = {}\n'
-        'tools = "whileai_ray.bench.lines:TOOLS"\nrun_id = "cli-test"\n[simulate]\nsimulator = false\n')
+        'tools = "whileai_ray.testing.seeded_rows:TOOLS"\nrun_id = "cli-test"\n[simulate]\nsimulator = false\n')
 
 
 @pytest.fixture(autouse=True)

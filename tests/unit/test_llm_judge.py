@@ -15,11 +15,7 @@ from whileai_ray.score.llm_judge import Judge, judge_rows
 from whileai_ray.result.scored import ScoredData
 from whileai_ray.store.reader import load_rows, save_jsonl_atomic
 from whileai_ray.testing.server import start_server
-
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
+from whileai_ray.testing.seeded_rows import TOOLS
 
 
 def good(i=1):

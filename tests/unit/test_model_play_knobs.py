@@ -13,11 +13,8 @@ from whileai_ray.config.advanced import validate_advanced
 from whileai_ray.situations.situation import Situation
 from whileai_ray.testing.server import start_server
 from whileai_ray.core.unit import RunMeta, Unit
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
 META = RunMeta(run_id="r1", seed=0, tools=TOOLS, system_prompt="You help customers with orders.")
 FORCE = {"type": "function", "function": {"name": "lookup_order"}}
 

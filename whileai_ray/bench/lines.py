@@ -7,6 +7,7 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
   the first and the last landing (what the pipe sustains); ``wall`` includes actor start-up.
 * CPU-bound: the seeded agent with no delay, 20,000 explore rows; rows/s and the caller's
   peak RSS.
+* micro: per-call costs of the pure parts (``bench/micro.py``), each beside its target.
 """
 from __future__ import annotations
 
@@ -20,13 +21,10 @@ import time
 from ..agents.seeded import seeded_agent
 from ..simulation import simulate
 from ..store.jsonl import JsonlCheckpoint
+from ..testing.seeded_rows import TOOLS
 from ..testing.server import start_server
+from .micro import micro_lines
 from .search import bench_selection, format_line
-
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
 
 
 class SleepyAgent:
@@ -97,6 +95,8 @@ def run_bench(quick: bool = False, out=print) -> int:
         f"steady {model['steady_rows_s']:.0f} rows/s, wall {model['wall_rows_s']:.0f} rows/s, ideal "
         f"{model['ideal']:.0f} rows/s, ratio {model['ratio']:.0%}")
     out(format_line(bench_selection()))
+    for line in micro_lines():
+        out(line)
     judge = bench_judge(rows=500 if quick else 2000)
     out(f"judge overlap  200ms grader, {judge['rows']} rows, no-delay agent, {judge['judge_slots']} judge slots: "
         f"run {judge['wall_s']:.1f}s vs judge pool alone {judge['judge_alone_s']:.1f}s "

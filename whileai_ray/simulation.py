@@ -1,7 +1,7 @@
 """simulate(): arguments -> RunConfig -> a job on Ray -> SimulationData.
 
 This module stays thin: validation lives in ``config``, the plan in ``search``, the writer in
-``situations``, the distributed loop in ``runtime``, the summary in ``report``.
+``situations``, the distributed loop in ``runtime``, the summary in ``result/report.py``.
 """
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ messages that name the argument and the fix; the mode presets (reference section
 applied here so the engine reads plain numbers: ``cfg.phrasings`` (n), ``cfg.repeats`` (k),
 ``cfg.repeat_policy``, ``cfg.unique_situations``.
 
-Value rules live in ``config_rules``, agents and tools in ``config_tools``, the ``advanced``
-table in ``config_advanced``.
+Value rules live in ``rules``, agents and tools in ``tools``, the ``advanced``
+table in ``advanced`` (all in this folder).
 """
 from __future__ import annotations
 

@@ -14,7 +14,11 @@
 
 The resampler is ``numpy.random.default_rng(0)``: a private, seeded generator (never the
 global one), vectorised because pure-Python resampling of 5,000 tasks x 2,000 resamples
-takes seconds.
+takes seconds. From ``MULTINOMIAL_MIN_TASKS`` tasks on, when the values take few distinct
+levels (a task's pass rate c/n does), ``bootstrap_ci`` draws how many times each level is
+picked (one multinomial per resample) instead of every index: the same bootstrap
+distribution, exactly, at a cost that no longer grows with the number of tasks (a
+million-row pass@k has 250,000 tasks; drawing their indices 2,000 times takes ~14 s).
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ __all__ = ["bootstrap_ci", "bootstrap_means", "wilson", "t_quantile", "normal_qu
 
 MIN_BOOTSTRAP_TASKS = 3
 RESAMPLES = 2000
+MULTINOMIAL_MIN_TASKS = 2000      # below this, every index is drawn (the figures tests pin stay put)
 _CHUNK_CELLS = 2_000_000          # cap on one (resamples x tasks) index block
 
 
@@ -137,6 +142,19 @@ def bootstrap_means(values, resamples: int = RESAMPLES, seed: int = 0) -> np.nda
     return out
 
 
+def _level_means(vals: np.ndarray, resamples: int, seed: int) -> np.ndarray | None:
+    """Sorted resample means drawn per level (see the module docstring), or None when the
+    values have too many distinct levels for it to pay."""
+    levels, counts = np.unique(vals, return_counts=True)
+    if len(levels) * 4 > len(vals):
+        return None
+    n = len(vals)
+    draws = np.random.default_rng(seed).multinomial(n, counts / n, size=resamples)
+    out = draws @ levels / n
+    out.sort()
+    return out
+
+
 def tail_index(n: int, resamples: int = RESAMPLES, level: float = 0.95) -> int:
     """Index of the lower bound in the sorted resample means (expanded percentile)."""
     alpha = 1.0 - level
@@ -157,6 +175,8 @@ def bootstrap_ci(values, *, resamples: int = RESAMPLES, level: float = 0.95,
         return None
     if all(v == vals[0] for v in vals):
         return (vals[0], vals[0])
-    means = bootstrap_means(vals, resamples, seed)
+    means = _level_means(np.asarray(vals), resamples, seed) if n >= MULTINOMIAL_MIN_TASKS else None
+    if means is None:
+        means = bootstrap_means(vals, resamples, seed)
     lo_i = tail_index(n, resamples, level)
     return (float(means[lo_i]), float(means[resamples - 1 - lo_i]))

@@ -30,7 +30,7 @@ from ..core.defaults import JUDGE_FLOORS
 from ..errors import JudgeTrustError
 
 __all__ = ["GOLD_KINDS", "TRUST_MODES", "JudgeTrustError", "attach_labels", "judge_agreement",
-           "cohen_kappa", "trust_check"]
+           "cohen_kappa", "trust_check", "has_gold_label"]
 
 log = logging.getLogger("whileai_ray.trust")
 GOLD_KINDS = ("human", "program", "model")
@@ -47,6 +47,11 @@ def _label(value) -> int | None:
     if isinstance(value, str) and value.strip() in ("0", "1"):
         return int(value.strip())
     return None
+
+
+def has_gold_label(row: dict, gold: str = "gold_reward") -> bool:
+    """Does the row carry a 0/1 gold label (what ``judge_agreement`` can compare against)?"""
+    return _label(row.get(gold)) is not None
 
 
 def _items(labels, n_rows: int) -> list[dict]:

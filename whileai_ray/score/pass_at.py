@@ -13,20 +13,21 @@ which ``c`` passed:
 both over tasks with at least k rows (and, with ``unanimous_short=True``, unanimous shorter
 tasks at 1 or 0). ``k`` defaults to the smallest group size among tasks with 2+ rows, and
 pass^k/pass@k need ``k >= min_k``. Intervals: ``intervals.bootstrap_ci`` over tasks.
+The rows are first reduced to a ``PassTally`` (counts per task, ``pass_at_tally.py``), which
+rows spilled to disk give straight from their fact columns (``pass_at_arrow.py``).
 ``str(PassAt)`` prints the one-line summary of reference section 5.1; the notes after
 ``k=`` say why a number is missing or should not be trusted.
 """
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
-from numbers import Real
 
 from .intervals import MIN_BOOTSTRAP_TASKS, bootstrap_ci
 from .pass_at_notes import build_config, build_notes
+from .pass_at_tally import PassTally, numeric_reward, tally_rows, task_key_of
 
-__all__ = ["PassAt", "pass_at", "task_key_of", "binary_reward", "as_rows"]
+__all__ = ["PassAt", "pass_at", "pass_at_of_tally", "task_key_of", "binary_reward", "as_rows"]
 
 
 @dataclass
@@ -95,30 +96,9 @@ def as_rows(rows) -> list:
     return out
 
 
-def task_key_of(row: dict, task_key=None):
-    """The task a row belongs to: ``task_key`` (a key name or a callable), else
-    ``scenario_id``, else ``task_id``, else the prompt."""
-    if task_key is not None:
-        return task_key(row) if callable(task_key) else row.get(task_key)
-    for name in ("scenario_id", "task_id"):
-        value = row.get(name)
-        if value not in (None, ""):
-            return value
-    return row.get("prompt")
-
-
-def _numeric_reward(row: dict):
-    value = row.get("reward")
-    if value is None:
-        value = row.get("qwen_reward")
-    if isinstance(value, bool) or not isinstance(value, Real):
-        return None
-    return value
-
-
 def binary_reward(row: dict):
     """1 or 0 when the row carries a binary reward, else None."""
-    value = _numeric_reward(row)
+    value = numeric_reward(row)
     if value is None or value not in (0, 1):
         return None
     return int(value)
@@ -128,45 +108,40 @@ def _mean(values) -> float:
     return math.fsum(values) / len(values)
 
 
-def pass_at(rows, k: int | None = None, *, min_k: int = 4, unanimous_short: bool = False,
-            task_key=None) -> PassAt:
-    """pass@1, pass^k and pass@k of graded rows, grouped by task. See the module docstring."""
-    rows = as_rows(rows)
+def _check_k(k, min_k) -> None:
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ValueError(f"pass_at: k must be a positive int (the repeats per task), got {k!r}")
     if isinstance(min_k, bool) or not isinstance(min_k, int) or min_k < 1:
         raise ValueError(f"pass_at: min_k must be a positive int, got {min_k!r}")
 
-    groups: dict = {}
-    graded_values, n_partial, unjudged = [], 0, Counter()
-    for row in rows:
-        value = _numeric_reward(row)
-        if value is None:
-            status = row.get("judge_status")
-            if status not in (None, "ok"):
-                unjudged[str(status)] += 1
-            continue
-        graded_values.append(value)
-        if value not in (0, 1):
-            n_partial += 1
-            continue
-        key = task_key_of(row, task_key)
-        groups.setdefault(str(key) if not isinstance(key, str) else key, []).append(int(value))
 
-    tasks = sorted(groups)                       # sorted: row order never changes an interval
-    sizes = {t: len(groups[t]) for t in tasks}
+def pass_at(rows, k: int | None = None, *, min_k: int = 4, unanimous_short: bool = False,
+            task_key=None) -> PassAt:
+    """pass@1, pass^k and pass@k of graded rows, grouped by task. See the module docstring."""
+    rows = as_rows(rows)
+    _check_k(k, min_k)
+    return pass_at_of_tally(tally_rows(rows, task_key), k, min_k=min_k, unanimous_short=unanimous_short)
+
+
+def pass_at_of_tally(tally: PassTally, k: int | None = None, *, min_k: int = 4,
+                     unanimous_short: bool = False) -> PassAt:
+    """The ``PassAt`` of a tally (``pass_at_tally.tally_rows`` or ``pass_at_arrow.tally_table``)."""
+    _check_k(k, min_k)
+    counts = tally.tasks
+    tasks = sorted(counts)                       # sorted: row order never changes an interval
+    sizes = {t: counts[t][0] for t in tasks}
     multi = sorted(s for s in sizes.values() if s >= 2)
     k_given = k is not None
     k = k if k_given else (multi[0] if multi else 1)
 
-    per_task = {t: sum(groups[t]) / sizes[t] for t in tasks}
+    per_task = {t: counts[t][1] / sizes[t] for t in tasks}
     p1 = _mean(list(per_task.values())) if tasks else None
     ci = bootstrap_ci([per_task[t] for t in tasks]) if tasks else None
 
     pow_vals, atk_vals, n_at_k, n_imputed = [], [], 0, 0
     if k >= min_k:
         for t in tasks:
-            n, c = sizes[t], sum(groups[t])
+            n, c = counts[t]
             if n >= k:
                 total = math.comb(n, k)
                 pow_vals.append(math.comb(c, k) / total)
@@ -180,14 +155,12 @@ def pass_at(rows, k: int | None = None, *, min_k: int = 4, unanimous_short: bool
     p_atk = _mean(atk_vals) if atk_vals else None
 
     notes = build_notes(
-        rows=rows, graded_values=graded_values, n_groups=len(tasks), n_partial=n_partial,
-        unjudged=unjudged, k=k, k_given=k_given, min_k=min_k, multi_sizes=multi, sizes=sizes,
-        n_at_k=n_at_k + n_imputed, has_interval=ci is not None,
-        min_tasks=MIN_BOOTSTRAP_TASKS)
+        tally, n_groups=len(tasks), k=k, k_given=k_given, min_k=min_k, multi_sizes=multi, sizes=sizes,
+        n_at_k=n_at_k + n_imputed, has_interval=ci is not None, min_tasks=MIN_BOOTSTRAP_TASKS)
     return PassAt(
         k=k, pass_at_1=p1, pass_pow_k=p_pow, pass_at_k=p_atk, n_groups=len(tasks),
         n_rows=sum(sizes.values()), n_groups_at_k=n_at_k, n_groups_imputed=n_imputed,
-        n_partial=n_partial, per_task=per_task, note="; ".join(notes),
-        config=build_config(rows, n_tasks=len(tasks), k=k, n_graded=len(graded_values)),
+        n_partial=tally.n_partial, per_task=per_task, note="; ".join(notes),
+        config=build_config(tally, n_tasks=len(tasks), k=k),
         ci95=ci, pass_pow_k_ci95=bootstrap_ci(pow_vals) if pow_vals else None,
         pass_at_k_ci95=bootstrap_ci(atk_vals) if atk_vals else None)

@@ -57,13 +57,14 @@ def _k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k) -> list[str]:
     return notes
 
 
-def build_notes(*, rows, graded_values, n_groups, n_partial, unjudged, k, k_given, min_k,
-                multi_sizes, sizes, n_at_k, has_interval, min_tasks) -> list[str]:
+def build_notes(tally, *, n_groups, k, k_given, min_k, multi_sizes, sizes, n_at_k, has_interval,
+                min_tasks) -> list[str]:
+    """The notes of a ``PassAt`` from its tally (``pass_at_tally.PassTally``)."""
     notes: list[str] = []
-    n_rows = len(rows)
-    if len(graded_values) >= 2 and all(v == graded_values[0] for v in graded_values):
-        notes.append(f"every row scored {_score_text(graded_values[0])} "
-                     f"({len(graded_values)} of {n_rows}); check the judge before reading this number")
+    n_rows, unjudged = tally.n_rows, tally.unjudged
+    if tally.n_graded >= 2 and tally.graded_all_equal:
+        notes.append(f"every row scored {_score_text(tally.graded_first)} "
+                     f"({tally.n_graded} of {n_rows}); check the judge before reading this number")
     n_failed = sum(unjudged.values())
     all_failed = n_failed and n_failed == n_rows
     if all_failed:
@@ -81,54 +82,31 @@ def build_notes(*, rows, graded_values, n_groups, n_partial, unjudged, k, k_give
             notes.append(f"no interval on pass@1: {n_groups} {word}, and a bootstrap needs {min_tasks}; "
                          f"it resamples tasks, so run more tasks, or give each row its own task_id "
                          f"when the rows are separate items")
-        if n_partial:
-            notes.append(f"{n_partial} row(s) carried a reward that is not 0 or 1 and are not in this "
+        if tally.n_partial:
+            notes.append(f"{tally.n_partial} row(s) carried a reward that is not 0 or 1 and are not in this "
                          f"number; give each Criterion kind='hard' for a 0/1 verdict")
     if n_rows:
-        cut = sum(1 for r in rows if r.get("finish_reason") == "length") / n_rows
+        cut = tally.n_cut / n_rows
         if cut > 0:
             notes.append(f"{percent(cut)} of rows cut by the token cap")
-        silent = sum(1 for r in rows if not str(r.get("final_text") or "").strip()) / n_rows
+        silent = tally.n_silent / n_rows
         if silent > 0:
             notes.append(f"{percent(silent)} of rows have no spoken reply")
     return notes
 
 
-def _sub(row: dict, key: str) -> dict:
-    value = row.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-_CONFIG_SOURCES = {
-    "temperature": lambda r: _sub(r, "sampling").get("temperature"),
-    "max_tokens": lambda r: _sub(r, "sampling").get("max_tokens"),
-    "policy_version": lambda r: r.get("policy_version"),
-    "judge_version": lambda r: _sub(r, "lineage").get("judge_version") or r.get("judge_name"),
-    "prompt_hash": lambda r: _sub(r, "lineage").get("system_prompt_sha"),
-    "user_model": lambda r: r.get("user_model"),
-    "writer_model": lambda r: r.get("writer_model"),
-}
-
-
-def build_config(rows, *, n_tasks: int, k: int, n_graded: int) -> dict:
+def build_config(tally, *, n_tasks: int, k: int) -> dict:
     """What the number was measured under; a key with several values is None and listed in ``mixed``."""
     config: dict = {"n_tasks": n_tasks, "k": k}
     mixed = []
-    for name, read in _CONFIG_SOURCES.items():
-        seen = []
-        for row in rows:
-            value = read(row)
-            if value is not None and value not in seen:
-                seen.append(value)
+    for name, seen in tally.config_seen.items():
         config[name] = seen[0] if len(seen) == 1 else None
         if len(seen) > 1:
             mixed.append(name)
     config["mixed"] = mixed
-    n = len(rows)
-    texts = [str(r.get("final_text") or "") for r in rows]
-    config["truncated_share"] = (sum(1 for r in rows if r.get("finish_reason") == "length") / n) if n else None
-    config["answered_share"] = (sum(1 for t in texts if t.strip()) / n) if n else None
-    config["unclosed_think_share"] = (sum(1 for t in texts if "<think>" in t and "</think>" not in t) / n
-                                      if n else None)
-    config["graded_share"] = (n_graded / n) if n else None
+    n = tally.n_rows
+    config["truncated_share"] = (tally.n_cut / n) if n else None
+    config["answered_share"] = ((n - tally.n_silent) / n) if n else None
+    config["unclosed_think_share"] = (tally.n_think / n) if n else None
+    config["graded_share"] = (tally.n_graded / n) if n else None
     return config

@@ -1,0 +1,159 @@
+"""The row store behind a SimulationData: one interface over a list or Arrow-backed files.
+
+``data.trajectories`` is a plain list for small runs (as it always was) and an ``ArrowRows``
+(``store/arrow_rows.py``: Parquet files, decoded when used) for large ones. ``row_store(rows)``
+wraps either in the same interface, so summaries and actions are written once:
+
+* ``len()``, iteration, ``[i]``: the rows (an Arrow store decodes one row group at a time);
+* ``batches()``: the rows a row group at a time (a list store: the list itself, one batch);
+* ``facts(columns)``: the fact columns (``row_facts.py``) as an Arrow table: read from disk
+  for Arrow stores, computed from the rows for a list;
+* ``update(fn)``: change every row: ``fn(batch)`` edits a batch's dicts in place; a list
+  store is edited where it is, an Arrow store is rewritten batch by batch into a new spill
+  folder that then replaces the old one (which goes when nothing holds it).
+
+``spill_rows(rows)`` writes rows to a new owned spill folder; ``landed_rows(threshold)`` is the
+component ``simulate()`` hands each landed batch to (a list until ``threshold`` rows, then a
+spill); ``open_parquet(path)`` reads a Parquet file or folder as rows without loading them.
+"""
+from __future__ import annotations
+
+from .row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
+
+__all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "as_trajectories", "open_parquet",
+           "MemoryStore", "ArrowStore", "new_writer"]
+
+
+def is_arrow(rows) -> bool:
+    """Are these rows Arrow-backed (an ``ArrowRows``)? (no pyarrow import for a list)"""
+    return type(rows).__name__ == "ArrowRows" and hasattr(rows, "read_columns")
+
+
+def new_writer(folder: str):
+    """A ``SpillWriter`` that writes the fact columns of ``row_facts.py`` beside each row."""
+    from ..store.spill import SpillWriter
+    return SpillWriter(folder, facts=row_facts, facts_schema=facts_schema())
+
+
+class MemoryStore:
+    """A list of row dicts (the in-memory form)."""
+
+    is_arrow = False
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+    def batches(self):
+        if len(self.rows):
+            yield self.rows
+
+    def facts(self, columns=None):
+        table = facts_table(list(self.rows))
+        return table.select(list(columns)) if columns is not None else table
+
+    def update(self, fn) -> None:
+        fn(self.rows)
+
+
+class ArrowStore:
+    """Rows in Parquet files (an ``ArrowRows``), changed by rewriting them."""
+
+    is_arrow = True
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+    def batches(self):
+        return self.rows.batches()
+
+    def facts(self, columns=None):
+        names = list(columns) if columns is not None else list(FACT_NAMES)
+        if self.rows.has_columns(names):
+            return self.rows.read_columns(names)
+        # a Parquet file written without facts (a checkpoint's, a save): computed once, kept
+        cached = getattr(self.rows, "_facts_cache", None)
+        if cached is None or cached[0] != self.rows.files:
+            import pyarrow as pa
+            tables = [facts_table(batch) for batch in self.rows.batches()]
+            table = pa.concat_tables(tables) if tables else facts_table([])
+            cached = (list(self.rows.files), table)
+            self.rows._facts_cache = cached
+        return cached[1].select(names)
+
+    def update(self, fn) -> None:
+        from ..store.spill import OwnedFolder
+        owner = OwnedFolder(parent=_parent_of(self.rows))
+        writer = new_writer(owner.path)
+        for batch in self.rows.batches():
+            fn(batch)
+            writer.append(batch)
+        self.rows.swap(writer.close(), owner)
+
+    def swap_in(self, files, owner) -> None:
+        """Point at a rewrite made elsewhere (the cluster's)."""
+        self.rows.swap(files, owner)
+
+
+def _parent_of(rows) -> str | None:
+    """New spill folders go beside the current one (same disk), else to the temp folder."""
+    import os
+    owner = getattr(rows, "owner", None)
+    return os.path.dirname(owner.path) if owner is not None else None
+
+
+def row_store(rows):
+    """The store interface over ``rows`` (a list or an ``ArrowRows``)."""
+    return ArrowStore(rows) if is_arrow(rows) else MemoryStore(rows)
+
+
+def spill_rows(rows, parent: str | None = None):
+    """Write ``rows`` (any iterable of dicts, or batches via ``row_batches``) to a new owned
+    spill folder; return them as ``ArrowRows``."""
+    from ..store.arrow_rows import ArrowRows
+    from ..store.spill import OwnedFolder
+    owner = OwnedFolder(parent=parent)
+    writer = new_writer(owner.path)
+    writer.append(rows)
+    return ArrowRows(writer.close(), owner=owner)
+
+
+def landed_rows(threshold: int, parent: str | None = None):
+    """Where ``simulate()`` puts landed rows: a list until ``threshold``, then a spill folder
+    (``store/spill.LandedRows``). ``as_trajectories(landed)`` gives what a SimulationData holds."""
+    from ..store.spill import LandedRows
+    return LandedRows(threshold, new_writer, parent)
+
+
+def as_trajectories(landed):
+    """A finished ``LandedRows`` as ``trajectories``: its list, or ``ArrowRows`` over its spill."""
+    out = landed.finish()
+    if isinstance(out, list):
+        return out
+    from ..store.arrow_rows import ArrowRows
+    files, owner = out
+    return ArrowRows(files, owner=owner)
+
+
+def open_parquet(path):
+    """A Parquet file or folder (``rows.parquet`` / ``part-*.parquet``, or a spill) as ``ArrowRows``;
+    the files are read, never written."""
+    from ..store.arrow_rows import ArrowRows
+    return ArrowRows.open(path)

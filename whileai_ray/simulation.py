@@ -23,6 +23,7 @@ from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
 from .result.report import build_report
+from .result.row_store import as_trajectories, landed_rows
 from .score.conduct import conduct_grader
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
@@ -40,6 +41,7 @@ from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
 ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
+LAND_BATCH = 1024                         # rows handed to the landed-rows store at a time
 
 
 def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = None,
@@ -121,7 +123,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
         k = cfg.repeats if cfg.repeats_set else source_k
     seeds, dropped = _seeds_that_fit(cfg, k)
-    results, datas = [], []
+    results = []
     for eval_run in range(cfg.runs):
         settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None)
         result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
@@ -129,31 +131,19 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         if eval_run == 0 and cfg.runs > 1 and not pinned:
             pinned, _, pinned_info = build_tasks(result["rows"])
             seeds = []
-    rows = []
-    for eval_run, result in enumerate(results):
-        for r in result["rows"]:
-            if cfg.runs > 1:
-                lineage = r.setdefault("lineage", {})
-                lineage["eval_run"] = eval_run
-                if eval_run > 0:
-                    lineage["replayed"] = True
-                    lineage["replayed_from_run"] = 0
-            rows.append(r)
-    if cfg.tasks is not None:
-        for r in rows:
-            r.setdefault("lineage", {})["replayed"] = True
+    data = SimulationData(trajectories=_land(cfg, results), stopped_because=results[0]["stopped_because"],
+                          _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
     result = _merge_results(results)
-    data = SimulationData(trajectories=rows, stopped_because=result["stopped_because"])
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
-    build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                 fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
-    _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
+    tally = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
+                         fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
+    _add_resume_and_replay_notes(data, cfg, result, pinned_info, results, tally)
     first = results[0]
     data.search["timings"] = {
         "driver_start_s": round(first["driver_started_at"] - t_start, 3),
         "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
-    _add_role_notes(data, cfg, roles, results)
+    _add_role_notes(data, cfg, roles, results, tally)
     for w in data.warnings:
         logger.warning(w)
     for w in data.search.pop("_user_warnings", []):
@@ -163,8 +153,31 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     if cfg.output:
         from .store.parquet import write_parquet   # lazy: pyarrow, only when output= is set
         data.save(cfg.output, meta=True)
-        write_parquet(list(data.rows), _parquet_path(cfg.output))
+        write_parquet(data.rows, _parquet_path(cfg.output))
     return data
+
+
+def _land(cfg, results) -> Any:
+    """Every run's rows, in order, handed batch by batch to ``landed_rows``: they stay a list up
+    to ``advanced={"spill_rows": ...}`` rows and spill to a temporary run folder past it (the
+    result is then Arrow-backed). Each result's own list is let go once it is handed over."""
+    landed = landed_rows(cfg.advanced["spill_rows"])
+    for eval_run, result in enumerate(results):
+        rows, result["rows"] = result["rows"], []
+        result["row_count"] = len(rows)
+        for r in rows:
+            if cfg.runs > 1:
+                lineage = r.setdefault("lineage", {})
+                lineage["eval_run"] = eval_run
+                if eval_run > 0:
+                    lineage["replayed"] = True
+                    lineage["replayed_from_run"] = 0
+            if cfg.tasks is not None:
+                r.setdefault("lineage", {})["replayed"] = True
+        for start in range(0, len(rows), LAND_BATCH):
+            landed.append(rows[start:start + LAND_BATCH])
+        del rows
+    return as_trajectories(landed)
 
 
 def _with_repeats(cfg, k):
@@ -278,7 +291,6 @@ def _merge_results(results: list) -> dict:
     if len(results) == 1:
         return results[0]
     merged = dict(results[-1])
-    merged["rows"] = [r for res in results for r in res["rows"]]
     p = {k: v for k, v in results[0]["planner"].items()}
     for res in results[1:]:
         q = res["planner"]
@@ -296,11 +308,11 @@ def _merge_results(results: list) -> dict:
     return merged
 
 
-def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> None:
+def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results, tally) -> None:
     resumed = result.get("resumed_count", 0)
     ro = data.search["rollouts"]
     ro["resumed"] = resumed
-    ro["landed"] = len(data.trajectories) - resumed
+    ro["landed"] = tally.n - resumed
     data.coverage["resumed"] = resumed
     resume = result.get("resume") or {}
     if cfg.checkpoint:
@@ -319,13 +331,12 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
         logger.info(line)
         data.search["resume"] = resume
     if cfg.tasks is not None and pinned_info is not None:
-        ran = {r["prompt"] for r in data.trajectories}
         data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],
-                                       "ran": len(ran), "missing": []}
+                                       "ran": tally.unique_prompts, "missing": []}
         data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
     if cfg.runs > 1:
         data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
-            {"rows": len(r["rows"]), "stopped_because": r["stopped_because"]} for r in results]}
+            {"rows": r["row_count"], "stopped_because": r["stopped_because"]} for r in results]}
         data.coverage["runs"] = cfg.runs
 
 
@@ -336,7 +347,7 @@ def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **ov
     return Planner(settings, writer, cells)
 
 
-def _add_role_notes(data, cfg, roles, results=()) -> None:
+def _add_role_notes(data, cfg, roles, results=(), tally=None) -> None:
     for token in roles.degraded:
         if token not in data.degraded:
             data.degraded.append(token)
@@ -357,16 +368,14 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
         if note:
             data.warnings.append(note)
     if roles.agent is not None:
-        rows = data.trajectories
+        n = tally.n
         data.user_model = roles.user.model if roles.user is not None else None
         data.coverage["agent_model"] = roles.agent.model
         data.coverage["user_model"] = data.user_model
-        asked = [r for r in rows if r.get("_ended_on_question")]
         data.search["ended_on_question"] = {
-            "share": round(len(asked) / len(rows), 4) if rows else 0.0, "n": len(rows),
-            "user_left": sum(1 for r in asked if r.get("ended_by") == "user_left")}
-        turns = [r.get("_user_turns", 0) for r in rows]
-        data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
+            "share": round(tally.ended_on_question / n, 4) if n else 0.0, "n": n,
+            "user_left": tally.user_left}
+        data.coverage["delivered"]["mean_user_turns"] = round(tally.user_turns_sum / n, 3) if n else 0.0
 
 
 def _make_sink(cfg, plan_fp, roles=None):

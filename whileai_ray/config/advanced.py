@@ -36,6 +36,10 @@ KNOBS: dict[str, tuple[str, float, float, float]] = {
     "judge_timeout": ("number", 0.0, 0.0, 86400.0),     # seconds one verdict may take; 0 = no limit
     "family_cap": ("int", 3, 1, 1000),
     "plan_snapshot_s": ("number", 10.0, 0.0, 86400.0),  # seconds between planner snapshots; 0 = none
+    # rows kept in memory; past this the result's rows spill to a temporary run folder (Parquet)
+    "spill_rows": ("int", 50_000, 1, 10**10),
+    # rows from which data.grade(fn) / wai.grade(path) grade on the cluster (Ray Data) not in-process
+    "cluster_grade_rows": ("int", 100_000, 1, 10**10),
 }
 ARMS = ("structured", "open_ended", "behavior_targeted", "failure_mutation", "llm_guided")
 # What an absent non-numeric key means (None: the engine's own choice).

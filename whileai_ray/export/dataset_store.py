@@ -117,6 +117,13 @@ class DatasetStore:
     def write_table(self, table, path: str) -> None:
         pq.write_table(table, path, filesystem=self.fs, compression="zstd")
 
+    def write_tables(self, tables, path: str, schema) -> None:
+        """Write ``tables`` (an iterable, one row group each) to one Parquet file: a large
+        dataset goes to the store a batch at a time."""
+        with pq.ParquetWriter(path, schema, filesystem=self.fs, compression="zstd") as writer:
+            for table in tables:
+                writer.write_table(table)
+
     def read_table(self, path: str):
         return pq.read_table(path, filesystem=self.fs)
 

@@ -27,7 +27,7 @@ from ..score.conduct import HEDGES, PADDING
 from ..agents.signature import REFUSAL_RE
 from .row_checks import reward_of
 
-__all__ = ["hack_scan", "row_features", "check_endorsed", "STRONG_R", "VERDICTS"]
+__all__ = ["hack_scan", "HackScan", "row_features", "check_endorsed", "STRONG_R", "VERDICTS"]
 
 STRONG_R = 0.3
 VERDICTS = ("no_signal", "endorsed", "weak", "suspect", "unreviewed")
@@ -66,15 +66,88 @@ def row_features(row: dict) -> dict:
     return feats
 
 
-def _pearson(xs: list, ys: list) -> float:
-    n = len(xs)
-    mx, my = math.fsum(xs) / n, math.fsum(ys) / n
-    sxy = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sxx = math.fsum((x - mx) ** 2 for x in xs)
-    syy = math.fsum((y - my) ** 2 for y in ys)
-    if sxx <= 0.0 or syy <= 0.0:
-        return 0.0
-    return sxy / math.sqrt(sxx * syy)
+def _exact(value: float):
+    """An integral float as an int, so sums of flags, counts and 0/1 rewards stay exact."""
+    return int(value) if value == value and float(value).is_integer() else value
+
+
+class HackScan:
+    """``hack_scan`` one row at a time: the sums each feature's Pearson r needs (n, sums of x,
+    x*x and x*y), never the rows or their features. Feed it a list or rows read from disk a row
+    group at a time (``add_all``); ``result(endorsed)`` is ``hack_scan``'s dict. Flags, counts
+    and 0/1 rewards are summed as integers, so r is exact up to its last division."""
+
+    def __init__(self):
+        self.n = 0
+        self.sy = self.syy = 0
+        self.y_min = self.y_max = None
+        self.moments: dict = {}            # feature -> [sum x, sum x*x, sum x*y, rows where x != 0]
+
+    def add(self, row: dict) -> None:
+        y = reward_of(row)
+        if y is None:
+            return
+        y = _exact(y)
+        self.n += 1
+        self.sy += y
+        self.syy += y * y
+        self.y_min = y if self.y_min is None else min(self.y_min, y)
+        self.y_max = y if self.y_max is None else max(self.y_max, y)
+        moments = self.moments
+        for name, x in row_features(row).items():
+            m = moments.get(name)
+            if m is None:
+                moments[name] = m = [0, 0, 0, 0]
+            if x:
+                x = _exact(x)
+                m[0] += x
+                m[1] += x * x
+                m[2] += x * y
+                m[3] += 1
+
+    def add_all(self, rows) -> "HackScan":
+        batches = getattr(rows, "batches", None)
+        for batch in (batches() if callable(batches) else (rows,)):
+            for row in batch:
+                self.add(row)
+        return self
+
+    def _r(self, m) -> float:
+        n = self.n
+        den_x = n * m[1] - m[0] * m[0]
+        den_y = n * self.syy - self.sy * self.sy
+        if den_x <= 0 or den_y <= 0:
+            return 0.0
+        return (n * m[2] - m[0] * self.sy) / math.sqrt(den_x * den_y)
+
+    def result(self, endorsed=()) -> dict:
+        endorsed = check_endorsed(endorsed)
+        out = {"verdict": "no_signal", "best": None, "r": None, "endorsed": list(endorsed),
+               "n_graded": self.n, "features": [], "summary": ""}
+        if self.n < 2 or self.y_max == self.y_min:
+            out["summary"] = (f"no reward signal to explain ({self.n} graded rows"
+                              + (", all with the same reward)" if self.n else ")"))
+            return out
+        scored = []
+        for name in sorted(self.moments):
+            m = self.moments[name]
+            r = self._r(m)
+            scored.append((-abs(r), name, r, m[3] / self.n))
+        scored.sort()
+        out["features"] = [{"feature": n, "r": round(r, 3), "share": round(s, 3)} for _, n, r, s in scored[:_TOP]]
+        _, best, r, _ = scored[0]
+        out["best"], out["r"] = best, round(r, 3)
+        if _is_endorsed(best, endorsed):
+            verdict, note = "endorsed", "endorsed"
+        elif abs(r) < STRONG_R:
+            verdict, note = "weak", "no feature explains it strongly"
+        elif endorsed:
+            verdict, note = "suspect", f"not endorsed ({', '.join(endorsed)})"
+        else:
+            verdict, note = "unreviewed", "pass endorsed= to name what the reward should track"
+        out["verdict"] = verdict
+        out["summary"] = f"reward best explained by {best} (r={r:+.2f}, {note})"
+        return out
 
 
 def _is_endorsed(name: str, endorsed) -> bool:
@@ -102,38 +175,7 @@ def hack_scan(rows, endorsed=()) -> dict:
     """Scan graded rows for what best explains their reward; see the module docstring.
 
     Returns ``{"verdict", "best", "r", "endorsed", "n_graded", "features": [{"feature", "r",
-    "share"}] (top 5 by |r|), "summary"}``.
+    "share"}] (top 5 by |r|), "summary"}``. One pass over ``rows`` (``HackScan``).
     """
     endorsed = check_endorsed(endorsed)
-    graded = [(r, reward_of(r)) for r in rows]
-    graded = [(row, y) for row, y in graded if y is not None]
-    out = {"verdict": "no_signal", "best": None, "r": None, "endorsed": list(endorsed),
-           "n_graded": len(graded), "features": [], "summary": ""}
-    ys = [y for _, y in graded]
-    if len(graded) < 2 or max(ys) == min(ys):
-        out["summary"] = (f"no reward signal to explain ({len(graded)} graded rows"
-                          + (", all with the same reward)" if graded else ")"))
-        return out
-    feats = [row_features(row) for row, _ in graded]
-    names = sorted({name for f in feats for name in f})
-    scored = []
-    for name in names:
-        xs = [f.get(name, 0.0) for f in feats]
-        r = _pearson(xs, ys)
-        share = sum(1 for x in xs if x) / len(xs)
-        scored.append((-abs(r), name, r, share))
-    scored.sort()
-    out["features"] = [{"feature": n, "r": round(r, 3), "share": round(s, 3)} for _, n, r, s in scored[:_TOP]]
-    _, best, r, _ = scored[0]
-    out["best"], out["r"] = best, round(r, 3)
-    if _is_endorsed(best, endorsed):
-        verdict, note = "endorsed", "endorsed"
-    elif abs(r) < STRONG_R:
-        verdict, note = "weak", "no feature explains it strongly"
-    elif endorsed:
-        verdict, note = "suspect", f"not endorsed ({', '.join(endorsed)})"
-    else:
-        verdict, note = "unreviewed", "pass endorsed= to name what the reward should track"
-    out["verdict"] = verdict
-    out["summary"] = f"reward best explained by {best} (r={r:+.2f}, {note})"
-    return out
+    return HackScan().add_all(rows).result(endorsed)

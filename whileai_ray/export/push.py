@@ -26,9 +26,10 @@ from ..core.rng import short_hash
 from ..score.intervals import wilson
 from ..score.pass_at import as_rows, task_key_of
 from ..store.parquet import rows_to_table
+from ..store.schema import arrow_schema
 from ..core.rows import export_row
 from .dataset_store import DatasetStore
-from .hack_scan import check_endorsed, hack_scan
+from .hack_scan import HackScan, check_endorsed
 from .row_checks import reward_of
 from .selection import group_id_of
 from ..errors import PublishGateError
@@ -52,41 +53,67 @@ def _meta_dict(meta) -> dict:
     return {k: getattr(meta, k) for k in _META_KEYS if hasattr(meta, k)}
 
 
+def _batches(rows):
+    batches = getattr(rows, "batches", None)
+    return batches() if callable(batches) else (rows,)
+
+
+def task_rewards(rows) -> dict:
+    """``{task: [sum of rewards, graded rows]}`` over the graded rows (one pass)."""
+    per_task: dict = {}
+    for batch in _batches(rows):
+        for row in batch:
+            value = reward_of(row)
+            if value is not None:
+                acc = per_task.setdefault(str(task_key_of(row)), [0, 0])
+                acc[0] += value
+                acc[1] += 1
+    return per_task
+
+
+def _calibrated(row: dict, per_task: dict) -> dict:
+    row = dict(row)
+    acc = per_task.get(str(task_key_of(row))) if reward_of(row) is not None else None
+    if acc:
+        total, n = acc
+        row["calibration"] = {"task_id": str(task_key_of(row)), "n": n, "pass_rate": round(total / n, 4),
+                              "pass_rate_ci95": [round(x, 4) for x in wilson(total, n)],
+                              "student": row.get("policy_version") or row.get("model_version")}
+    return row
+
+
 def calibrate(rows: list) -> list:
     """Copies of ``rows``; each graded one gains ``calibration`` = its task's pass rate, n, the Wilson
     95% interval and the producing policy (``student``)."""
-    per_task: dict = {}
-    for row in rows:
-        value = reward_of(row)
-        if value is not None:
-            per_task.setdefault(str(task_key_of(row)), []).append(value)
-    out = []
-    for row in rows:
-        row = dict(row)
-        values = per_task.get(str(task_key_of(row))) if reward_of(row) is not None else None
-        if values:
-            rate = sum(values) / len(values)
-            row["calibration"] = {"task_id": str(task_key_of(row)), "n": len(values), "pass_rate": round(rate, 4),
-                                  "pass_rate_ci95": [round(x, 4) for x in wilson(sum(values), len(values))],
-                                  "student": row.get("policy_version") or row.get("model_version")}
-        out.append(row)
-    return out
+    per_task = task_rewards(rows)
+    return [_calibrated(row, per_task) for row in rows]
 
 
 def publish_gate(rows, mode=None, endorsed=(), strict_hacks: bool = False) -> dict:
-    """Check a run before publishing (see the module docstring); returns the gate report."""
+    """Check a run before publishing (see the module docstring); returns the gate report. One pass
+    over the rows: per group its size and distinct rewards, and the hack scan's sums."""
     rows = as_rows(rows)
     groups: dict = {}
-    for row in rows:
-        groups.setdefault(group_id_of(row), []).append(reward_of(row))
-    rl_shaped = mode == "rl" or any(len(v) >= 2 for v in groups.values())
-    graded = sum(1 for v in groups.values() for x in v if x is not None)
-    mixed = sum(1 for v in groups.values() if len({x for x in v if x is not None}) >= 2)
-    scan = hack_scan(rows, endorsed)
-    report = {"rl_shaped": rl_shaped, "rows": len(rows), "graded": graded, "groups": len(groups),
+    scan, n, graded = HackScan(), 0, 0
+    for batch in _batches(rows):
+        for row in batch:
+            n += 1
+            value = reward_of(row)
+            group = groups.get(group_id_of(row))
+            if group is None:
+                groups[group_id_of(row)] = group = [0, set()]
+            group[0] += 1
+            if value is not None:
+                graded += 1
+                group[1].add(value)
+            scan.add(row)
+    rl_shaped = mode == "rl" or any(size >= 2 for size, _ in groups.values())
+    mixed = sum(1 for _, values in groups.values() if len(values) >= 2)
+    scan = scan.result(endorsed)
+    report = {"rl_shaped": rl_shaped, "rows": n, "graded": graded, "groups": len(groups),
               "mixed_groups": mixed, "hack_scan": scan, "passed": False}
     if rl_shaped and graded == 0:
-        raise PublishGateError(f"ungraded_rl_rows: this RL-shaped run has {len(rows)} rows and none is graded; "
+        raise PublishGateError(f"ungraded_rl_rows: this RL-shaped run has {n} rows and none is graded; "
                                "grade it (simulate(..., grader=...) or data.grade(grader)) before pushing, "
                                "or pass gate=False to push the rows as they are")
     if rl_shaped and mixed == 0:
@@ -100,24 +127,42 @@ def publish_gate(rows, mode=None, endorsed=(), strict_hacks: bool = False) -> di
     return report
 
 
-def _split_holdout(rows: list, share: float, name: str) -> tuple[list, list]:
-    tasks = sorted({str(task_key_of(r)) for r in rows})
+def _holdout_tasks(rows, share: float, name: str) -> set:
+    tasks = sorted({str(task_key_of(r)) for batch in _batches(rows) for r in batch})
     if len(tasks) < 2:
         raise ValueError(f"push(holdout={share}): the run has {len(tasks)} task(s); a holdout needs at least 2 "
                          "distinct scenario_ids")
     n_hold = min(len(tasks) - 1, max(1, round(share * len(tasks))))
-    held = set(sorted(tasks, key=lambda t: short_hash("holdout", name, t))[:n_hold])
-    train = [r for r in rows if str(task_key_of(r)) not in held]
-    return train, [r for r in rows if str(task_key_of(r)) in held]
+    return set(sorted(tasks, key=lambda t: short_hash("holdout", name, t))[:n_hold])
 
 
-def _write_version(store: DatasetStore, name: str, rows: list, meta: dict, info: dict) -> dict:
+def _published(rows, per_task, keep=None):
+    """The rows as published, a batch at a time: scrubbed (``rows()`` form), calibrated when
+    the gate ran (``per_task``), only those whose task ``keep`` accepts."""
+    for batch in _batches(rows):
+        out = []
+        for row in batch:
+            if keep is not None and not keep(str(task_key_of(row))):
+                continue
+            row = export_row(row)
+            out.append(_calibrated(row, per_task) if per_task is not None else row)
+        if out:
+            yield out
+
+
+def _write_version(store: DatasetStore, name: str, batches, meta: dict, info: dict) -> dict:
     version = store.claim_version(name)
+    counts, tasks = [0], set()
+
+    def tables():
+        for batch in batches:
+            counts[0] += len(batch)
+            tasks.update(str(task_key_of(r)) for r in batch)
+            yield rows_to_table(batch)
+    store.write_tables(tables(), store.path(name, f"v{version}", "rows.parquet"), arrow_schema())
     entry = {"datasetId": f"ds_{name}_v{version}", "name": name, "version": version,
-             "path": store.location(name, f"v{version}"), "n_rows": len(rows),
-             "n_tasks": len({str(task_key_of(r)) for r in rows}),
+             "path": store.location(name, f"v{version}"), "n_rows": counts[0], "n_tasks": len(tasks),
              "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **info}
-    store.write_table(rows_to_table(rows), store.path(name, f"v{version}", "rows.parquet"))
     store.write_json(store.path(name, f"v{version}", "meta.json"),
                      {"schema_version": "1", **{k: meta.get(k) for k in _META_KEYS if k in meta}, "dataset": entry})
     store.add_to_index(entry)
@@ -127,7 +172,9 @@ def _write_version(store: DatasetStore, name: str, rows: list, meta: dict, info:
 def push(rows, meta=None, name: str = "", store=None, parent: str | None = None, purpose: str = "train",
          holdout: float | None = None, gate: bool = True, endorsed=(), strict_hacks: bool = False,
          description: str | None = None, filesystem=None) -> dict:
-    """Publish ``rows`` as the next version of dataset ``name``; returns the registry entry."""
+    """Publish ``rows`` as the next version of dataset ``name``; returns the registry entry. The rows
+    are read in passes (the gate, the per-task rates, the write), never all held: a run on disk
+    goes to the store a row group at a time."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ValueError(f"push(name={name!r}): use 1-100 letters, digits, '.', '_' or '-', starting with a "
                          "letter or digit (e.g. 'orders-rl')")
@@ -141,18 +188,18 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     endorsed = check_endorsed(endorsed)
     meta = _meta_dict(meta)
     rows = as_rows(rows)
-    if not rows:
+    if not len(rows):
         raise ValueError("push(): the run has no rows to publish")
     target = DatasetStore(store, filesystem)
     gate_report = publish_gate(rows, meta.get("mode"), endorsed, strict_hacks) if gate else None
-    rows = calibrate([export_row(r) for r in rows]) if gate else [export_row(r) for r in rows]
+    per_task = task_rewards(rows) if gate else None
     info = {"purpose": purpose, "parent": parent, "mode": meta.get("mode"), "description": description,
             "gate": gate_report}
     if holdout is None:
-        return _write_version(target, name, rows, meta, info)
-    train, held = _split_holdout(rows, float(holdout), name)
-    entry = _write_version(target, name, train, meta, info)
-    hold_entry = _write_version(target, f"{name}-holdout", held, meta,
+        return _write_version(target, name, _published(rows, per_task), meta, info)
+    held = _holdout_tasks(rows, float(holdout), name)
+    entry = _write_version(target, name, _published(rows, per_task, lambda t: t not in held), meta, info)
+    hold_entry = _write_version(target, f"{name}-holdout", _published(rows, per_task, held.__contains__), meta,
                                 {**info, "purpose": "holdout", "parent": entry["datasetId"], "gate": None})
     entry["holdout"] = hold_entry
     target.write_json(target.path(name, f"v{entry['version']}", "meta.json"),

@@ -22,6 +22,7 @@ failed, duplicate prompts, target. Groups are one prompt's rollouts within one e
 """
 from __future__ import annotations
 
+import hashlib
 import re
 
 from ..core.rng import short_hash
@@ -89,12 +90,11 @@ def _check_args(mode, target, band, truncated):
     return (lo, hi)
 
 
-def _diverse_order(alive: list, rows: list) -> list:
+def _diverse_order(alive: list, facts: list) -> list:
     """Row indices: one of each behaviour signature (first-seen order) before any second one."""
     buckets: dict = {}
     for i in alive:
-        row = rows[i]
-        buckets.setdefault(row.get("behavior_signature") or _norm(row.get("final_text")), []).append(i)
+        buckets.setdefault(facts[i].sig, []).append(i)
     out, depth = [], 0
     while len(out) < len(alive):
         out.extend(b[depth] for b in buckets.values() if depth < len(b))
@@ -141,6 +141,48 @@ class Selection(list):
     __repr__ = __str__
 
 
+def _digest(text: str) -> bytes:
+    """A short fixed-size stand-in for a normalised text (only ever compared for equality)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest()
+
+
+class _Facts:
+    """What the gates read of each row, gathered in one pass over the rows (a list, or rows on
+    disk read a row group at a time): a million rows never have to be held to be selected.
+    A row's later facts are only read while it survives the gates before them."""
+
+    __slots__ = ("reward", "junk", "leak", "trunc", "gid", "prompt", "reply", "sig", "task")
+
+    def __init__(self, row: dict, truncated: str):
+        self.reward = reward_of(row)
+        self.junk = self.leak = self.trunc = False
+        self.gid = self.prompt = self.reply = self.sig = self.task = None
+        if self.reward is None:
+            return
+        self.junk = is_junk(row)
+        if self.junk:
+            return
+        self.leak = leaks_privileged(row)
+        if self.leak:
+            return
+        self.trunc = truncated == "drop" and is_truncated(row)
+        if self.trunc:
+            return
+        self.gid = group_id_of(row)
+        reply = _norm(row.get("final_text"))
+        self.prompt, self.reply = _digest(_norm(row.get("prompt"))), _digest(reply)
+        self.sig = row.get("behavior_signature") or reply
+        self.task = row.get("scenario_id")
+
+
+def _row_batches(rows):
+    batches = getattr(rows, "batches", None)
+    if callable(batches):
+        yield from batches()
+    else:
+        yield rows
+
+
 def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncated: str = "drop",
            run_meta=None) -> Selection:
     """Pick training rows through the gates of the module docstring; returns a ``Selection``."""
@@ -148,7 +190,8 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
     endorsed = check_endorsed(endorsed)
     system_prompt, tools = run_context(run_meta, rows)
     rows = as_rows(rows)
-    rewards = [reward_of(r) for r in rows]
+    facts = [_Facts(r, truncated) for batch in _row_batches(rows) for r in batch]
+    rewards = [f.reward for f in facts]
     if mode == "rl":
         if all(v is None for v in rewards):
             raise RuntimeError(f"select(mode='rl') needs graded rows; none of the {len(rows)} rows has a "
@@ -157,7 +200,7 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
         raise RuntimeError(f"select() needs binary-graded rows (reward 0 or 1); none of the {len(rows)} rows "
                            "has one. Grade in the loop (simulate(..., grader=...)) or with data.grade(grader).")
 
-    alive = list(range(len(rows)))
+    alive = list(range(len(facts)))
     gates = []
 
     def gate(name: str, drop) -> None:
@@ -167,11 +210,11 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
         alive = kept
 
     gate("ungraded", lambda i: rewards[i] is None)
-    gate("junk", lambda i: is_junk(rows[i]))
-    gate("leaks", lambda i: leaks_privileged(rows[i]))
+    gate("junk", lambda i: facts[i].junk)
+    gate("leaks", lambda i: facts[i].leak)
     if truncated == "drop":
-        gate("truncated", lambda i: is_truncated(rows[i]))
-    gid = {i: group_id_of(rows[i]) for i in alive}
+        gate("truncated", lambda i: facts[i].trunc)
+    gid = {i: facts[i].gid for i in alive}
     if mode is not None and band is not None:
         members: dict = {}
         for i in alive:
@@ -186,21 +229,20 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
     seen: dict = {}
     if mode == "rl":            # a prompt's group seen again (a replay) is a duplicate group
         def dup(i):
-            return seen.setdefault(_norm(rows[i].get("prompt")), gid[i]) != gid[i]
+            return seen.setdefault(facts[i].prompt, gid[i]) != gid[i]
     elif mode == "sft":
         def dup(i):
-            key = (_norm(rows[i].get("prompt")), _norm(rows[i].get("final_text")))
-            return seen.setdefault(key, i) != i
+            return seen.setdefault((facts[i].prompt, facts[i].reply), i) != i
     if mode is None:
         gate("failed", lambda i: rewards[i] < 1.0)
-        gate("duplicates", lambda i: seen.setdefault(_norm(rows[i].get("prompt")), i) != i)
+        gate("duplicates", lambda i: seen.setdefault(facts[i].prompt, i) != i)
     else:
         gate("duplicates", dup)
         if mode == "sft":
             gate("failed", lambda i: rewards[i] < 1.0)
 
     if mode == "rl":
-        order, taken, total = _groups_in_task_order(alive, rows, gid), set(), 0
+        order, taken, total = _groups_in_task_order(alive, facts, gid), set(), 0
         for g, idx in order:
             if total + len(idx) > target:
                 break
@@ -208,25 +250,26 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
             total += len(idx)
         gate("target", lambda i: gid[i] not in taken)
     else:
-        ordered = _diverse_order(alive, rows)[:target]
+        ordered = _diverse_order(alive, facts)[:target]
         chosen = set(ordered)
         gate("target", lambda i: i not in chosen)
         alive = ordered
 
-    kept_src = [rows[i] for i in alive]
+    fetched = {i: rows[i] for i in sorted(alive)}     # only the kept rows are read again
+    kept_src = [fetched[i] for i in alive]
     out_rows = []
     for i in alive:
-        row = export_row(rows[i])
+        row = export_row(fetched[i])
         if mode == "rl":
             row["group_id"] = gid[i]
         out_rows.append(row)
     kept_rewards = [rewards[i] for i in alive]
     report = {
-        "mode": mode, "label": mode or "sft", "rows": len(rows), "kept": len(alive), "target": target,
+        "mode": mode, "label": mode or "sft", "rows": len(facts), "kept": len(alive), "target": target,
         "band": list(band) if band else None, "truncated": truncated, "endorsed": list(endorsed),
         "gates": gates, "dropped": {g["gate"]: g["dropped"] for g in gates},
         "groups": len({gid[i] for i in alive}) if mode == "rl" else None,
-        "tasks": len({rows[i].get("scenario_id") for i in alive}),
+        "tasks": len({facts[i].task for i in alive}),
         "distinct_behaviors": len({r.get("behavior_signature") for r in out_rows}),
         "mean_reward": round(sum(kept_rewards) / len(kept_rewards), 4) if kept_rewards else None,
         "hack_scan": hack_scan(kept_src, endorsed),
@@ -234,14 +277,14 @@ def select(rows, mode=None, target: int = 1000, band=None, endorsed=(), truncate
     return Selection(out_rows, report, kept_src, system_prompt, tools)
 
 
-def _groups_in_task_order(alive: list, rows: list, gid: dict) -> list:
+def _groups_in_task_order(alive: list, facts: list, gid: dict) -> list:
     """Groups as ``[(group_id, [row indices])]``, round-robin over tasks so many tasks come first."""
     groups: dict = {}
     for i in alive:
         groups.setdefault(gid[i], []).append(i)
     by_task: dict = {}
     for g, idx in groups.items():
-        by_task.setdefault(rows[idx[0]].get("scenario_id"), []).append((g, idx))
+        by_task.setdefault(facts[idx[0]].task, []).append((g, idx))
     out, depth, lists = [], 0, list(by_task.values())
     while len(out) < len(groups):
         out.extend(lst[depth] for lst in lists if depth < len(lst))

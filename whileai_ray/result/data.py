@@ -5,6 +5,11 @@ dropped); ``trajectories`` keeps the internal rows (with the privileged block, f
 ``leak_report`` and graders that may look). ``report()`` is the run's coverage summary,
 ``search`` how the budget was spent, ``warnings`` what to look at before trusting a number,
 ``pass_at`` the pass rates with their intervals once rows are graded.
+
+Small runs keep ``trajectories`` as a list in memory. A run past ``advanced={"spill_rows": ...}``
+rows keeps them on disk instead (``row_store.py``: Parquet files, decoded when used, removed
+when this object goes unless saved): every method works the same and streams, holding about
+one row group at a time; ``pass_at`` and the summaries are Arrow compute over fact columns.
 """
 from __future__ import annotations
 
@@ -14,9 +19,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..score.pass_at import pass_at
+from ..score.pass_at import pass_at_of_tally
 from ..store.reader import save_jsonl_atomic
 from .actions import RunActions
+from .row_store import is_arrow, row_store
 from .notebook import html_view
 from .rows_view import RowsView
 
@@ -61,6 +67,8 @@ class SimulationData(RowsView, RunActions):
     system_prompt: str = ""
     tools: list = field(default_factory=list)
     _rows_cache: Any = field(default=None, repr=False, compare=False)
+    # rows from which grade() runs on the cluster (advanced={"cluster_grade_rows": ...}); None: the default
+    _cluster_grade_rows: int | None = field(default=None, repr=False, compare=False)
 
 
     def __repr__(self) -> str:
@@ -74,6 +82,10 @@ class SimulationData(RowsView, RunActions):
 
     @property
     def judge_model(self) -> str | None:
+        if is_arrow(self.trajectories):
+            import pyarrow.compute as pc
+            models = pc.drop_null(row_store(self.trajectories).facts(["judge_model"]).column(0))
+            return models[0].as_py() if len(models) else None
         for t in self.trajectories:
             jm = t.get("judge_meta")
             if isinstance(jm, dict) and jm.get("model"):
@@ -83,15 +95,15 @@ class SimulationData(RowsView, RunActions):
     @property
     def pass_at(self):
         if self.repeat_policy in ("successive", "adaptive") and self.rollouts_per_request > 1:
-            return pass_at(self.rows, k=self.rollouts_per_request, unanimous_short=True)
-        return pass_at(self.rows)
+            return pass_at_of_tally(self._pass_tally(), k=self.rollouts_per_request, unanimous_short=True)
+        return pass_at_of_tally(self._pass_tally())
 
     # ------------------------------------------------------------------ save
     def save(self, path: str, meta: bool = False) -> str:
         """Write ``rows()`` as JSONL atomically (``path.tmp`` then rename); ``meta=True``
         adds the ``<stem>.meta.json`` sidecar. Returns the path."""
         path = os.fspath(path)
-        save_jsonl_atomic(list(self.rows), path)
+        save_jsonl_atomic(self.rows, path)     # streamed: an Arrow-backed run is written a row group at a time
         self.path = path
         if meta:
             _write_json_atomic(meta_path(path), self.meta_dict())

@@ -1,85 +1,64 @@
 """The run's summary: ``report()`` (coverage), ``search`` (how the budget was spent),
-``warnings`` (what to check before trusting a number). Pure functions over rows + stats."""
+``warnings`` (what to check before trusting a number). Pure functions over the rows' counts
+(``report_tally.py``: Arrow compute over their fact columns, the same for a list or a run on
+disk) and the planner's stats."""
 from __future__ import annotations
 
-import json
 import time
-from collections import Counter
 
-from ..core.defaults import REROLL_REASONS, TOOL_OK_STATUSES
+from ..core.defaults import REROLL_REASONS
 from ..core.rng import stable_hash
-from ..situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
+from ..situations.grid import all_pairs, cell_key, pairs_in
+from .report_tally import ReportTally, report_tally
+from .row_store import row_store
 from .warnings_text import run_warnings
 
 REASONS = REROLL_REASONS
 
 
-def _shape(row: dict) -> str:
-    return "|".join(row.get("tools_used") or []) or "no_tool"
+def _tier_mix(tally, cfg) -> dict:
+    n = tally.n
+    return {"hard_share_requested": cfg.hard_share, "hard_share_realized": round(tally.hard / n, 4) if n else None,
+            "counts": dict(sorted(tally.tier_counts.items())), "rows": n}
 
 
-def _tier_mix(rows, cfg, stats) -> dict:
-    counts = Counter(r.get("tier", "ordinary") for r in rows)
-    n = len(rows)
-    hard = sum(v for k, v in counts.items() if k in HARD_TIERS)
-    return {"hard_share_requested": cfg.hard_share, "hard_share_realized": round(hard / n, 4) if n else None,
-            "counts": dict(sorted(counts.items())), "rows": n}
+def run_tally(data) -> ReportTally:
+    """The run's ``ReportTally``: Arrow compute over its rows' fact columns."""
+    return report_tally(row_store(data.trajectories).facts())
 
 
-def _tools(rows, tool_names) -> dict:
-    out = {name: {"n": 0, "ok": 0, "fault_n": 0, "injected": 0} for name in tool_names}
-    for r in rows:
-        injected = bool(r.get("_fault_fired"))
-        for s in r.get("steps") or ():
-            name = s.get("tool") if isinstance(s, dict) else None
-            if name is None:
-                continue
-            t = out.setdefault(name, {"n": 0, "ok": 0, "fault_n": 0, "injected": 0})
-            t["n"] += 1
-            status = (s.get("result") or {}).get("status") if isinstance(s.get("result"), dict) else None
-            if status in TOOL_OK_STATUSES and not (s.get("result") or {}).get("stale"):
-                t["ok"] += 1
-            else:
-                t["fault_n"] += 1
-            if injected:
-                t["injected"] += 1
-    return out
-
-
-def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_rate, run_id, t_start) -> None:
-    rows = data.trajectories
+def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_rate, run_id,
+                 t_start) -> ReportTally:
+    """Fill the run's coverage, search, timings and warnings; returns the rows' tally (for the
+    notes ``simulate()`` adds)."""
+    tally = run_tally(data)
     stats = result["planner"]
-    n = len(rows)
+    n = tally.n
     tool_names = [t.get("function", t).get("name") for t in cfg.tools]
     planned = {cell_key(c) for c in cells}
-    cell_counts = Counter(json.dumps(r.get("scenario_dimensions"), sort_keys=True) for r in rows
-                          if r.get("scenario_dimensions", {}).get("origin") != "realized")
-    per_cell = Counter()
-    for r in rows:
-        d = r.get("scenario_dimensions") or {}
-        if d.get("origin") != "realized":
-            per_cell[cell_key(d)] += 1
+    cell_counts = tally.cell_counts
+    per_cell = tally.per_cell
     copies_needed = cfg.advanced.get("copies_needed", 5)
     min_copies = min((per_cell.get(k, 0) for k in planned), default=0)
     seen_cells = [c for c in cells if per_cell.get(cell_key(c))]
     pairs_planned = pairs_in(cells) if cells else all_pairs(axes)
     pairs_cov = pairs_in(seen_cells) & pairs_planned
-    faulted_rows = sum(1 for r in rows if r.get("faults"))
-    fired = sum(1 for r in rows if r.get("_fault_fired"))
+    faulted_rows = tally.faulted
+    fired = tally.fired
     lost_by = {k: stats["lost_by"].get(k, 0) for k in REASONS}
     elapsed = time.monotonic() - t_start
-    tier_mix = _tier_mix(rows, cfg, stats)
-    stance_mix = Counter((r.get("scenario_dimensions") or {}).get("stance", "none") for r in rows)
+    tier_mix = _tier_mix(tally, cfg)
+    stance_mix = tally.stance_counts
     requested_rows = max(0, cfg.budget)
     if cfg.situations is not None:
         requested_rows = min(requested_rows, cfg.situations * cfg.phrasings * cfg.repeats)
-    tools_report = _tools(rows, tool_names)
+    tools_report = tally.tools_report(tool_names)
     knobs = {k: v for k, v in cfg.advanced.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     coverage = {
-        "rows": n, "unique_prompts": len({r["prompt"] for r in rows}),
-        "unique_scenario_ids": len({r.get("scenario_id") for r in rows}),
-        "unique_signatures": len({r.get("behavior_signature") for r in rows}),
-        "unique_cells": len(per_cell), "unique_shapes": len({_shape(r) for r in rows}),
+        "rows": n, "unique_prompts": tally.unique_prompts,
+        "unique_scenario_ids": tally.unique_scenario_ids,
+        "unique_signatures": tally.unique_signatures,
+        "unique_cells": len(per_cell), "unique_shapes": len(tally.shape_counts),
         "budget": requested_rows if cfg.situations is None else max(0, cfg.budget),
         "stopped_because": data.stopped_because,
         "saturation": bool(planned) and min_copies >= copies_needed,
@@ -95,7 +74,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
         "arm_weights": {}, "tasks": 0, "traces": 0, "seeds": len(seeds) + len(dropped),
         "grader": getattr(cfg.grader, "__name__", None) if cfg.grader else None,
         "grade": cfg.grade, "llm_grade": cfg.llm_grade, "simulator": "template",
-        "writer_model": "template", "agent_model": data_model(rows), "user_model": None,
+        "writer_model": "template", "agent_model": data_model(data.trajectories), "user_model": None,
         "max_turns": cfg.max_turns, "avg_turns": cfg.avg_turns, "temperature": cfg.temperature,
         "sampling": cfg.sampling, "timeout": cfg.timeout, "logprobs": cfg.logprobs,
         "mode": cfg.mode, "repeat_policy": cfg.repeat_policy, "until": cfg.until,
@@ -120,8 +99,8 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
                 "lost_by": {k: v for k, v in lost_by.items() if v},
                 "situations": stats["situations"], "elapsed_s": round(elapsed, 1)}
     search = {
-        "cell_counts": dict(cell_counts), "shape_counts": dict(Counter(_shape(r) for r in rows)),
-        "region_counts": dict(Counter(r.get("scenario_id") for r in rows)),
+        "cell_counts": dict(cell_counts), "shape_counts": dict(tally.shape_counts),
+        "region_counts": dict(tally.region_counts),
         "arm_counts": stats["arm_counts"], "allocator": stats["allocator"], "mode": cfg.mode,
         "repeat_policy": cfg.repeat_policy, "n_req": cfg.phrasings, "k": cfg.repeats,
         "min_cell_copies": min_copies, "copies_needed": copies_needed,
@@ -155,7 +134,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.elapsed_seconds = elapsed
     data.rows_per_second = n / elapsed if elapsed > 0 else 0.0
     data.first_row_seconds = result.get("first_row_s") or 0.0
-    data.row_seconds = [r.get("_landed_s", 0.0) for r in rows]
+    data.row_seconds = list(tally.row_seconds)
     data.rollout_seconds = result["elapsed_s"]
     data.unique_prompts = coverage["unique_prompts"]
     data.unique_behavior_signatures = coverage["unique_signatures"]
@@ -172,11 +151,12 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.coverage_curve = list(stats.get("coverage_curve") or [])
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",
                    "model rollout", "full tool trajectory", "behavior signature", "row stored"]
-    listed, user_warnings, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate)
+    listed, user_warnings, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally)
     data.warnings = listed
     data.degraded = degraded
     data.search["_user_warnings"] = user_warnings
+    return tally
 
 
 def data_model(rows) -> str | None:
-    return rows[0].get("model_version") if rows else None
+    return rows[0].get("model_version") if len(rows) else None

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.defaults import JUDGE_FLOORS
 from ..score.judge_compare import compare_judges
-from ..score.pass_at import pass_at
+from ..score.pass_at import pass_at_of_tally
 from ..store.reader import save_jsonl_atomic
 from .rows_view import RowsView
 
@@ -43,11 +43,11 @@ class ScoredData(RowsView):
 
     @property
     def pass_at(self):
-        return pass_at(self.rows)
+        return pass_at_of_tally(self._pass_tally())
 
     def save(self, path) -> str:
         """Write ``rows()`` as JSONL atomically; return the path."""
-        return save_jsonl_atomic(list(self.rows), os.fspath(path))
+        return save_jsonl_atomic(self.rows, os.fspath(path))
 
     def compare_judges(self, judges, gold: str = "gold_reward", allow_model_gold: bool = False,
                        concurrency: int = 8, floors=JUDGE_FLOORS):

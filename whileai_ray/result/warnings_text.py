@@ -2,12 +2,10 @@
 it), the Python ``UserWarning``s it raises, and the ``degraded`` tokens."""
 from __future__ import annotations
 
-from ..situations.grid import HARD_TIERS
 
-
-def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, list, list]:
-    rows = data.trajectories
-    n = len(rows)
+def run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally) -> tuple[list, list, list]:
+    """``tally``: the rows' counts (``report_tally.ReportTally``), never the rows themselves."""
+    n = tally.n
     listed: list[str] = []
     user: list[str] = []
     degraded: list[str] = []
@@ -44,17 +42,17 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, li
         listed.append(msg)
         user.append(msg)
     if cfg.hard_share_set and n >= 20:
-        hard = sum(1 for r in rows if r.get("tier") in HARD_TIERS)
+        hard = tally.hard
         realized = hard / n
         if cfg.hard_share - realized > 0.10:
             listed.append(f"hard_share={cfg.hard_share:g} asked, {realized:.2f} drawn ({hard} of {n} rows from the "
                           "hard tiers); open asks and stance-less cells count as ordinary; pin "
                           "dimensions={'stance': [...]} for an all-hard set")
-    if cfg.tools and n and not any(r.get("tools_used") for r in rows):
+    if cfg.tools and n and not tally.any_tools_used:
         listed.append(f"0 of {n} rollouts called a tool; the agent never used the declared tools")
         degraded.append("no_tool_calls")
     if cfg.fault_rate_set and n >= 20:
-        share = sum(1 for r in rows if r.get("faults")) / n
+        share = tally.faulted / n
         asked = min(1.0, float(cfg.fault_rate))
         if abs(share - asked) > 0.05:
             user.append(f"fault_rate={cfg.fault_rate:g} asked but {share:.0%} of rows carry a fault; compare "

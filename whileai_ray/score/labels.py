@@ -30,7 +30,7 @@ from ..core.defaults import JUDGE_FLOORS
 from ..errors import JudgeTrustError
 
 __all__ = ["GOLD_KINDS", "TRUST_MODES", "JudgeTrustError", "attach_labels", "judge_agreement",
-           "cohen_kappa", "trust_check", "has_gold_label"]
+           "cohen_kappa", "trust_check", "has_gold_label", "label_plan", "apply_labels"]
 
 log = logging.getLogger("whileai_ray.trust")
 GOLD_KINDS = ("human", "program", "model")
@@ -69,46 +69,64 @@ def _items(labels, n_rows: int) -> list[dict]:
     return items
 
 
-def _index(rows: list) -> dict:
-    index: dict = {}
-    for i, row in enumerate(rows):
-        index[i] = row
-        index.setdefault(key_string(row_key(row)), row)
-        if row.get("scenario_id") is not None:
-            index.setdefault(f"{row['scenario_id']}#{row.get('rollout_index', 0) or 0}", row)
-        index.setdefault(("prompt", row.get("prompt"), row.get("final_text")), row)
-        index.setdefault(("prompt", row.get("prompt"), None), row)
-    return index
+_NO_TARGET = object()
 
 
-def _target(item: dict, index: dict):
+def _row_keys(i: int, row: dict):
+    """The names a label may give row ``i`` by (a row registers each; the first row wins)."""
+    yield i
+    yield key_string(row_key(row))
+    if row.get("scenario_id") is not None:
+        yield f"{row['scenario_id']}#{row.get('rollout_index', 0) or 0}"
+    yield ("prompt", row.get("prompt"), row.get("final_text"))
+    yield ("prompt", row.get("prompt"), None)
+
+
+def _lookup(item: dict):
+    """The row name a label item gives (``_NO_TARGET`` when it names none)."""
     for name in ("key", "index"):
         key = item.get(name)
         if key is not None:
             if isinstance(key, str) and key.isdigit():
                 key = int(key)
-            return index.get(key) if not isinstance(key, bool) else None
+            return _NO_TARGET if isinstance(key, bool) else key
     if item.get("scenario_id") is not None:
-        return index.get(f"{item['scenario_id']}#{item.get('rollout_index', 0) or 0}")
+        return f"{item['scenario_id']}#{item.get('rollout_index', 0) or 0}"
     if item.get("prompt") is not None:
-        return index.get(("prompt", item["prompt"], item.get("final_text")))
-    return None
+        return ("prompt", item["prompt"], item.get("final_text"))
+    return _NO_TARGET
 
 
-def attach_labels(rows, labels, kind: str = "human", *, annotator: str | None = None,
-                  replace: bool = False) -> dict:
-    """Write gold labels onto ``rows`` in place; return ``{labels, matched, unmatched, invalid,
-    rows_labeled, ties, kind}``. See the module docstring for the accepted shapes."""
+def _batches(rows):
+    batches = getattr(rows, "batches", None)
+    return batches() if callable(batches) else (rows,)
+
+
+def _positions(rows, wanted: set) -> dict:
+    """``{name: position}`` of the first row each wanted name fits, in one pass over ``rows``."""
+    found: dict = {}
+    pos = 0
+    for batch in _batches(rows):
+        for row in batch:
+            if not isinstance(row, dict):
+                continue
+            for key in _row_keys(pos, row):
+                if key in wanted and key not in found:
+                    found[key] = pos
+            pos += 1
+    return found
+
+
+def label_plan(rows, labels, kind: str = "human", annotator: str | None = None) -> tuple[dict, dict]:
+    """Which rows get which labels: ``({position: [label entries, in order]}, counts)``, from one
+    pass over ``rows`` (a list, or rows on disk). ``apply_labels`` writes a row's entries."""
     kind = "program" if kind == "verifier" else kind
     if kind not in GOLD_KINDS:
         raise ValueError(f"attach_labels(kind={kind!r}): kind is one of {', '.join(GOLD_KINDS)} "
                          "('verifier' reads as 'program')")
-    rows = [r for r in rows if isinstance(r, dict)]
-    index = _index(rows)
-    items = _items(labels, len(rows))
-    matched = invalid = 0
-    unmatched: list = []
-    touched: dict[int, dict] = {}
+    n_rows = len(rows) if hasattr(rows, "batches") else sum(1 for r in rows if isinstance(r, dict))
+    items = _items(labels, n_rows)
+    invalid, parsed = 0, []
     for item in items:
         if not isinstance(item, dict):
             invalid += 1
@@ -117,31 +135,59 @@ def attach_labels(rows, labels, kind: str = "human", *, annotator: str | None = 
         if value is None:
             invalid += 1
             continue
-        row = _target(item, index)
-        if row is None:
-            unmatched.append(item.get("key", item.get("index", item.get("prompt"))))
+        parsed.append((_lookup(item), value, str(item.get("annotator") or annotator or "unknown"),
+                       item.get("key", item.get("index", item.get("prompt")))))
+    wanted = set()
+    for key, *_ in parsed:
+        if key is not _NO_TARGET:
+            try:
+                wanted.add(key)
+            except TypeError:       # an unhashable name matches no row
+                pass
+    found = _positions(rows, wanted)
+    plan: dict = {}
+    matched, unmatched = 0, []
+    for key, value, who, shown in parsed:
+        try:
+            pos = None if key is _NO_TARGET else found.get(key)
+        except TypeError:
+            pos = None
+        if pos is None:
+            unmatched.append(shown)
             continue
-        if id(row) not in touched and (replace or not isinstance(row.get("gold_labels"), list)):
-            row["gold_labels"] = []
-        row["gold_labels"].append({"label": value, "kind": kind,
-                                   "annotator": str(item.get("annotator") or annotator or "unknown")})
-        touched[id(row)] = row
+        plan.setdefault(pos, []).append({"label": value, "kind": kind, "annotator": who})
         matched += 1
-    ties = 0
-    for row in touched.values():
-        votes = [r["label"] for r in row["gold_labels"] if _label(r.get("label")) is not None]
-        ones, zeros = sum(votes), len(votes) - sum(votes)
-        if ones == zeros:
-            row.pop("gold_reward", None)
-            row.pop("gold_kind", None)
-            ties += 1
-            continue
-        row["gold_reward"] = int(ones > zeros)
-        kinds = {r.get("kind") for r in row["gold_labels"]}
-        row["gold_kind"] = kinds.pop() if len(kinds) == 1 else "mixed"
-    return {"labels": len(items), "matched": matched, "unmatched": len(unmatched),
-            "unmatched_keys": [str(k) for k in unmatched[:10]], "invalid": invalid,
-            "rows_labeled": len(touched), "ties": ties, "kind": kind}
+    counts = {"labels": len(items), "matched": matched, "unmatched": len(unmatched),
+              "unmatched_keys": [str(k) for k in unmatched[:10]], "invalid": invalid,
+              "rows_labeled": len(plan), "ties": 0, "kind": kind}
+    return plan, counts
+
+
+def apply_labels(row: dict, entries: list, replace: bool = False) -> bool:
+    """Add ``entries`` to the row's ``gold_labels`` and set its majority; True on a tie."""
+    if replace or not isinstance(row.get("gold_labels"), list):
+        row["gold_labels"] = []
+    row["gold_labels"].extend(entries)
+    votes = [r["label"] for r in row["gold_labels"] if _label(r.get("label")) is not None]
+    ones, zeros = sum(votes), len(votes) - sum(votes)
+    if ones == zeros:
+        row.pop("gold_reward", None)
+        row.pop("gold_kind", None)
+        return True
+    row["gold_reward"] = int(ones > zeros)
+    kinds = {r.get("kind") for r in row["gold_labels"]}
+    row["gold_kind"] = kinds.pop() if len(kinds) == 1 else "mixed"
+    return False
+
+
+def attach_labels(rows, labels, kind: str = "human", *, annotator: str | None = None,
+                  replace: bool = False) -> dict:
+    """Write gold labels onto ``rows`` in place; return ``{labels, matched, unmatched, invalid,
+    rows_labeled, ties, kind}``. See the module docstring for the accepted shapes."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    plan, counts = label_plan(rows, labels, kind, annotator)
+    counts["ties"] = sum(apply_labels(rows[pos], entries, replace) for pos, entries in plan.items())
+    return counts
 
 
 def cohen_kappa(tp: int, fp: int, fn: int, tn: int) -> float | None:

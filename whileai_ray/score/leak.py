@@ -134,9 +134,9 @@ def leak_report(rows, min_len: int = 12) -> LeakReport:
     if isinstance(min_len, bool) or not isinstance(min_len, int) or min_len < 4:
         raise ValueError(f"leak_report(min_len=...) is the shortest quote that counts, an int >= 4; "
                          f"got {min_len!r}")
-    rows = list(rows)
-    checked, leaked = [], []
-    for i, row in enumerate(rows):
+    checked, leaked, n_rows = [], [], 0
+    for i, row in enumerate(rows):          # one pass: rows on disk are read a row group at a time
+        n_rows += 1
         if not isinstance(row, dict) or not isinstance(row.get("privileged"), dict) or not row["privileged"]:
             continue
         checked.append(i)
@@ -145,7 +145,7 @@ def leak_report(rows, min_len: int = 12) -> LeakReport:
             leaked.append({"index": i, "scenario_id": row.get("scenario_id"), **hit})
     n_checked, n_leaked = len(checked), len(leaked)
     rate = n_leaked / n_checked if n_checked else 0.0
-    head = f"checked {n_checked} of {len(rows)} rows: "
+    head = f"checked {n_checked} of {n_rows} rows: "
     if not n_checked:
         summary = head + "no row carries a privileged block (rows() is scrubbed; pass the trajectories)"
     elif not n_leaked:
@@ -153,5 +153,5 @@ def leak_report(rows, min_len: int = 12) -> LeakReport:
     else:
         noun = "reply" if n_leaked == 1 else "replies"
         summary = head + f"{n_leaked} {noun} quoted their privileged context ({rate:.1%})"
-    return LeakReport(n_rows=len(rows), n_checked=n_checked, n_leaked=n_leaked, rate=rate,
+    return LeakReport(n_rows=n_rows, n_checked=n_checked, n_leaked=n_leaked, rate=rate,
                       checked=checked, leaked=leaked, summary=summary, min_len=min_len)

@@ -27,7 +27,7 @@ from .intervals import MIN_BOOTSTRAP_TASKS, bootstrap_ci
 from .pass_at_notes import build_config, build_notes
 from .pass_at_tally import PassTally, numeric_reward, tally_rows, task_key_of
 
-__all__ = ["PassAt", "pass_at", "pass_at_of_tally", "task_key_of", "binary_reward", "as_rows"]
+__all__ = ["PassAt", "pass_at", "pass_at_of_tally", "task_key_of", "binary_reward", "as_rows", "lazy_rows"]
 
 
 @dataclass
@@ -83,10 +83,19 @@ class PassAt:
     __repr__ = __str__
 
 
+def lazy_rows(rows) -> bool:
+    """Rows on disk (``ArrowRows``, or a run's ``ExportedRows``): a sequence of dicts that reads
+    a row group at a time (``batches()``), never copied into a list."""
+    return callable(getattr(rows, "batches", None)) and hasattr(rows, "__getitem__") and hasattr(rows, "__len__")
+
+
 def as_rows(rows) -> list:
-    """Accept a row list, a ``SimulationData``-like object (``.rows`` / ``.rows()``), or an iterable."""
+    """Accept a row list, a ``SimulationData``-like object (``.rows`` / ``.rows()``), or an iterable.
+    Rows on disk (``lazy_rows``) are returned as they are: every element is a dict already."""
     if hasattr(rows, "rows") and not isinstance(rows, (list, tuple)):
         rows = rows.rows() if callable(rows.rows) else rows.rows
+    if lazy_rows(rows):
+        return rows
     if isinstance(rows, (str, bytes, dict)) or rows is None:
         raise TypeError(f"rows must be a list of row dicts, got {type(rows).__name__}")
     out = list(rows)
@@ -118,8 +127,10 @@ def _check_k(k, min_k) -> None:
 def pass_at(rows, k: int | None = None, *, min_k: int = 4, unanimous_short: bool = False,
             task_key=None) -> PassAt:
     """pass@1, pass^k and pass@k of graded rows, grouped by task. See the module docstring."""
-    rows = as_rows(rows)
     _check_k(k, min_k)
+    if task_key is None and callable(getattr(rows, "_pass_tally", None)):   # a run: its own (Arrow) tally
+        return pass_at_of_tally(rows._pass_tally(), k, min_k=min_k, unanimous_short=unanimous_short)
+    rows = as_rows(rows)
     return pass_at_of_tally(tally_rows(rows, task_key), k, min_k=min_k, unanimous_short=unanimous_short)
 
 

@@ -31,7 +31,7 @@ import statistics
 from .leak import find_leak
 from ..core.defaults import TOOL_OK_STATUSES
 
-__all__ = ["SCORES", "rank", "quality_of", "DEFAULT_MIN_QUALITY"]
+__all__ = ["SCORES", "rank", "RankTally", "quality_of", "DEFAULT_MIN_QUALITY"]
 
 SCORES = ("opener", "ping_pong", "leak", "complexity", "structure")
 DEFAULT_MIN_QUALITY = 0.6
@@ -130,34 +130,61 @@ def quality_of(row: dict) -> tuple[float, str, dict]:
     return round(quality, 3), reason, scores
 
 
-def rank(rows, min_quality: float | None = None) -> dict:
-    """Score every row in place (``quality``, ``quality_reason``, ``quality_scores``); return the
-    summary described in the module docstring. ``reward`` is left as it was."""
+def _floor(min_quality) -> float:
     floor = DEFAULT_MIN_QUALITY if min_quality is None else min_quality
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= floor <= 1.0:
         raise ValueError(f"rank(min_quality=...) is a quality floor between 0 and 1; got {min_quality!r}")
-    rows = [r for r in rows if isinstance(r, dict)]
-    values, fails = [], {name: 0 for name in SCORES}
-    buckets = {name: 0 for name in _BUCKETS}
-    for row in rows:
-        quality, reason, scores = quality_of(row)
-        row["quality"], row["quality_reason"], row["quality_scores"] = quality, reason, scores
-        values.append(quality)
-        buckets[_BUCKETS[min(4, int(math.floor(quality * 5 + 1e-9)))]] += 1
-        for name in SCORES:
-            fails[name] += scores[name] < 0.5
-    n = len(rows)
-    order = sorted(range(n), key=lambda i: (-values[i], i))[:5]
-    return {
-        "n": n,
-        "mean": round(sum(values) / n, 4) if n else None,
-        "median": round(statistics.median(values), 4) if n else None,
-        "min": min(values) if n else None,
-        "max": max(values) if n else None,
-        "distribution": buckets,
-        "fail_rates": {name: round(fails[name] / n, 4) if n else 0.0 for name in SCORES},
-        "n_pass": sum(1 for v in values if v >= floor),
-        "min_quality": floor,
-        "best": [{"index": i, "scenario_id": rows[i].get("scenario_id"),
-                  "prompt": str(rows[i].get("prompt") or "")[:80], "quality": values[i]} for i in order],
-    }
+    return floor
+
+
+class RankTally:
+    """``rank`` a batch at a time: scores each batch's rows in place and keeps what the summary
+    needs (the qualities, per-score failures, the best five), never the rows. ``rank(rows)`` is
+    one batch; rows on disk are ranked a row group at a time while they are rewritten."""
+
+    def __init__(self, min_quality: float | None = None):
+        self.floor = _floor(min_quality)
+        self.values: list = []
+        self.fails = {name: 0 for name in SCORES}
+        self.buckets = {name: 0 for name in _BUCKETS}
+        self.best: list = []            # (-quality, index, scenario_id, prompt head), the top five
+
+    def add(self, rows) -> None:
+        for row in rows:
+            if not isinstance(row, dict):
+                continue
+            quality, reason, scores = quality_of(row)
+            row["quality"], row["quality_reason"], row["quality_scores"] = quality, reason, scores
+            i = len(self.values)
+            self.values.append(quality)
+            self.buckets[_BUCKETS[min(4, int(math.floor(quality * 5 + 1e-9)))]] += 1
+            for name in SCORES:
+                self.fails[name] += scores[name] < 0.5
+            key = (-quality, i)
+            if len(self.best) < 5 or key < self.best[-1][:2]:
+                self.best.append((-quality, i, row.get("scenario_id"), str(row.get("prompt") or "")[:80]))
+                self.best.sort()
+                del self.best[5:]
+
+    def summary(self) -> dict:
+        values, n = self.values, len(self.values)
+        return {
+            "n": n,
+            "mean": round(sum(values) / n, 4) if n else None,
+            "median": round(statistics.median(values), 4) if n else None,
+            "min": min(values) if n else None,
+            "max": max(values) if n else None,
+            "distribution": self.buckets,
+            "fail_rates": {name: round(self.fails[name] / n, 4) if n else 0.0 for name in SCORES},
+            "n_pass": sum(1 for v in values if v >= self.floor),
+            "min_quality": self.floor,
+            "best": [{"index": i, "scenario_id": sid, "prompt": head, "quality": -q} for q, i, sid, head in self.best],
+        }
+
+
+def rank(rows, min_quality: float | None = None) -> dict:
+    """Score every row in place (``quality``, ``quality_reason``, ``quality_scores``); return the
+    summary described in the module docstring. ``reward`` is left as it was."""
+    tally = RankTally(min_quality)
+    tally.add(rows)
+    return tally.summary()

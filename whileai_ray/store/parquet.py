@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import islice
 from pathlib import Path
 
 import pyarrow as pa
@@ -55,10 +56,19 @@ def _atomic_write_table(table: pa.Table, path: Path, row_group_size: int) -> Non
 
 
 def write_parquet(rows, path, row_group_size: int = 2000) -> str:
-    """Write rows to one Parquet file (atomically, parent dirs created); return the path."""
+    """Write rows (any iterable) to one Parquet file, a row group at a time (atomically, parent
+    dirs created); return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_table(rows_to_table(list(rows)), path, row_group_size)
+    tmp = path.with_name(path.name + ".tmp")
+    it = iter(rows)
+    with pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
+        while True:
+            chunk = list(islice(it, max(1, row_group_size)))
+            if not chunk:
+                break
+            writer.write_table(rows_to_table(chunk), row_group_size=max(1, row_group_size))
+    os.replace(tmp, path)
     return str(path)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from itertools import islice
 from pathlib import Path
 
 from .jsonl import dump_line, parse_jsonl
@@ -123,10 +124,17 @@ def save_jsonl_atomic(rows, path) -> str:
         raise TypeError(f"save(path=...) expects a file path, got {type(path).__name__}")
     if Path(path).is_dir():
         raise ValueError(f"save(path={str(path)!r}) is a folder; pass a file path such as rows.jsonl")
-    batch = 2000
-    rows = list(rows)
-    chunks = (b"".join(dump_line(r) for r in rows[i:i + batch]) for i in range(0, len(rows), batch))
-    return _atomic_write_bytes(chunks, path)
+    return _atomic_write_bytes(_line_chunks(rows), path)
+
+
+def _line_chunks(rows, batch: int = 2000):
+    """JSONL bytes of ``rows`` (any iterable) 2,000 lines at a time: rows are never all held."""
+    it = iter(rows)
+    while True:
+        chunk = list(islice(it, batch))
+        if not chunk:
+            return
+        yield b"".join(dump_line(r) for r in chunk)
 
 
 def save_meta_atomic(meta: dict, path) -> str:

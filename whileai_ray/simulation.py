@@ -21,6 +21,7 @@ from .core.identity import new_run_id, resumed_unit_key
 from .core.rng import stable_hash
 from .core.unit import RunMeta
 from .result.data import SimulationData
+from .result.cluster_hook import install_cluster_runner
 from .result.progress import ProgressReporter, logger
 from .result.report import build_report
 from .result.row_store import as_trajectories, landed_rows
@@ -40,6 +41,16 @@ from .store.plan_snapshot_file import snapshot_path
 from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
+
+
+def _ray_data_runner(*args, **kwargs):
+    """Large results are graded on the cluster: ``result/`` reaches the runtime's Ray Data path
+    through this hook (it may not import ray itself); ray is imported on the first such grade."""
+    from .runtime.ray_data_grading import map_row_batches
+    return map_row_batches(*args, **kwargs)
+
+
+install_cluster_runner(_ray_data_runner)
 ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
 LAND_BATCH = 1024                         # rows handed to the landed-rows store at a time
 

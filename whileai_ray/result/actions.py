@@ -10,8 +10,7 @@ from typing import Mapping, Sequence
 
 from ..core.defaults import JUDGE_FLOORS, JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from ..score.judge_compare import compare_judges
-from ..score.labels import attach_labels
-from .grading_paths import grade_llm, grade_run, leak_report_of, llm_grade, rank_source
+from .grading_paths import attach_labels_to, grade_llm, grade_run, leak_report_of, llm_grade, rank_source
 
 
 def _export():
@@ -67,7 +66,7 @@ class RunActions:
 
     def attach_labels(self, labels, kind: str = "human", *, annotator: str | None = None, replace: bool = False):
         """Attach gold labels (``gold_reward``) for the judge trust check and ``compare_judges``."""
-        out = attach_labels(self.trajectories, labels, kind=kind, annotator=annotator, replace=replace)
+        out = attach_labels_to(self, labels, kind=kind, annotator=annotator, replace=replace)
         self._touch()
         return out
 

@@ -3,7 +3,7 @@
 
 ``grade_run(data, ...)`` is ``SimulationData.grade`` in full; it picks a path by what it is given:
 
-* ``grader`` (a callable): scores the trajectories in place (``grading.grade_in_place``), runs
+* ``grader`` (a callable, or a class built once): scores the trajectories in place (``grading.grade_batch``), runs
   the trust check, rewrites ``path`` (or the run's own path) and returns the run itself;
 * ``judge=`` (the contract path): :func:`grade_with_judge` returns a :class:`ScoredData` of
   copies; the run is left untouched and judge failures stay marked per row;
@@ -13,31 +13,41 @@
 
 ``grade_llm(source)`` takes a run, a row list (in place) or a JSONL/Parquet path (rewritten unless
 ``output=``); its judge is built and checked before any row is touched (RuntimeError, nothing spent).
+
+A run whose rows are on disk (Arrow-backed, ``row_store.py``), or a path with more rows than a run
+keeps in memory, is graded a batch at a time by ``batch_grading.py`` (on the cluster past
+``advanced={"cluster_grade_rows": ...}`` rows); the results are the same as the list's.
 """
 from __future__ import annotations
 
 import os
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from numbers import Real
 from pathlib import Path
 
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from ..core.rows import HIDDEN_KEYS, export_row
-from ..score.grading import call_grader, fresh_scoring_run_id, grade_in_place
+from ..score.grading import call_grader, fresh_scoring_run_id, grade_batch
 from ..score.judging import apply_verdict, judge_name
-from ..score.labels import TRUST_MODES, trust_check
+from ..score.labels import TRUST_MODES, attach_labels, trust_check
 from ..score.leak import leak_report
 from ..score.llm_judge import Judge, build_judge, judge_rows
 from ..score.rank import rank
 from ..store.reader import load_rows, save_jsonl_atomic
+from .batch_grading import (apply_llm_verdicts, attach_labels_stored, built_grader, grade_llm_stored,
+                            grade_stored, llm_grade_stored, rank_stored, stamp_trust)
+from .row_store import is_arrow, open_large_path, row_store, spill_rows
 from .scored import ScoredData
 
-__all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of"]
+__all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of",
+           "attach_labels_to"]
 
 
 def _is_run(source) -> bool:
-    return hasattr(source, "trajectories") and isinstance(getattr(source, "trajectories"), list)
+    rows = getattr(source, "trajectories", None)
+    return isinstance(rows, list) or is_arrow(rows)
 
 
 def _check_trust(trust) -> None:
@@ -62,10 +72,11 @@ def _export(row: dict) -> dict:
 
 
 def _write(rows, path) -> str:
+    exported = (_export(r) for r in rows)      # streamed: rows on disk are written a row group at a time
     if str(path).endswith(".parquet"):
         from ..store.parquet import write_parquet   # lazy: pyarrow, only for a .parquet target
-        return write_parquet([_export(r) for r in rows], path)
-    return save_jsonl_atomic([_export(r) for r in rows], path)
+        return write_parquet(exported, path)
+    return save_jsonl_atomic(exported, path)
 
 
 def _save_run(data, path) -> str | None:
@@ -115,22 +126,34 @@ def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None 
     if scale is not None and (len(scale) != 2 or not all(isinstance(v, Real) for v in scale)
                               or scale[1] <= scale[0]):
         raise ValueError(f"scale= is (lo, hi) with hi > lo, mapping the judge's ratings onto 0..1; got {scale!r}")
-    copies = [_copy(t) for t in data.trajectories]
     name, workers = judge_name(judge), max(1, min(int(concurrency), 32))
     if isinstance(judge, Judge):
-        verdicts = judge_rows(judge, copies, workers)
         version = version or judge.version
-    else:
-        transform = (lambda raw: _scaled(raw, scale)) if scale is not None else None
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            verdicts = list(pool.map(lambda row: call_grader(judge, row, transform=transform), copies))
+    transform = (lambda raw: _scaled(raw, scale)) if scale is not None else None
     run_id = fresh_scoring_run_id()
-    for row, verdict in zip(copies, verdicts):
-        apply_verdict(row, verdict, name, run_id)
-        row["judge_meta"] = dict(verdict.get("judge_meta") or {"trust": None})
-        if version:
-            row["lineage"]["judge_version"] = version
-    _stamp_trust(copies, trust)
+
+    def graded_copies(batch):
+        copies = [_copy(t) for t in batch]
+        if isinstance(judge, Judge):
+            verdicts = judge_rows(judge, copies, workers)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                verdicts = list(pool.map(lambda row: call_grader(judge, row, transform=transform), copies))
+        for row, verdict in zip(copies, verdicts):
+            apply_verdict(row, verdict, name, run_id)
+            row["judge_meta"] = dict(verdict.get("judge_meta") or {"trust": None})
+            if version:
+                row["lineage"]["judge_version"] = version
+        return copies
+    if is_arrow(data.trajectories):    # copies on disk too: a new spill, graded a row group at a time
+        copies = spill_rows(r for batch in row_store(data.trajectories).batches() for r in graded_copies(batch))
+        store = row_store(copies)
+        summary = trust_check([store[i] for i, g in enumerate(store.facts(["gold"]).column(0).to_pylist()) if g],
+                              trust)
+        store.update(partial(stamp_trust, summary=summary))
+    else:
+        copies = graded_copies(data.trajectories)
+        _stamp_trust(copies, trust)
     return ScoredData(trajectories=copies, judge_name=name, scoring_run_id=run_id, judge_version=version,
                       system_prompt=getattr(data, "system_prompt", ""), tools=list(getattr(data, "tools", [])))
 
@@ -143,7 +166,8 @@ def _source_rows(source, policy, tools):
     if isinstance(source, (str, os.PathLike)):
         if Path(source).is_dir():
             raise ValueError(f"grade({os.fspath(source)!r}) is a folder; pass the JSONL or Parquet file")
-        rows, meta = load_rows(source)
+        large = open_large_path(source)      # a large file: rows read lazily (Parquet) or spilled (JSONL)
+        rows, meta = large if large is not None else load_rows(source)
         return (rows, policy or meta.get("system_prompt") or "",
                 tools if tools is not None else meta.get("tools"), "path")
     if not isinstance(source, (list, tuple)):
@@ -152,9 +176,13 @@ def _source_rows(source, policy, tools):
     return source, policy, tools, "rows"
 
 
-def _limit(rows, limit):
+def _check_limit(limit) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit= is how many rows to grade, an int >= 0; got {limit!r}")
+
+
+def _limit(rows, limit):
+    _check_limit(limit)
     return list(rows) if limit is None else list(rows)[:limit]
 
 
@@ -169,24 +197,23 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     rubric = rubric if rubric is not None else prompt
     judge = build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged,
                          payload_chars, max_tokens)
-    target = _limit(rows, limit)
-    verdicts = judge_rows(judge, target, concurrency)
-    run_id = fresh_scoring_run_id()
-    for row, verdict in zip(target, verdicts):
-        previous = row.get("reward")
-        if isinstance(previous, Real) and not isinstance(previous, bool) and "qwen_reward" not in row:
-            row["qwen_reward"] = previous
-        apply_verdict(row, verdict, judge.name, run_id)
-        row["lineage"]["judge_version"] = judge.version
-        row["judge_meta"] = dict(verdict["judge_meta"])
-    summary = _stamp_trust(target, trust)
-    statuses = Counter(v["judge_status"] for v in verdicts)
-    rewards = Counter(v["reward"] for v in verdicts if v["judge_status"] == "ok")
+    if is_arrow(rows):
+        _check_limit(limit)
+        statuses, rewards, summary = grade_llm_stored(source if kind == "run" else rows, judge, concurrency,
+                                                      limit, trust)
+    else:
+        target = _limit(rows, limit)
+        verdicts = judge_rows(judge, target, concurrency)
+        apply_llm_verdicts(target, verdicts, judge, fresh_scoring_run_id())
+        summary = _stamp_trust(target, trust)
+        statuses = Counter(v["judge_status"] for v in verdicts)
+        rewards = Counter(v["reward"] for v in verdicts if v["judge_status"] == "ok")
+    n_judged = sum(statuses.values())
     warnings = []
-    unjudged = len(verdicts) - statuses.get("ok", 0)
+    unjudged = n_judged - statuses.get("ok", 0)
     if unjudged:
         detail = ", ".join(f"{s} {n}" for s, n in sorted(statuses.items()) if s != "ok")
-        warnings.append(f"{unjudged} of {len(verdicts)} rows unjudged ({detail}); their reward is None, not 0")
+        warnings.append(f"{unjudged} of {n_judged} rows unjudged ({detail}); their reward is None, not 0")
     if sum(rewards.values()) > 1 and len(rewards) == 1:
         warnings.append(f"every graded row scored {next(iter(rewards))}: check the rubric before trusting it")
     if summary is not None and not summary["ok"]:
@@ -212,9 +239,12 @@ def llm_grade(data, spec=None, concurrency: int = 16, api_key=None, path=None, *
         raise TypeError("llm_grade() takes a SimulationData or a row list; for a file use grade(path)")
     judge = build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged,
                          payload_chars, max_tokens)
-    for row, verdict in zip(rows, judge_rows(judge, rows, concurrency)):
-        row["llm_reward"] = verdict["reward"] if verdict["judge_status"] == "ok" else None
-        row["llm_reason"] = verdict["reason"]
+    if is_arrow(rows):
+        llm_grade_stored(data, judge, concurrency)
+    else:
+        for row, verdict in zip(rows, judge_rows(judge, rows, concurrency)):
+            row["llm_reward"] = verdict["reward"] if verdict["judge_status"] == "ok" else None
+            row["llm_reason"] = verdict["reason"]
     if kind == "run" and hasattr(data, "_touch"):
         data._touch()
     if path:
@@ -236,8 +266,12 @@ def grade_run(data, grader=None, judge=None, llm: bool = False, llm_spec=None, s
     if grader is not None and not isinstance(grader, Judge):
         if not callable(grader):
             raise TypeError("grader= takes a callable row -> number | {'reward': ..., 'reason': ...}")
-        grade_in_place(data, grader, concurrency=concurrency)
-        _stamp_trust(data.trajectories, trust)
+        if is_arrow(data.trajectories):
+            grade_stored(data, grader, concurrency, trust)
+        else:
+            grade_batch(data.trajectories, built_grader(grader), judge_name(grader), fresh_scoring_run_id(),
+                        concurrency)
+            _stamp_trust(data.trajectories, trust)
         _save_run(data, path)
         return data
     if llm:
@@ -254,11 +288,18 @@ def rank_source(source, output=None, min_quality=None) -> dict:
     """Module ``rank(source, output=, min_quality=)`` and ``data.rank(path=)``: quality scores in place
     (a path is rewritten, or ``output`` written); the summary gains ``path`` when a file was written."""
     rows, _, _, kind = _source_rows(source, "", None)
-    summary = rank(rows, min_quality=min_quality)
+    summary = rank_stored(rows, min_quality) if is_arrow(rows) else rank(rows, min_quality=min_quality)
     written = _write_back(source, rows, kind, output)
     if written:
         summary["path"] = written
     return summary
+
+
+def attach_labels_to(data, labels, kind: str = "human", annotator=None, replace: bool = False) -> dict:
+    """``data.attach_labels``: in place for a list, a rewrite for rows on disk."""
+    if is_arrow(data.trajectories):
+        return attach_labels_stored(data, labels, kind, annotator, replace)
+    return attach_labels(data.trajectories, labels, kind=kind, annotator=annotator, replace=replace)
 
 
 def leak_report_of(source, min_len: int = 12):

@@ -1,9 +1,14 @@
-"""``wai.load(path)``: a saved run (JSONL or Parquet, file or folder) back as a SimulationData."""
+"""``wai.load(path)``: a saved run (JSONL or Parquet, file or folder) back as a SimulationData.
+
+A file with more rows than a run keeps in memory (``WHILEAI_RAY_SPILL_ROWS``, default the
+``spill_rows`` knob) comes back Arrow-backed: a Parquet file read where it is, a JSONL file
+spilled to a temporary folder in one pass."""
 from __future__ import annotations
 
 import os
 
 from .data import SimulationData
+from .row_store import open_large_path
 from ..store.reader import load_rows
 
 _META_FIELDS = ("stopped_because", "coverage", "search", "warnings", "degraded", "stages", "budget",
@@ -17,7 +22,8 @@ def load(path) -> SimulationData:
     if not os.path.exists(path):
         raise FileNotFoundError(f"wai.load: no file or folder at {path!r}; pass the path a run wrote "
                                 "(checkpoint=, output= or data.save())")
-    rows, meta = load_rows(path)
+    large = open_large_path(path)      # past spill_rows: rows on disk, decoded when used
+    rows, meta = large if large is not None else load_rows(path)
     data = SimulationData(trajectories=rows)
     for name in _META_FIELDS:
         if name in meta and meta[name] is not None:

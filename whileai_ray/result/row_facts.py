@@ -17,7 +17,7 @@ Columns (one value per row):
 * ``step_tools`` / ``step_ok``: each tool step's tool and whether it answered ok (the per-tool report);
 * ``landed_s``, ``resumed``, ``ended_on_question``, ``user_left``, ``user_turns``;
 * ``gold``: the row has a 0/1 gold label (the trust check reads only those rows);
-* ``judge_model``: ``judge_meta["model"]``, when the judge stamped one.
+* ``judge_model``: ``judge_meta["model"]``, when the judge stamped one; ``judge_status`` as it is.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ _REPORT_FACTS = (("prompt_sha", "string"), ("scenario_id", "string"), ("signatur
                  ("shape", "string"), ("used_tools", "bool"), ("faulted", "bool"), ("fault_fired", "bool"),
                  ("step_tools", "list<string>"), ("step_ok", "list<bool>"), ("landed_s", "float64"),
                  ("resumed", "bool"), ("ended_on_question", "bool"), ("user_left", "bool"),
-                 ("user_turns", "int64"), ("gold", "bool"), ("judge_model", "string"))
+                 ("user_turns", "int64"), ("gold", "bool"), ("judge_model", "string"), ("judge_status", "string"))
 _FACTS = PASS_AT_FACTS + _REPORT_FACTS
 FACT_NAMES = tuple(name for name, _ in _FACTS)
 
@@ -96,6 +96,7 @@ def row_facts(rows: list) -> dict:
         meta = r.get("judge_meta")
         cols["judge_model"].append(_text(meta.get("model")) if isinstance(meta, dict) and meta.get("model")
                                    else None)
+        cols["judge_status"].append(_text(r.get("judge_status")))
     return out
 
 

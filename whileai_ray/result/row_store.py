@@ -21,7 +21,7 @@ from __future__ import annotations
 from .row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
 
 __all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "as_trajectories", "open_parquet",
-           "MemoryStore", "ArrowStore", "new_writer"]
+           "MemoryStore", "ArrowStore", "new_writer", "rows_table", "open_large_path", "count_rows"]
 
 
 def is_arrow(rows) -> bool:
@@ -33,6 +33,13 @@ def new_writer(folder: str):
     """A ``SpillWriter`` that writes the fact columns of ``row_facts.py`` beside each row."""
     from ..store.spill import SpillWriter
     return SpillWriter(folder, facts=row_facts, facts_schema=facts_schema())
+
+
+def rows_table(rows: list):
+    """Rows as one spill table (row_json + fact columns): what a cluster worker returns for the
+    batch it changed (a plain function, so it travels to the worker by reference)."""
+    from ..store.spill import spill_schema, table_of
+    return table_of(rows, row_facts, spill_schema(facts_schema()))
 
 
 class MemoryStore:
@@ -150,6 +157,45 @@ def as_trajectories(landed):
     from ..store.arrow_rows import ArrowRows
     files, owner = out
     return ArrowRows(files, owner=owner)
+
+
+def count_rows(path) -> int:
+    """Rows in a JSONL (its newlines, counted without decoding) or Parquet file (its footer)."""
+    from ..store.reader import is_parquet
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+        return pq.ParquetFile(path).metadata.num_rows
+    n = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            n += block.count(b"\n")
+    return n
+
+
+def open_large_path(path, threshold: int | None = None):
+    """``(rows, meta)`` of a file with more rows than a run keeps in memory (``spill_rows``; for a
+    path, ``WHILEAI_RAY_SPILL_ROWS`` when set): a Parquet file is read where it is (never
+    written), a JSONL file is spilled to a temporary folder in one streaming pass. None for a
+    smaller file (read it whole, as always)."""
+    import logging
+    import os
+    from ..config.advanced import KNOBS
+    from ..store.reader import is_parquet, jsonl_rows, read_meta
+    path = os.fspath(path)
+    if threshold is None:
+        threshold = int(os.environ.get("WHILEAI_RAY_SPILL_ROWS") or KNOBS["spill_rows"][1])
+    if not os.path.isfile(path) or count_rows(path) <= threshold:
+        return None
+    meta = read_meta(path)
+    if is_parquet(path):
+        return open_parquet(path), meta
+    warnings: list = []
+    rows = spill_rows(jsonl_rows(path, warnings))
+    for message in warnings:
+        logging.getLogger("whileai_ray.store.reader").warning(message)
+    if warnings:
+        meta["warnings"] = list(meta.get("warnings") or []) + warnings
+    return rows, meta
 
 
 def open_parquet(path):

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..core.rows import export_row
 from .judging import apply_verdict, judge_name, normalize_judge_result
 
-__all__ = ["call_grader", "grade_in_place", "fresh_scoring_run_id"]
+__all__ = ["call_grader", "grade_in_place", "grade_batch", "fresh_scoring_run_id"]
 
 
 def fresh_scoring_run_id() -> str:
@@ -48,9 +48,12 @@ def grade_in_place(data, grader, concurrency: int = 32) -> None:
     """Score every trajectory of ``data`` with ``grader`` on a thread pool, in place."""
     if not callable(grader):
         raise TypeError("grader= takes a callable row -> number | bool | {'reward': ..., 'reason': ...}")
-    name = judge_name(grader)
-    run_id = fresh_scoring_run_id()
-    rows = data.trajectories
+    grade_batch(data.trajectories, grader, judge_name(grader), fresh_scoring_run_id(), concurrency)
+
+
+def grade_batch(rows: list, grader, name: str, run_id: str, concurrency: int = 32) -> None:
+    """Score ``rows`` with ``grader`` on a thread pool, in place (one batch of a run: every
+    batch of one grading pass shares its ``name`` and ``run_id``)."""
     # internal=False: data.grade(grader=) has always shown the grader the exported row
     with ThreadPoolExecutor(max_workers=max(1, min(int(concurrency), 64))) as pool:
         verdicts = list(pool.map(lambda r: call_grader(grader, r, internal=False), rows))

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from .jsonl import dump_line, parse_jsonl
 
-__all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for"]
+__all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for", "read_meta", "is_parquet",
+           "jsonl_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,37 @@ def _read_meta(path: Path) -> dict:
             if isinstance(meta, dict):
                 return meta
     return {}
+
+
+def read_meta(path) -> dict:
+    """The ``save(meta=True)`` sidecar of a file or folder (``{}`` when there is none)."""
+    return _read_meta(Path(path))
+
+
+def is_parquet(path) -> bool:
+    """Is this file Parquet (by its suffix or its magic bytes)?"""
+    return _is_parquet(Path(path))
+
+
+def jsonl_rows(path, warnings: list):
+    """The rows of a JSONL file one at a time, never all held: a checkpoint header, blank lines
+    and lines that are not JSON objects are skipped (each invalid line noted in ``warnings``)."""
+    from .jsonl import HEADER_KEY
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                torn = not line.endswith(b"\n")
+                warnings.append(f"{path}: " + (f"dropped a torn last line ({len(line)} bytes, no trailing newline)"
+                                               if torn else f"line {number} is not a JSON object; skipped"))
+                continue
+            if isinstance(obj, dict) and HEADER_KEY not in obj:
+                yield obj
+            elif not isinstance(obj, dict):
+                warnings.append(f"{path}: line {number} is not a JSON object; skipped")
 
 
 def _parquet():

@@ -33,7 +33,8 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["SpillWriter", "OwnedFolder", "SPILL_VERSION_KEY", "SPILL_VERSION", "PART_GLOB", "dump_row"]
+__all__ = ["SpillWriter", "OwnedFolder", "LandedRows", "SPILL_VERSION_KEY", "SPILL_VERSION", "PART_GLOB",
+           "dump_row", "spill_schema", "table_of"]
 
 SPILL_VERSION_KEY = b"whileai_ray.spill_version"
 SPILL_VERSION = b"1"
@@ -43,6 +44,27 @@ PART_ROWS = 65_536           # rows per part file
 _COMPRESSION = "zstd"
 # ASCII-escaped JSON: any Python str (even a lone surrogate) survives the round trip.
 dump_row = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
+def spill_schema(facts_schema: pa.Schema | None = None) -> pa.Schema:
+    """``row_json`` then the fact fields, with the spill version in the metadata."""
+    fields = [pa.field("row_json", pa.string())] + (list(facts_schema) if facts_schema is not None else [])
+    return pa.schema(fields, metadata={SPILL_VERSION_KEY: SPILL_VERSION})
+
+
+def table_of(rows: list, facts: Callable[[list], dict] | None, schema: pa.Schema) -> pa.Table:
+    """``rows`` as a spill table: their JSON and the ``facts(rows)`` columns, in ``schema``."""
+    columns = {"row_json": [dump_row(r) for r in rows]}
+    if facts is not None:
+        columns.update(facts(rows))
+    try:
+        return pa.Table.from_pydict(columns, schema=schema)
+    except UnicodeEncodeError:   # a fact held a lone surrogate: store it replaced (row_json is exact)
+        for name, values in columns.items():
+            if name != "row_json":
+                columns[name] = [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
+                                 for v in values]
+        return pa.Table.from_pydict(columns, schema=schema)
 
 
 class OwnedFolder:
@@ -88,8 +110,7 @@ class SpillWriter:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.facts = facts
-        fields = [pa.field("row_json", pa.string())] + (list(facts_schema) if facts_schema is not None else [])
-        self.schema = pa.schema(fields, metadata={SPILL_VERSION_KEY: SPILL_VERSION})
+        self.schema = spill_schema(facts_schema)
         self.group_rows, self.part_rows = group_rows, part_rows
         self.rows_written = 0
         self.files: list[str] = []
@@ -112,17 +133,7 @@ class SpillWriter:
 
     def table_of(self, rows: list) -> pa.Table:
         """``rows`` as a table of this writer's schema (row_json + facts)."""
-        columns = {"row_json": [dump_row(r) for r in rows]}
-        if self.facts is not None:
-            columns.update(self.facts(rows))
-        try:
-            return pa.Table.from_pydict(columns, schema=self.schema)
-        except UnicodeEncodeError:   # a fact held a lone surrogate: store it replaced (row_json is exact)
-            for name, values in columns.items():
-                if name != "row_json" and values and isinstance(values[0], str):
-                    columns[name] = [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
-                                     for v in values]
-            return pa.Table.from_pydict(columns, schema=self.schema)
+        return table_of(rows, self.facts, self.schema)
 
     def _write_group(self) -> None:
         rows, self._buffer = self._buffer, []

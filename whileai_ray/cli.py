@@ -7,6 +7,7 @@
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
     whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench/lines.py)
+    whileai-ray bench --scale [--rows N]    a result too large to hold (see whileai_ray/bench/scale.py)
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -52,6 +53,9 @@ def _demo(args) -> int:
 
 
 def _bench(args) -> int:
+    if args.scale:
+        from .bench.scale import run_scale_bench
+        return run_scale_bench(rows=args.rows, ray=args.with_run)
     return run_bench(quick=args.quick)
 
 
@@ -198,6 +202,9 @@ def main(argv=None) -> int:
     p.set_defaults(func=_demo)
     b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench/lines.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
+    b.add_argument("--scale", action="store_true", help="the large-result lines: a million rows on disk")
+    b.add_argument("--rows", type=int, default=1_000_000, help="rows of the --scale result (default 1,000,000)")
+    b.add_argument("--with-run", action="store_true", help="--scale: also a spilled simulate() run (starts Ray)")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)
     args = parser.parse_args(argv)

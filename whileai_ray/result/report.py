@@ -9,7 +9,7 @@ import time
 from ..core.defaults import REROLL_REASONS
 from ..core.rng import stable_hash
 from ..situations.grid import all_pairs, cell_key, pairs_in
-from .report_tally import ReportTally, report_tally
+from .report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS, ReportTally, report_tally
 from .row_store import row_store
 from .warnings_text import run_warnings
 
@@ -24,7 +24,7 @@ def _tier_mix(tally, cfg) -> dict:
 
 def run_tally(data) -> ReportTally:
     """The run's ``ReportTally``: Arrow compute over its rows' fact columns."""
-    return report_tally(row_store(data.trajectories).facts())
+    return report_tally(row_store(data.trajectories).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS))
 
 
 def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_rate, run_id,

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 
 from ..situations.grid import HARD_TIERS
 
-__all__ = ["ReportTally", "report_tally"]
+__all__ = ["ReportTally", "report_tally", "REPORT_COLUMNS", "DICTIONARY_COLUMNS"]
+
+REPORT_COLUMNS = ("prompt_sha", "scenario_id", "signature", "cell_json", "cell_key", "shape", "tier", "stance",
+                  "faulted", "fault_fired", "used_tools", "step_tools", "step_ok", "landed_s", "resumed",
+                  "ended_on_question", "user_left", "user_turns")
+# few distinct values in many rows: read dictionary-encoded (never counted with count_distinct)
+DICTIONARY_COLUMNS = ("cell_json", "cell_key", "shape", "tier", "stance")
 
 
 def _counts(column, keep_null: bool = True) -> dict:
@@ -70,25 +76,27 @@ class ReportTally:
 
 
 def _tool_counts(table) -> dict:
-    import pyarrow as pa
+    """Per tool called: steps, ok steps, steps in rows where a fault fired; first-seen order.
+    ``value_counts`` and lookups, no ``group_by`` (``pyarrow.acero`` imports pandas)."""
     import pyarrow.compute as pc
     names, oks = table.column("step_tools"), table.column("step_ok")
     if not len(names):
         return {}
     names, oks = names.combine_chunks(), oks.combine_chunks()
-    flat_names = pc.list_flatten(names)
-    if not len(flat_names):
+    tools = pc.list_flatten(names)
+    if not len(tools):
         return {}
-    parent = pc.list_parent_indices(names)
-    injected = pc.take(table.column("fault_fired").combine_chunks(), parent)
-    steps = pa.table({"tool": flat_names, "ok": pc.cast(pc.list_flatten(oks), pa.int64()),
-                      "injected": pc.cast(injected, pa.int64()), "one": pa.array([1] * len(flat_names), pa.int64())})
-    agg = steps.group_by("tool", use_threads=False).aggregate([("one", "sum"), ("ok", "sum"), ("injected", "sum")])
-    order = pc.unique(flat_names).to_pylist()          # first-seen order of the tools called
-    by = {t: (n, ok, inj) for t, n, ok, inj in zip(agg.column("tool").to_pylist(), agg.column("one_sum").to_pylist(),
-                                                      agg.column("ok_sum").to_pylist(),
-                                                      agg.column("injected_sum").to_pylist())}
-    return {t: {"n": by[t][0], "ok": by[t][1], "fault_n": by[t][0] - by[t][1], "injected": by[t][2]} for t in order}
+    injected = pc.take(table.column("fault_fired").combine_chunks(), pc.list_parent_indices(names))
+    steps = pc.value_counts(tools)                       # first-seen order
+    order = steps.field("values")
+
+    def counted(mask) -> list:
+        vc = pc.value_counts(pc.filter(tools, mask))
+        return pc.fill_null(pc.take(vc.field("counts"), pc.index_in(order, value_set=vc.field("values"))),
+                            0).to_pylist()
+    ok, inj = counted(pc.list_flatten(oks)), counted(injected)
+    return {t: {"n": n, "ok": o, "fault_n": n - o, "injected": i}
+            for t, n, o, i in zip(order.to_pylist(), steps.field("counts").to_pylist(), ok, inj)}
 
 
 def report_tally(table) -> ReportTally:

@@ -63,7 +63,7 @@ class MemoryStore:
         if len(self.rows):
             yield self.rows
 
-    def facts(self, columns=None):
+    def facts(self, columns=None, dictionary=()):
         table = facts_table(list(self.rows))
         return table.select(list(columns)) if columns is not None else table
 
@@ -91,10 +91,11 @@ class ArrowStore:
     def batches(self):
         return self.rows.batches()
 
-    def facts(self, columns=None):
+    def facts(self, columns=None, dictionary=()):
+        """The fact columns; those in ``dictionary`` (few distinct values) may come dictionary-encoded."""
         names = list(columns) if columns is not None else list(FACT_NAMES)
         if self.rows.has_columns(names):
-            return self.rows.read_columns(names)
+            return self.rows.read_columns(names, dictionary)
         # a Parquet file written without facts (a checkpoint's, a save): computed once, kept
         cached = getattr(self.rows, "_facts_cache", None)
         if cached is None or cached[0] != self.rows.files:

@@ -89,8 +89,8 @@ class RowsView:
         on disk, one pass over ``rows`` when they are in memory."""
         from ..score.pass_at_tally import tally_rows
         if is_arrow(self.trajectories):
-            from ..score.pass_at_arrow import FACT_COLUMNS, tally_table
-            return tally_table(row_store(self.trajectories).facts(FACT_COLUMNS))
+            from ..score.pass_at_arrow import DICTIONARY_COLUMNS, FACT_COLUMNS, tally_table
+            return tally_table(row_store(self.trajectories).facts(FACT_COLUMNS, DICTIONARY_COLUMNS))
         return tally_rows(self.rows)
 
     def __len__(self) -> int:

@@ -138,30 +138,37 @@ def pass_at_of_tally(tally: PassTally, k: int | None = None, *, min_k: int = 4,
                      unanimous_short: bool = False) -> PassAt:
     """The ``PassAt`` of a tally (``pass_at_tally.tally_rows`` or ``pass_at_arrow.tally_table``)."""
     _check_k(k, min_k)
-    counts = tally.tasks
-    tasks = sorted(counts)                       # sorted: row order never changes an interval
-    sizes = {t: counts[t][0] for t in tasks}
-    multi = sorted(s for s in sizes.values() if s >= 2)
+    tasks, sizes, passed = tally.sorted_tasks()  # sorted: row order never changes an interval
+    multi = sorted(s for s in sizes if s >= 2)
     k_given = k is not None
     k = k if k_given else (multi[0] if multi else 1)
 
-    per_task = {t: counts[t][1] / sizes[t] for t in tasks}
-    p1 = _mean(list(per_task.values())) if tasks else None
-    ci = bootstrap_ci([per_task[t] for t in tasks]) if tasks else None
+    rates = [c / n for n, c in zip(sizes, passed)]
+    per_task = dict(zip(tasks, rates))
+    p1 = _mean(rates) if tasks else None
+    ci = bootstrap_ci(rates) if tasks else None
 
     pow_vals, atk_vals, n_at_k, n_imputed = [], [], 0, 0
     if k >= min_k:
-        for t in tasks:
-            n, c = counts[t]
-            if n >= k:
-                total = math.comb(n, k)
-                pow_vals.append(math.comb(c, k) / total)
-                atk_vals.append(1.0 - math.comb(n - c, k) / total)
-                n_at_k += 1
-            elif unanimous_short and (c == 0 or c == n):
-                pow_vals.append(float(c == n))
-                atk_vals.append(float(c == n))
-                n_imputed += 1
+        seen: dict = {}                            # (n, c) -> (pass^k, pass@k, counted as): few pairs, many tasks
+        for n, c in zip(sizes, passed):
+            hit = seen.get((n, c))
+            if hit is None:
+                if n >= k:
+                    total = math.comb(n, k)
+                    hit = (math.comb(c, k) / total, 1.0 - math.comb(n - c, k) / total, 1)
+                elif unanimous_short and (c == 0 or c == n):
+                    hit = (float(c == n), float(c == n), 2)
+                else:
+                    hit = (None, None, 0)
+                seen[(n, c)] = hit
+            if hit[2]:
+                pow_vals.append(hit[0])
+                atk_vals.append(hit[1])
+                if hit[2] == 1:
+                    n_at_k += 1
+                else:
+                    n_imputed += 1
     p_pow = _mean(pow_vals) if pow_vals else None
     p_atk = _mean(atk_vals) if atk_vals else None
 
@@ -170,7 +177,7 @@ def pass_at_of_tally(tally: PassTally, k: int | None = None, *, min_k: int = 4,
         n_at_k=n_at_k + n_imputed, has_interval=ci is not None, min_tasks=MIN_BOOTSTRAP_TASKS)
     return PassAt(
         k=k, pass_at_1=p1, pass_pow_k=p_pow, pass_at_k=p_atk, n_groups=len(tasks),
-        n_rows=sum(sizes.values()), n_groups_at_k=n_at_k, n_groups_imputed=n_imputed,
+        n_rows=sum(sizes), n_groups_at_k=n_at_k, n_groups_imputed=n_imputed,
         n_partial=tally.n_partial, per_task=per_task, note="; ".join(notes),
         config=build_config(tally, n_tasks=len(tasks), k=k),
         ci95=ci, pass_pow_k_ci95=bootstrap_ci(pow_vals) if pow_vals else None,

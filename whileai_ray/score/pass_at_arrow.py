@@ -15,10 +15,12 @@ import pyarrow.compute as pc
 
 from .pass_at_tally import CONFIG_SOURCES, PassTally
 
-__all__ = ["tally_table", "FACT_COLUMNS"]
+__all__ = ["tally_table", "FACT_COLUMNS", "DICTIONARY_COLUMNS"]
 
 FACT_COLUMNS = ("pa_value", "pa_unjudged", "pa_task", "pa_cut", "pa_silent", "pa_think") + tuple(
     f"pa_cfg_{name}" for name in CONFIG_SOURCES)
+# few distinct values in many rows: read dictionary-encoded (a million rows, a handful of strings)
+DICTIONARY_COLUMNS = ("pa_unjudged",) + tuple(f"pa_cfg_{name}" for name in CONFIG_SOURCES)
 
 
 def _count_true(column) -> int:
@@ -37,8 +39,21 @@ def _first_two(column) -> list:
     return seen
 
 
+def _task_counts(members: pa.Table) -> tuple[list, list, list]:
+    """(tasks sorted, graded rows, passed rows) of the rows with a 0/1 reward. Two value_counts
+    and a lookup, no ``group_by``: that goes through ``pyarrow.acero``, whose import pulls in
+    ``pyarrow.dataset`` and pandas (over a second, once per process)."""
+    graded = pc.value_counts(members.column("pa_task"))
+    passed = pc.value_counts(members.filter(pc.equal(members.column("pa_value"), 1.0)).column("pa_task"))
+    tasks = graded.field("values")
+    order = pc.sort_indices(tasks)      # UTF-8 byte order is code-point order: Python's sorted()
+    tasks, sizes = pc.take(tasks, order), pc.take(graded.field("counts"), order)
+    wins = pc.fill_null(pc.take(passed.field("counts"), pc.index_in(tasks, value_set=passed.field("values"))), 0)
+    return tasks.to_pylist(), sizes.to_pylist(), wins.to_pylist()
+
+
 def tally_table(table: pa.Table) -> PassTally:
-    """The ``PassTally`` of the rows whose fact columns are ``table``."""
+    """The ``PassTally`` of the rows whose fact columns are ``table`` (its tasks as columns, sorted)."""
     t = PassTally(n_rows=table.num_rows)
     value = table.column("pa_value")
     graded = pc.drop_null(value)
@@ -51,12 +66,7 @@ def tally_table(table: pa.Table) -> PassTally:
     t.n_partial = t.n_graded - _count_true(binary)
     members = table.select(["pa_task", "pa_value"]).filter(binary)
     if members.num_rows:
-        counts = members.group_by("pa_task", use_threads=False).aggregate([("pa_value", "count"),
-                                                                           ("pa_value", "sum")])
-        tasks = counts.column("pa_task").to_pylist()
-        ns = counts.column("pa_value_count").to_pylist()
-        cs = counts.column("pa_value_sum").to_pylist()
-        t.tasks = {task: [n, int(round(c))] for task, n, c in zip(tasks, ns, cs)}
+        t.task_columns = _task_counts(members)
     unjudged = pc.drop_null(table.column("pa_unjudged"))
     if len(unjudged):
         vc = pc.value_counts(unjudged)

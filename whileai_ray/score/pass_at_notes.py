@@ -38,7 +38,7 @@ def _k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k) -> list[str]:
     spread = f"groups are uneven ({lo} to {hi} repeats)"
     if k < min_k:
         if uneven and not k_given:
-            reached = sum(1 for s in sizes.values() if s >= hi)
+            reached = sum(1 for s in sizes if s >= hi)
             return [f"{spread}; k defaults to the smallest, so pass k={hi} to score the "
                     f"{reached} group(s) that reached it, or finish the cut groups"]
         return [f"set repeats>={min_k} for pass^k and pass@k"]
@@ -51,7 +51,7 @@ def _k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k) -> list[str]:
         else:
             notes.append(spread)
     if n_at_k == 0:
-        largest = max(sizes.values()) if sizes else 0
+        largest = max(sizes) if sizes else 0
         notes.append(f"no group has k={k} graded rows (largest has {largest}); "
                      f"pass a smaller k or run more repeats")
     return notes

@@ -76,6 +76,14 @@ class PassTally:
     n_silent: int = 0                                 # no spoken reply
     n_think: int = 0                                  # an unclosed <think>
     config_seen: dict = field(default_factory=lambda: {name: [] for name in CONFIG_SOURCES})
+    task_columns: tuple | None = None                 # (tasks sorted, sizes, passed): tasks as columns
+
+    def sorted_tasks(self) -> tuple[list, list, list]:
+        """``(tasks in sorted order, graded rows of each, passed rows of each)``."""
+        if self.task_columns is not None:
+            return self.task_columns
+        tasks = sorted(self.tasks)
+        return tasks, [self.tasks[t][0] for t in tasks], [self.tasks[t][1] for t in tasks]
 
     def see_config(self, name: str, value) -> None:
         seen = self.config_seen[name]

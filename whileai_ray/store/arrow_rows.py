@@ -161,10 +161,13 @@ class ArrowRows(Sequence):
         for rows in self.batches():
             yield from rows
 
-    def read_columns(self, columns) -> pa.Table:
-        """These columns of every row, as one Arrow table (fact columns: small, typed)."""
+    def read_columns(self, columns, dictionary=()) -> pa.Table:
+        """These columns of every row, as one Arrow table (fact columns: small, typed). Columns
+        named in ``dictionary`` (few distinct values) stay dictionary-encoded, as stored."""
         columns = list(columns)
-        tables = [pf.read(columns=columns) for pf in self._pf]
+        keep = [c for c in dictionary if c in columns]
+        tables = [pq.ParquetFile(f, memory_map=True, read_dictionary=keep or None).read(columns=columns)
+                  for f in self.files]
         if not tables:
             return pa.table({c: pa.array([], pa.null()) for c in columns})
         return pa.concat_tables(tables)

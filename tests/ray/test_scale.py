@@ -1,0 +1,116 @@
+"""Large results on local Ray: rows spill to disk past advanced['spill_rows'] and every summary
+stays the same; a result past advanced['cluster_grade_rows'] is graded by Ray Data on the
+cluster, with the rewards in-process grading gives, in the same row order."""
+import dataclasses
+import gc
+import json
+import os
+
+import pytest
+
+import whileai_ray as wai
+from whileai_ray.result.row_store import is_arrow
+from whileai_ray.runtime.ray_data_grading import PASSES
+from whileai_ray.store.reader import load_rows, save_jsonl_atomic
+from whileai_ray.testing.seeded_rows import TOOLS, truthful
+from whileai_ray.testing.server import start_server
+
+QUIET = {"progress_every_s": 3600.0, "progress_every_rows": 10**6}
+RUN = dict(tools=TOOLS, simulator=False, seed=3, budget=160, mode="rl", repeats=4, grader=truthful)
+
+
+def _stable(row: dict) -> dict:
+    """A row without what differs between two runs of the same seed (run ids, timings)."""
+    row = {k: v for k, v in row.items() if k not in ("_key", "_seconds", "_landed_s", "_node", "_ordinal")}
+    row["lineage"] = {k: v for k, v in (row.get("lineage") or {}).items()
+                      if k not in ("run_id", "scoring_run_id", "parent_run_id")}
+    return row
+
+
+class PidGrader:
+    """A grader class (Ray Data's callable-class form): built once per actor, it says where it ran."""
+
+    def __init__(self):
+        self.where = f"{os.getpid()}:{id(self)}"
+
+    def __call__(self, row):
+        return {"reward": 0.0 if row.get("seeded") else 1.0, "reason": self.where}
+
+
+def test_a_run_past_spill_rows_is_arrow_backed_and_reports_the_same(ray_local, tmp_path):
+    small = wai.simulate(wai.seeded_agent(TOOLS), **RUN, advanced=QUIET)
+    big = wai.simulate(wai.seeded_agent(TOOLS), **RUN, advanced={**QUIET, "spill_rows": 40})
+    assert not is_arrow(small.trajectories) and is_arrow(big.trajectories)
+    folder = big.trajectories.owner.path
+    assert os.path.isdir(folder) and any(name.endswith(".parquet") for name in os.listdir(folder))
+    assert len(big) == len(small) == 160
+    assert [_stable(r) for r in big] == [_stable(r) for r in small]
+    cov_s, cov_b = small.report(), big.report()
+    for key in ("rows", "unique_prompts", "unique_scenario_ids", "unique_signatures", "unique_cells",
+                "unique_shapes", "pairwise", "tools", "delivered", "min_cell_copies", "saturation"):
+        assert cov_b[key] == cov_s[key], key
+    for key in ("cell_counts", "shape_counts", "region_counts", "tier_mix", "groups"):
+        assert big.search[key] == small.search[key], key
+    assert big.warnings == small.warnings and str(big.pass_at) == str(small.pass_at)
+    assert len(big.row_seconds) == 160 and big.rows_per_second > 0
+
+    twin = dataclasses.replace(big, trajectories=list(big.trajectories), _rows_cache=None)
+    assert twin.pass_at.to_dict() == big.pass_at.to_dict()
+    assert str(twin.select(mode="rl")) == str(big.select(mode="rl"))
+    saved = big.save(tmp_path / "big.jsonl", meta=True)
+    assert load_rows(saved)[0] == list(twin.rows())
+    del big, twin
+    gc.collect()
+    assert not os.path.exists(folder)                       # the temp run folder went with the result
+    assert len(load_rows(saved)[0]) == 160                  # what was saved stays
+
+
+def test_a_large_result_is_graded_by_ray_data_on_the_cluster(ray_local):
+    data = wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "grader": None},
+                        advanced={**QUIET, "spill_rows": 40, "cluster_grade_rows": 100})
+    assert is_arrow(data.trajectories)
+    here = dataclasses.replace(data, trajectories=list(data.trajectories), _rows_cache=None,
+                               _cluster_grade_rows=10**9)
+    before = dict(PASSES)
+    assert data.grade(PidGrader) is data
+    assert PASSES == {"runs": before["runs"] + 1, "rows": before["rows"] + 160}
+    here.grade(PidGrader)
+    assert PASSES["runs"] == before["runs"] + 1                      # below the threshold: in-process
+    places = {r["reason"] for r in data.rows()}
+    assert len(places) == 1 and int(next(iter(places)).split(":")[0]) != os.getpid()   # one actor, not us
+    assert {r["reason"] for r in here.rows()} != places
+    assert [r["reward"] for r in data.rows()] == [r["reward"] for r in here.rows()]      # same rows, same order
+    assert [r["prompt"] for r in data.rows()] == [r["prompt"] for r in here.rows()]
+    assert str(data.pass_at) == str(here.pass_at) and data.pass_at.n_rows == 160
+    assert all(r["judge_meta"]["trust"]["measured"] is False for r in data.rows())
+
+
+def test_grading_a_large_path_with_the_llm_judge_runs_on_the_cluster(ray_local, tmp_path, monkeypatch):
+    rows = list(wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "grader": None}, advanced=QUIET).trajectories)
+    src, ref = tmp_path / "rows.jsonl", tmp_path / "ref.jsonl"
+    save_jsonl_atomic(rows, src)
+    save_jsonl_atomic(rows, ref)
+    host, port, stop = start_server(port=0)
+    try:
+        url = f"http://{host}:{port}/v1"
+        want = wai.grade(str(ref), base_url=url)                       # in-process, the whole list
+        asked = stop.server.requests                                   # a row each, and the endpoint check
+        monkeypatch.setenv("WHILEAI_RAY_SPILL_ROWS", "40")
+        monkeypatch.setenv("WHILEAI_RAY_CLUSTER_GRADE_ROWS", "100")
+        before = dict(PASSES)
+        got = wai.grade(str(src), base_url=url)                        # spilled, then Ray Data
+        assert stop.server.requests - asked == asked >= len(rows)
+        assert PASSES == {"runs": before["runs"] + 1, "rows": before["rows"] + len(rows)}
+    finally:
+        stop()
+    strip = lambda rep: {k: v for k, v in rep.items() if k != "path"}  # noqa: E731
+    assert strip(got) == strip(want) and got["graded"] + got["unjudged"] == len(rows)
+    a, b = load_rows(src)[0], load_rows(ref)[0]
+    assert [r["reward"] for r in a] == [r["reward"] for r in b]
+    assert [json.dumps(_stable(r), sort_keys=True) for r in a] == [json.dumps(_stable(r), sort_keys=True) for r in b]
+
+
+@pytest.mark.parametrize("knob", ["spill_rows", "cluster_grade_rows"])
+def test_the_knobs_are_checked_before_anything_runs(knob):
+    with pytest.raises(ValueError, match=knob):
+        wai.simulate(wai.seeded_agent(TOOLS), **RUN, advanced={knob: 0})

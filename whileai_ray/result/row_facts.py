@@ -72,8 +72,13 @@ def row_facts(rows: list) -> dict:
         cols["prompt_sha"].append(prompt_sha(prompt) if isinstance(prompt, str) else _text(prompt))
         cols["scenario_id"].append(_text(r.get("scenario_id")))
         cols["signature"].append(_text(r.get("behavior_signature")))
-        cols["cell_json"].append(cell_key(r.get("scenario_dimensions")) if on_grid else None)
-        cols["cell_key"].append(cell_key(dims or {}) if on_grid else None)
+        if on_grid:
+            key = cell_key(dims or {})
+            cols["cell_json"].append(key if isinstance(dims, dict) and dims else cell_key(r.get("scenario_dimensions")))
+            cols["cell_key"].append(key)
+        else:
+            cols["cell_json"].append(None)
+            cols["cell_key"].append(None)
         cols["stance"].append(_text((dims or {}).get("stance", "none")))
         cols["tier"].append(_text(r.get("tier", "ordinary")))
         tools_used = r.get("tools_used") or []

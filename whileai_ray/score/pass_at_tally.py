@@ -143,9 +143,24 @@ PASS_AT_FACTS = (("pa_value", "float64"), ("pa_unjudged", "string"), ("pa_task",
 _DUMP = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=str).encode
 
 
+_TEXTS: dict = {}
+_SCALARS = (str, int, float, bool)
+
+
 def config_text(value) -> str | None:
-    """A config value as JSON text (None stays None); decoded back when the tally is read."""
-    return None if value is None else _DUMP(value)
+    """A config value as JSON text (None stays None); decoded back when the tally is read.
+    Scalars are encoded once per process (a million rows carry a handful of settings)."""
+    if value is None:
+        return None
+    if type(value) in _SCALARS:
+        key = (type(value), value)
+        text = _TEXTS.get(key)
+        if text is None:
+            text = _DUMP(value)
+            if len(_TEXTS) < 4096:
+                _TEXTS[key] = text
+        return text
+    return _DUMP(value)
 
 
 def pass_at_facts(rows: list) -> dict:

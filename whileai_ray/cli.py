@@ -99,21 +99,23 @@ def _run(args) -> int:
 
 def report_summary(data) -> dict:
     """What ``report`` prints: rows, stop reason, pass@1 and a coverage summary."""
-    rows = list(data.trajectories)
-    n = len(rows)
+    n = len(data.trajectories)
+    prompts, scenarios, faulted, graded = set(), set(), 0, 0
+    for r in data.trajectories:          # one pass: a large result's rows are read a row group at a time
+        prompts.add(r.get("prompt"))
+        scenarios.add(r.get("scenario_id"))
+        faulted += bool(r.get("faults"))
+        graded += isinstance(r.get("reward"), (int, float)) and not isinstance(r.get("reward"), bool)
     cov = data.coverage or {}
     summary = {
         "rows": n,
         "stopped_because": data.stopped_because if cov else None,
-        "unique_prompts": cov.get("unique_prompts", len({r.get("prompt") for r in rows})),
-        "unique_scenarios": cov.get("unique_scenario_ids",
-                                    len({r.get("scenario_id") for r in rows})),
+        "unique_prompts": cov.get("unique_prompts", len(prompts)),
+        "unique_scenarios": cov.get("unique_scenario_ids", len(scenarios)),
         "unique_cells": cov.get("unique_cells"),
         "pairwise": (cov.get("pairwise") or {}).get("fraction"),
-        "fault_share": (cov.get("delivered") or {}).get(
-            "fault_share", round(sum(1 for r in rows if r.get("faults")) / n, 4) if n else 0.0),
-        "graded": sum(1 for r in rows if isinstance(r.get("reward"), (int, float))
-                      and not isinstance(r.get("reward"), bool)),
+        "fault_share": (cov.get("delivered") or {}).get("fault_share", round(faulted / n, 4) if n else 0.0),
+        "graded": graded,
     }
     pa = data.pass_at
     summary["pass_at_1"] = pa.pass_at_1

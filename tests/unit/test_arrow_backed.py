@@ -241,7 +241,11 @@ def test_the_spill_folder_goes_with_its_data_and_a_save_keeps_the_rows(tmp_path)
     gc.collect()
     assert new_folder != folder and not os.path.exists(folder) and os.path.isdir(new_folder)
     saved = disk.save(tmp_path / "kept.jsonl")
+    twin = copy.deepcopy(disk)                                   # a copy keeps the folder alive
     del disk
+    gc.collect()
+    assert os.path.isdir(new_folder) and len(twin) == len(ROWS) and twin.trajectories[3]["reward"] == 1.0
+    del twin
     gc.collect()
     assert not os.path.exists(new_folder)
     assert len(load_rows(saved)[0]) == len(ROWS)

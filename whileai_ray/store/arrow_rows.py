@@ -182,8 +182,15 @@ class ArrowRows(Sequence):
     __hash__ = None
 
     def __reduce__(self):
-        # a copy reads the same files but does not own them: they go with the original
+        # pickled (another process): the same files, not owned: they go with the original
         return (ArrowRows, (list(self.files),))
+
+    def __copy__(self):
+        # a copy in this process shares the owner, so the files live as long as either does
+        return ArrowRows(list(self.files), owner=self.owner)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
 
     def __repr__(self) -> str:
         return f"ArrowRows({self._n} rows in {len(self.files)} file(s))"

@@ -169,13 +169,13 @@ def bootstrap_ci(values, *, resamples: int = RESAMPLES, level: float = 0.95,
 
     Returns None below 3 tasks. Identical values give the degenerate ``(v, v)``.
     """
-    vals = [float(v) for v in values]
+    vals = np.asarray(values, dtype=float)
     n = len(vals)
     if n < MIN_BOOTSTRAP_TASKS:
         return None
-    if all(v == vals[0] for v in vals):
-        return (vals[0], vals[0])
-    means = _level_means(np.asarray(vals), resamples, seed) if n >= MULTINOMIAL_MIN_TASKS else None
+    if (vals == vals[0]).all():
+        return (float(vals[0]), float(vals[0]))
+    means = _level_means(vals, resamples, seed) if n >= MULTINOMIAL_MIN_TASKS else None
     if means is None:
         means = bootstrap_means(vals, resamples, seed)
     lo_i = tail_index(n, resamples, level)

@@ -33,7 +33,7 @@ from ..score.labels import apply_labels, label_plan, trust_check
 from ..score.llm_judge import judge_rows
 from ..score.rank import RankTally
 from .cluster_hook import cluster_runner
-from .row_store import _parent_of, row_store, rows_table
+from .row_store import parent_of, row_store, rows_table
 
 __all__ = ["GraderBatch", "JudgeBatch", "grade_stored", "grade_llm_stored", "llm_grade_stored",
            "rank_stored", "attach_labels_stored", "apply_llm_verdicts", "cluster_threshold", "built_grader",
@@ -114,7 +114,7 @@ def _run(data, store, make_fn, user_code=(), cluster: bool = True) -> None:
     """``make_fn()`` over every batch: on the cluster past the threshold, else in-process."""
     runner = cluster_runner()
     if cluster and runner is not None and len(store) >= cluster_threshold(data):
-        files, owner = runner(store.rows.files, make_fn, rows_table, parent=_parent_of(store.rows),
+        files, owner = runner(store.rows.files, make_fn, rows_table, parent=parent_of(store.rows),
                               user_code=tuple(user_code))
         store.swap_in(files, owner)
     else:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from .row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
 
 __all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "as_trajectories", "open_parquet",
-           "MemoryStore", "ArrowStore", "new_writer", "rows_table", "open_large_path", "count_rows"]
+           "MemoryStore", "ArrowStore", "new_writer", "rows_table", "open_large_path", "count_rows", "parent_of"]
 
 
 def is_arrow(rows) -> bool:
@@ -108,7 +108,7 @@ class ArrowStore:
 
     def update(self, fn) -> None:
         from ..store.spill import OwnedFolder
-        owner = OwnedFolder(parent=_parent_of(self.rows))
+        owner = OwnedFolder(parent=parent_of(self.rows))
         writer = new_writer(owner.path)
         for batch in self.rows.batches():
             fn(batch)
@@ -120,7 +120,7 @@ class ArrowStore:
         self.rows.swap(files, owner)
 
 
-def _parent_of(rows) -> str | None:
+def parent_of(rows) -> str | None:
     """New spill folders go beside the current one (same disk), else to the temp folder."""
     import os
     owner = getattr(rows, "owner", None)

@@ -3,7 +3,7 @@
 Why: a million-row run cannot keep every row as a dict in one process (~14 KB a row once
 decoded). Whoever receives landed rows (``simulate()`` today, the Driver later) calls
 ``SpillWriter.append(rows)`` once per landed batch; the rows go to disk and are dropped from
-memory. ``store/arrow_rows.py`` reads them back lazily (memory-mapped, one row group at a time).
+memory. ``store/arrow_rows.py`` reads them back lazily, one row group at a time.
 
 Folder layout::
 

@@ -6,7 +6,6 @@ This module stays thin: validation lives in ``config``, the plan in ``search``, 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 import warnings as _warnings
 from functools import partial
@@ -19,10 +18,14 @@ from .config.roles import resolve_roles
 from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id, resumed_unit_key
 from .core.rng import stable_hash
+from .core.run_warning import RunWarning, drop, raised
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
 from .result.report import build_report
+from .result.warnings_text import TEMPLATE_WRITER
+from .runtime.job_spec import JobSpec
+from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
@@ -127,11 +130,11 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
-            pinned, _, pinned_info = build_tasks(result["rows"])
+            pinned, _, pinned_info = build_tasks(result.rows)
             seeds = []
     rows = []
     for eval_run, result in enumerate(results):
-        for r in result["rows"]:
+        for r in result.rows:
             if cfg.runs > 1:
                 lineage = r.setdefault("lineage", {})
                 lineage["eval_run"] = eval_run
@@ -142,22 +145,22 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     if cfg.tasks is not None:
         for r in rows:
             r.setdefault("lineage", {})["replayed"] = True
-    result = _merge_results(results)
-    data = SimulationData(trajectories=rows, stopped_because=result["stopped_because"])
+    result = merge_results(results)
+    data = SimulationData(trajectories=rows, stopped_because=result.stopped_because)
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
-    build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                 fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
+    notes = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
+                         fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
     _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
     first = results[0]
     data.search["timings"] = {
-        "driver_start_s": round(first["driver_started_at"] - t_start, 3),
-        "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
+        "driver_start_s": round(first.driver_started_at - t_start, 3),
+        "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     _add_role_notes(data, cfg, roles, results)
     for w in data.warnings:
         logger.warning(w)
-    for w in data.search.pop("_user_warnings", []):
-        _warnings.warn(w, UserWarning, stacklevel=3)
+    for w in raised(notes):
+        _warnings.warn(str(w), UserWarning, stacklevel=3)
     if cfg.llm_grade:
         data.llm_grade()
     if cfg.output:
@@ -192,8 +195,41 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
+def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> RunResult:
     from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
+    spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles)
+    knobs = cfg.advanced
+    reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
+                                every_s=knobs["progress_every_s"])
+    last = {}
+
+    def on_snapshot(snap):
+        last.update(snap)
+        reporter.update(snap)
+
+    result = execute_job(spec, on_snapshot)
+    rows = result.rows
+    if result.resume.get("mode") == "precount":
+        for r in result.leftover_rows:
+            r = dict(r)
+            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
+            r["_ordinal"] = len(rows) + 10**9
+            r["_key"] = resumed_unit_key(run_id, r, eval_run)
+            rows.append(r)
+    cut = {tuple(g) for g in result.planner.group_cut}
+    if cut and settings.k > 1:
+        for r in rows:
+            if (r.get("scenario_id"), r["_key"][2]) in cut:
+                r["group_cut"] = True
+    resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
+    final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
+             "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1)}
+    reporter.emit(final)
+    return dataclasses.replace(result, resumed_count=resumed)
+
+
+def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
+    """What the runtime needs to play this evaluation run (``runtime/job_spec.py``)."""
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
@@ -213,96 +249,37 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     elif cfg.grade is True and grader is None:
         grader = roles.judge
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
-    per_actor = int(ray_opts.pop("concurrency_per_actor", 0) or 0)
-    n_actors = int(ray_opts.pop("rollout_actors", 0) or 0)
-    if not n_actors:
-        n_actors = max(1, math.ceil(cfg.concurrency / (per_actor or ROLLOUT_ACTOR_SLOTS)))
-    if not per_actor:
-        per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
     plan_fp = plan_fingerprint(cfg, settings)
-    job = {
-        "run_id": run_id if eval_run == 0 else f"{run_id}_r{eval_run}", "cap": max(0, cfg.budget),
-        "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells,
-                                roles.writer),
-        "model": model,
-        "make_sink": partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
-        "plan_fingerprint": plan_fp,
-        "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
-        "per_actor_concurrency": per_actor, "n_actors": n_actors,
-        "chunk_size": knobs["chunk_size"], "lag": knobs["lag"], "reproducible": cfg.reproducible,
-        "concurrency": cfg.concurrency, "time_budget": cfg.time_budget, "timeout": cfg.timeout,
-        "judge_timeout": knobs.get("judge_timeout") or None, "ray": ray_opts,
-        "judge_concurrency": knobs["judge_concurrency"], "judge_actors": int(ray_opts.pop("judge_actors", 1)),
-        "judge_name": judge_name(grader) if grader is not None else None,
-        "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
-        "label_source": "conduct" if cfg.grade == "conduct" else None,
-        "stream_path": cfg.output if cfg.runs == 1 else None,
+    return JobSpec(
+        run_id=run_id if eval_run == 0 else f"{run_id}_r{eval_run}", cap=max(0, cfg.budget),
+        make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
+        meta=meta, agent=cfg.agent, execute=cfg.execute, grader=grader,
+        grader_is_callers=grader is not None and grader is cfg.grader, model=model,
+        agent_form="model" if model is not None else "sync",
+        make_sink=partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
+        plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 else None,
         # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
-        "snapshot": (str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
-                     and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
-        "snapshot_every_s": knobs["plan_snapshot_s"],
-    }
-    reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
-                                every_s=knobs["progress_every_s"])
-    last = {}
-
-    def on_snapshot(snap):
-        last.update(snap)
-        reporter.update(snap)
-
-    result = execute_job(job, on_snapshot)
-    rows = result["rows"]
-    resume = result.get("resume") or {}
-    if resume.get("mode") == "precount":
-        for r in result["leftover_rows"]:
-            r = dict(r)
-            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
-            r["_ordinal"] = len(rows) + 10**9
-            r["_key"] = resumed_unit_key(run_id, r, eval_run)
-            rows.append(r)
-    cut = {tuple(g) for g in result["planner"]["group_cut"]}
-    if cut and settings.k > 1:
-        for r in rows:
-            if (r.get("scenario_id"), r["_key"][2]) in cut:
-                r["group_cut"] = True
-    resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
-    final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
-             "cap": max(0, cfg.budget), "elapsed_s": round(result["elapsed_s"], 1)}
-    reporter.emit(final)
-    result["resumed_count"] = resumed
-    return result
-
-
-def _merge_results(results: list) -> dict:
-    if len(results) == 1:
-        return results[0]
-    merged = dict(results[-1])
-    merged["rows"] = [r for res in results for r in res["rows"]]
-    p = {k: v for k, v in results[0]["planner"].items()}
-    for res in results[1:]:
-        q = res["planner"]
-        for key in ("landed", "scheduled", "timed_out", "agent_errors", "situations"):
-            p[key] = p[key] + q[key]
-        for key in ("rerolled_by", "lost_by"):
-            p[key] = {r: p[key].get(r, 0) + q[key].get(r, 0) for r in set(p[key]) | set(q[key])}
-    merged["planner"] = p
-    merged["resumed_count"] = sum(r.get("resumed_count", 0) for r in results)
-    merged["node_rows"] = {}
-    for res in results:
-        for node, n in res["node_rows"].items():
-            merged["node_rows"][node] = merged["node_rows"].get(node, 0) + n
-    merged["stopped_because"] = results[0]["stopped_because"]
-    return merged
+        snapshot=(str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
+                  and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
+        snapshot_every_s=knobs["plan_snapshot_s"], reproducible=cfg.reproducible, lag=knobs["lag"],
+        chunk_size=knobs["chunk_size"], concurrency=cfg.concurrency, time_budget=cfg.time_budget,
+        timeout=cfg.timeout, judge_timeout=knobs.get("judge_timeout") or None,
+        judge_concurrency=knobs["judge_concurrency"], judge_actors=int(ray_opts.pop("judge_actors", 1)),
+        judge_name=judge_name(grader) if grader is not None else None,
+        scoring_run_id=fresh_scoring_run_id() if grader is not None else None,
+        label_source="conduct" if cfg.grade == "conduct" else None,
+        rollout_actors=int(ray_opts.pop("rollout_actors", 0) or 0),
+        concurrency_per_actor=int(ray_opts.pop("concurrency_per_actor", 0) or 0), actor_options=ray_opts)
 
 
 def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> None:
-    resumed = result.get("resumed_count", 0)
+    resumed = result.resumed_count
     ro = data.search["rollouts"]
     ro["resumed"] = resumed
     ro["landed"] = len(data.trajectories) - resumed
     data.coverage["resumed"] = resumed
-    resume = result.get("resume") or {}
+    resume = result.resume
     if cfg.checkpoint:
         data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
                                          "resumed_from_round": resume.get("snapshot_round")}
@@ -315,17 +292,17 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
         if resume["mode"] == "exact" and resume["unmatched"]:
             line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
                      "(they stay in the file)")
-            data.warnings.append(line)
+            data.warnings.append(RunWarning(line, "resume_left_out"))
         logger.info(line)
         data.search["resume"] = resume
     if cfg.tasks is not None and pinned_info is not None:
         ran = {r["prompt"] for r in data.trajectories}
         data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],
                                        "ran": len(ran), "missing": []}
-        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
+        drop(data.warnings, TEMPLATE_WRITER)         # the tasks wrote the asks, not the template
     if cfg.runs > 1:
         data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
-            {"rows": len(r["rows"]), "stopped_because": r["stopped_because"]} for r in results]}
+            {"rows": len(r.rows), "stopped_because": r.stopped_because} for r in results]}
         data.coverage["runs"] = cfg.runs
 
 
@@ -342,10 +319,10 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
             data.degraded.append(token)
     data.warnings.extend(roles.warnings)
     if roles.writer is not None:
-        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
+        drop(data.warnings, TEMPLATE_WRITER)         # an LLM wrote the asks, not the template
         data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
         # the driver's copy of the writer did the writing: its counts come back with each result
-        stats = [r["writer"] for r in results if r.get("writer")] or [roles.writer.stats()]
+        stats = [r.writer for r in results if r.writer] or [roles.writer.stats()]
         total = {k: sum(s[k] for s in stats) for k in ("written", "errors", "prefetched", "requests")}
         by: dict = {}
         for s in stats:
@@ -355,7 +332,7 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
         data.search["writer"] = {**total, "by": by}
         note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
         if note:
-            data.warnings.append(note)
+            data.warnings.append(RunWarning(note, "writer_fallback"))
     if roles.agent is not None:
         rows = data.trajectories
         data.user_model = roles.user.model if roles.user is not None else None

@@ -1,5 +1,9 @@
 """RolloutWorker: plays chunks of work units, many at a time, on one asyncio loop.
 
+A plain class: a rollout pool makes it a Ray actor (``actor_pool.py``), and the caller's own
+pool (``caller_player.py``) runs the very same class in the caller's process. It asks Ray only
+for the name of its node, and only when it was not told one.
+
 A callable agent runs in a thread executor (never on the event loop), one thread per
 concurrent rollout, under a semaphore sized ``concurrency``. The driver sends more units
 than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
@@ -33,7 +37,8 @@ FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied"
 
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
-                 timeout: float | None = None, judge_timeout: float | None = None, model=None):
+                 timeout: float | None = None, judge_timeout: float | None = None, model=None,
+                 node_id: str | None = None):
         self.agent = agent
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
@@ -48,7 +53,7 @@ class RolloutWorker:
         self.sem = asyncio.Semaphore(max(1, int(concurrency)))
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 8,
                                        thread_name_prefix="rollout")
-        self.node_id = ray.get_runtime_context().get_node_id()
+        self.node_id = node_id or _ray_node_id()
         self.played = 0
 
     def ping(self) -> str:
@@ -79,6 +84,12 @@ class RolloutWorker:
         return {"unit": unit, "row": None if unusable else row, "unusable": unusable,
                 "timed_out": bool(row.get("_timed_out")), "verdict": None,
                 "fault_parent": _fault_parent(row), "error": row.get("_error")}
+
+
+def _ray_node_id() -> str:
+    """The node this actor runs on, as Ray names it (rows carry it: ``placement.rows_by_node``)."""
+    import ray   # here only: a RolloutWorker told its node (the caller's pool, a unit test) never needs Ray
+    return ray.get_runtime_context().get_node_id()
 
 
 def _fault_parent(row: dict) -> bool:

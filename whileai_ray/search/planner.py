@@ -10,8 +10,8 @@ Budget: a round never schedules more than ``budget - landed - outstanding`` unit
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
 
 What it is given is a ``PlanSettings`` (``plan_settings.py``), what it hears back is one
-``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``planner_stats``
-(``planner_stats.py``).
+``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``stats()``, a
+``PlannerStats`` record (``planner_stats.py``).
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from .groups import GroupBook
 from .novelty import NoveltyIndex, sketch
 from .outcome import Outcome
 from .plan_settings import PlanSettings
+from .planner_stats import PlannerStats
 from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
@@ -362,6 +363,24 @@ class Planner:
                 return "situations_exhausted"
             return "writer_exhausted"
         return None
+
+    def stats(self, stopped_because: str | None = None) -> PlannerStats:
+        """The end-of-run figures, from the planner's parts (called once, when the run stops)."""
+        weights, picker, book = self.bandit.weights(), self.picker, self.book
+        return PlannerStats(
+            landed=self.landed, scheduled=self.scheduled, timed_out=self.timed_out,
+            agent_errors=self.agent_errors, situations=self.situations_opened,
+            rerolled_by=dict(self.rerolled_by), lost_by=dict(self.lost_by),
+            coverage_keys=self.tracker.report_keys(), coverage_curve=self.tracker.finish(stopped_because, weights),
+            arm_weights=weights, arm_initial=dict(self.bandit.initial), arms=self.bandit.stats(),
+            arm_counts=dict(self.arm_counts), uncovered_shapes=self.shapes.uncovered() if self.shapes else [],
+            family_cap=self.family.stats(), copy_deficit=self.tracker.copy_deficit(),
+            failure_criteria=dict(self.failure_criteria), groups=book.stats(),
+            group_cut=[list(g) for g in book.groups if book.cut(g)] if book.adaptive or book.k > 1 else [],
+            allocator=dict(self.allocator), mutation_aims=self.mutation_aims,
+            hard_picks=picker.hard_picks if picker else 0, picks=picker.picks if picker else 0,
+            faulted_situations=self.faulted_situations, seeds_left=list(self.seeds_left),
+            cell_opened=list(picker.opened) if picker else [])
 
     @property
     def rerolled(self) -> int:

@@ -1,0 +1,63 @@
+"""What the Driver opens before its loop starts: files, what is already on disk, the planner.
+
+``open_run(spec)`` opens the checkpoint (refusing a foreign one before any work), the ``output=``
+stream, the index of rows already on disk (a resume), the planner snapshots, and the planner:
+restored from the last snapshot when an exact resume has one, else made fresh (a resume of a
+changed plan counts the rows on disk up front). Slow parts run in threads, so the Driver keeps
+answering ``poll()`` while a large checkpoint loads. ``close_run(opened)`` writes what is left.
+
+No Ray here.
+"""
+from __future__ import annotations
+
+import asyncio
+import gc
+from dataclasses import dataclass
+
+from ..store.plan_snapshot_keeper import PlanSnapshots
+from ..store.resume import ResumeIndex
+from ..store.sink import StreamSink
+
+__all__ = ["OpenedRun", "open_run", "close_run"]
+
+
+@dataclass
+class OpenedRun:
+    sink: object | None             # CheckpointSink (checkpoint=), or None
+    stream: object | None           # StreamSink (output=), or None
+    resume: ResumeIndex
+    snapshots: PlanSnapshots
+    planner: object
+    restored: dict | None           # the planner snapshot continued from, or None
+    loaded: int                     # rows found on disk
+
+
+async def open_run(spec) -> OpenedRun:
+    sink, loaded = None, []
+    if spec.make_sink is not None:
+        sink = await asyncio.to_thread(spec.make_sink)       # refuses a foreign checkpoint before any work
+        loaded = sink.loaded
+    stream = StreamSink(spec.stream_path) if spec.stream_path else None
+    if loaded:
+        gc.freeze()   # the rows on disk live as long as the run: keep the collector off them
+    header = sink.header if sink is not None else None
+    resume = await asyncio.to_thread(ResumeIndex, loaded, header, spec.plan_fingerprint)
+    snapshots = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, (header or {}).get("created") if sink else None,
+                              spec.plan_fingerprint)
+    snap = await asyncio.to_thread(snapshots.restore, resume)
+    if snap is not None:
+        fresh = spec.make_planner()
+        planner = snap["planner"]
+        planner.writer, planner.s = fresh.writer, fresh.s       # this call's run id and budget
+    else:
+        planner = spec.make_planner(**resume.planner_overrides())
+    return OpenedRun(sink, stream, resume, snapshots, planner, snap, len(loaded))
+
+
+async def close_run(opened: OpenedRun) -> None:
+    """After the loop: a snapshot still being written, the checkpoint (compacts Parquet), the stream."""
+    await opened.snapshots.flush()
+    if opened.sink is not None:
+        await asyncio.to_thread(opened.sink.close)
+    if opened.stream is not None:
+        opened.stream.close()

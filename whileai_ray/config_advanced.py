@@ -43,7 +43,7 @@ ADVANCED_DEFAULTS: dict[str, Any] = {
     "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": 768,
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
-    "tool_choice": None,
+    "tool_choice": None, "metrics": True,
 }
 ADVANCED_KEYS = tuple(sorted(set(KNOBS) | set(ADVANCED_DEFAULTS)))
 
@@ -171,6 +171,7 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "user_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "writer_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "tool_choice": _tool_choice,
+    "metrics": _bool,          # Ray metrics (runtime/metrics.py); False: no metric is recorded
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
 

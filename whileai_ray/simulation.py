@@ -216,8 +216,11 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     if not per_actor:
         per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
     plan_fp = plan_fingerprint(cfg, settings)
+    job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     job = {
-        "run_id": run_id if eval_run == 0 else f"{run_id}_r{eval_run}", "cap": max(0, cfg.budget),
+        "run_id": job_run_id, "cap": max(0, cfg.budget),
+        # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
+        "metrics": {"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells,
                                 roles.writer),
         "model": model,

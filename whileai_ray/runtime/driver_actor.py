@@ -21,6 +21,7 @@ from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
 from ..store.plan_snapshots import PlanSnapshots
 from ..store.resume import ResumeIndex
+from .metrics import run_metrics
 from .rollout_actor import RolloutWorker
 
 PLACEMENT_TIMEOUT_S = 60.0
@@ -52,6 +53,7 @@ class DriverWorker:
         self.stuck: dict = {}          # unit key -> seconds in flight, for chunks past their deadline
         self._resume = None
         self.snapshots = PlanSnapshots(None, 0.0, None, None)   # replaced in run()
+        self.metrics = run_metrics(job.get("metrics"))           # NoMetrics when metrics are off
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:
@@ -244,12 +246,14 @@ class DriverWorker:
                 if to_judge:
                     send_to_judges(to_judge)
                 batch = []
+                n_before = len(self.rows)
                 for r, i, res in landed:
                     o = self._land(res)
                     if reproducible:
                         book.record(r, i, o)
                     else:
                         batch.append(o)
+                self.metrics.landed(self.rows[n_before:])      # metrics: once per landed batch
                 if self._pending_sink:
                     if self.sink is not None:
                         self.sink.append(self._pending_sink)
@@ -259,11 +263,15 @@ class DriverWorker:
                 if not reproducible and batch:
                     observe(batch)
             pump()
+            # metrics: once per loop turn, the pipe's state and the planner's re-roll/loss counts
+            self.metrics.inflight(self.inflight_units, len(queue), self.judging)
+            self.metrics.causes(planner.rerolled_by, planner.lost_by)
         # stop: abandon what is still in flight
         for t in tasks:
             t.cancel()
             self.abandoned += len(tasks[t][2])
         self.inflight_units = 0
+        self.metrics.finish(planner.rerolled_by, planner.lost_by)     # metrics: the run ended
         self.done = True
         await self.snapshots.flush()
         if self.sink is not None:
@@ -369,7 +377,8 @@ class DriverWorker:
             opts["scheduling_strategy"] = self._spread_strategy()
         return cls.options(**opts).remote(
             job["agent"], job["meta"], job.get("execute"), None,
-            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"))
+            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"),
+            metrics=job.get("metrics"))
 
     async def _start_actors(self, actors: list) -> list:
         pings = [_await(a.ping.remote()) for a in actors]
@@ -388,7 +397,8 @@ class DriverWorker:
         job = self.job
         opts = {k: v for k, v in self._actor_options().items() if k not in ("num_gpus", "resources")}
         return ray.remote(JudgeWorker).options(**opts).remote(
-            job["grader"], job.get("judge_concurrency", 32), job.get("judge_timeout") or None)
+            job["grader"], job.get("judge_concurrency", 32), job.get("judge_timeout") or None,
+            metrics=job.get("metrics"))
 
     async def _start_judges(self) -> list:
         if self.job.get("grader") is None:

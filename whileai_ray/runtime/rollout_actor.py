@@ -25,13 +25,15 @@ import ray
 from ..agents.callable import agent_error
 from ..agents.play import play_callable_unit
 from ..store.row_builder import build_row
+from .metrics import run_metrics
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
 
 
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
-                 timeout: float | None = None, judge_timeout: float | None = None, model=None):
+                 timeout: float | None = None, judge_timeout: float | None = None, model=None,
+                 metrics: dict | None = None):
         self.agent = agent
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
@@ -50,12 +52,15 @@ class RolloutWorker:
                                        thread_name_prefix="rollout")
         self.node_id = ray.get_runtime_context().get_node_id()
         self.played = 0
+        self.metrics = run_metrics(metrics)
 
     def ping(self) -> str:
         return self.node_id
 
     async def run_chunk(self, units: list) -> list[dict]:
-        return list(await asyncio.gather(*(self._one(u) for u in units)))
+        results = list(await asyncio.gather(*(self._one(u) for u in units)))
+        self.metrics.rollout_seconds([r["seconds"] for r in results])    # metrics: once per chunk
+        return results
 
     async def _one(self, unit) -> dict:
         loop = asyncio.get_running_loop()
@@ -76,8 +81,9 @@ class RolloutWorker:
         self.played += 1
         row["_ordinal"] = unit.ordinal
         row["_node"] = self.node_id
-        row["_seconds"] = round(time.monotonic() - t0, 4)
-        return {"unit": unit, "row": None if unusable else row, "unusable": unusable,
+        seconds = time.monotonic() - t0
+        row["_seconds"] = round(seconds, 4)
+        return {"unit": unit, "row": None if unusable else row, "unusable": unusable, "seconds": seconds,
                 "timed_out": bool(row.get("_timed_out")), "verdict": None,
                 "fault_parent": _fault_parent(row), "error": row.get("_error")}
 

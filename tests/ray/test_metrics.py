@@ -126,3 +126,27 @@ def test_metrics_off_records_nothing_for_that_run(metrics_ray, tools):
     samples = scrape(metrics_ray)
     assert not [n for n, lab, _ in samples if lab.get("run_id") == "metrics_off"]
     assert total(samples, "ray_whileai_rows_landed_total", run_id="metrics_on", mode="explore") == 200
+
+
+def test_a_model_agent_s_tokens_and_cost_are_counted_as_its_rows_report_them(metrics_ray, tools):
+    from whileai_ray.testing.server import start_server
+    host, port, stop = start_server(port=0, seed=0, model="scripted-7b", cost_per_token=2e-6)
+    try:
+        data = wai.simulate(f"vllm:scripted-7b@http://{host}:{port}/v1", tools=tools, simulator=False,
+                            system_prompt="You help with orders.", budget=40, seed=0,
+                            advanced={"run_id": "metrics_tokens"})
+    finally:
+        stop()
+    rows = data.rows()
+    tokens_in = sum(r["usage"]["input_tokens"] for r in rows)
+    cost = sum(r["usage"]["cost"] for r in rows)
+    assert len(rows) == 40 and tokens_in > 0 and cost > 0
+    deadline = time.monotonic() + 30
+    while total(scrape(metrics_ray), "ray_whileai_rows_landed_total", run_id="metrics_tokens") < 40:
+        assert time.monotonic() < deadline, "the model run never showed"
+        time.sleep(0.5)
+    samples = scrape(metrics_ray)
+    assert total(samples, "ray_whileai_tokens_total", run_id="metrics_tokens", kind="input") == tokens_in
+    assert total(samples, "ray_whileai_tokens_total", run_id="metrics_tokens", kind="output") == \
+        sum(r["usage"]["output_tokens"] for r in rows)
+    assert total(samples, "ray_whileai_cost_total", run_id="metrics_tokens") == pytest.approx(cost, rel=1e-6)

@@ -250,7 +250,11 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         last.update(snap)
         reporter.update(snap)
 
-    result = execute_job(job, on_snapshot)
+    try:
+        result = execute_job(job, on_snapshot)
+    except BaseException:
+        reporter.close()
+        raise
     rows = result["rows"]
     resume = result.get("resume") or {}
     if resume.get("mode") == "precount":
@@ -269,6 +273,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
              "cap": max(0, cfg.budget), "elapsed_s": round(result["elapsed_s"], 1)}
     reporter.emit(final)
+    reporter.close(final)
     result["resumed_count"] = resumed
     return result
 

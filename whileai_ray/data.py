@@ -121,6 +121,17 @@ class SimulationData(RowsView, RunActions):
         from .notebook import html_view
         return html_view(self)
 
+    def to_html(self, path, baseline=None, *, max_rows: int = 1000, labels=None) -> str:
+        """Write this run as one self-contained HTML report (summary, pass rates with intervals,
+        coverage curve, failures by cell, tool, fault and arm, re-roll and loss causes, a row
+        browser) and return the path. ``baseline=`` (another run) puts it beside this one with
+        the paired delta. Opens offline: nothing in it is fetched. See ``result/html_report.py``."""
+        from .result.html_report import write_report
+        runs = [self] if baseline is None else [baseline, self]
+        if labels is None and baseline is not None:
+            labels = ["baseline", "this run"]
+        return write_report(path, runs, labels, max_rows=max_rows)
+
 
 def meta_path(path: str) -> str:
     return (path[:-6] if path.endswith(".jsonl") else path) + ".meta.json"

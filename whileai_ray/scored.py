@@ -54,6 +54,14 @@ class ScoredData(RowsView):
                               concurrency=concurrency, policy=self.system_prompt, tools=self.tools,
                               floors=floors)
 
+    def to_html(self, path, baseline=None, *, max_rows: int = 1000, labels=None) -> str:
+        """Write these graded rows as one self-contained HTML report; see ``SimulationData.to_html``."""
+        from .result.html_report import write_report
+        runs = [self] if baseline is None else [baseline, self]
+        if labels is None and baseline is not None:
+            labels = ["baseline", "this run"]
+        return write_report(path, runs, labels, max_rows=max_rows)
+
     def __repr__(self) -> str:
         return (f"ScoredData({len(self.trajectories)} rows, judge={self.judge_name!r}, "
                 f"statuses={self.statuses})")

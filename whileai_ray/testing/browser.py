@@ -175,9 +175,10 @@ class Chromium:
               " w: r.width, h: r.height}; }))" % json.dumps(selector))
         return json.loads(self.evaluate(js))
 
-    def screenshot(self, box: dict | None = None) -> bytes:
-        """A PNG of ``box`` (page coordinates), or of the viewport."""
-        params = {"format": "png", "captureBeyondViewport": True, "optimizeForSpeed": True}
+    def screenshot(self, box: dict | None = None, fast: bool = True) -> bytes:
+        """A PNG of ``box`` (page coordinates), or of the viewport. ``fast`` encodes quickly (larger
+        file, simple filters that decode fast); ``fast=False`` compresses for keeping."""
+        params = {"format": "png", "captureBeyondViewport": True, "optimizeForSpeed": fast}
         if box is not None:
             params["clip"] = {"x": box["x"], "y": box["y"], "width": max(1, box["w"]),
                               "height": max(1, box["h"]), "scale": 1}

@@ -36,7 +36,8 @@ def check_html_path(path, argument: str = "path") -> str:
     if not os.path.isdir(folder):
         raise ValueError(f"{argument}={path!r}: the folder {folder!r} does not exist; create it first")
     if os.path.isdir(path):
-        raise ValueError(f"{argument}={path!r} is a folder; name a file in it, e.g. {os.path.join(path, 'report.html')}")
+        raise ValueError(f"{argument}={path!r} is a folder; name a file in it, "
+                         f"e.g. {os.path.join(path, 'report.html')}")
     return path
 
 

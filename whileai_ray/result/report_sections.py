@@ -168,8 +168,8 @@ def failures(runs: list) -> str:
         if hm:
             parts.append(heat_map_svg(hm, title=f"failure rate by {hm['y']} and {hm['x']}"))
         axes = fb.varying_axes(rows)
-        parts.append(_bars(fb.by_cell(rows, axes), "by grid cell: " + " \u00b7 ".join(axes or ["(one cell)"]), label_w=300,
-                           width=600, label_chars=52))
+        title = "by grid cell: " + " \u00b7 ".join(axes or ["(one cell)"])
+        parts.append(_bars(fb.by_cell(rows, axes), title, label_w=300, width=600, label_chars=52))
         parts.append(_bars(fb.by_tool(rows), "by tool"))
         parts.append(_bars(fb.by_fault(rows), "by fault kind"))
         parts.append(_bars(fb.by_arm(rows), "by arm (how the situation was chosen)"))

@@ -179,3 +179,10 @@ def test_cli_report_html_with_bad_arguments_exits_2_before_reading(tmp_path, cap
     assert main(["report", a, a, a]) == 2
     assert main(["report", a, "--html", str(tmp_path / "x.html"), "--max-rows", "0"]) == 2
     assert not (tmp_path / "x.html").exists()
+
+
+def test_an_empty_run_renders_every_section_saying_what_is_missing():
+    page = render_report(SimulationData())
+    for sid in ("summary", "pass-rates", "coverage", "failures", "causes", "rows", "warnings"):
+        assert f'<section id="{sid}">' in page
+    assert "no graded rows" in page and "0 rows, 0 failed" in page

@@ -7,11 +7,11 @@ import re
 import pytest
 
 from whileai_ray.cli import main
-from whileai_ray.data import SimulationData
+from whileai_ray.result.data import SimulationData
 from whileai_ray.result import failure_breakdown as fb
 from whileai_ray.result.html_report import render_report
 from whileai_ray.result.report_rows import pick_rows
-from whileai_ray.scored import ScoredData
+from whileai_ray.result.scored import ScoredData
 
 PAYLOAD = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 

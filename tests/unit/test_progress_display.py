@@ -8,10 +8,11 @@ from whileai_ray.testing.terminal import run_in_terminal
 # a run of 200 rows as the reporter sees it: snapshots from the driver, then the final numbers
 CHILD = """
 import logging, time
-from whileai_ray.progress import ProgressReporter
+from whileai_ray.result.progress import ProgressReporter
+from whileai_ray.result.progress_display import choose_display
 if {logging}:
     logging.basicConfig(level=logging.INFO, format="LOG %(message)s")
-rep = ProgressReporter(every_rows=50, every_s=1e9)
+rep = ProgressReporter(every_rows=50, every_s=1e9, display=choose_display())
 for n in range(0, 201, 20):
     rep.update({{"rows": n, "cap": 200, "landed": n, "resumed": 0, "rerolled": n // 10, "lost": 1,
                 "lost_by": {{"agent_error": 1}}, "situations": n // 2, "elapsed_s": n / 100}})

@@ -16,8 +16,12 @@ already a ``notebook_progress()`` bar.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
+
+from .notebook import NotebookProgress, progress_html
+from .progress import _someone_listens, logger
 
 __all__ = ["choose_display", "TerminalBar", "NotebookBar"]
 
@@ -44,7 +48,7 @@ class TerminalBar:
     def update(self, snap: dict) -> None:
         rows, cap = int(snap.get("rows") or 0), int(snap.get("cap") or 0)
         if self.bar is None:
-            from tqdm import tqdm
+            from tqdm import tqdm   # lazy: only a terminal draws a bar
             # a pty nobody sized reports 0 x 0, where tqdm would hide the bar: draw it 100 wide
             sized = _columns(self.stream) > 0
             self.bar = tqdm(total=cap, initial=rows, file=self.stream, desc="whileai_ray", unit=" rows",
@@ -65,7 +69,6 @@ class TerminalBar:
 
 
 def _columns(stream) -> int:
-    import os
     try:
         return os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, OSError, ValueError):
@@ -85,7 +88,6 @@ class NotebookBar:
         if not force and time.monotonic() - self._last < self.every_s:
             return
         self._last = time.monotonic()
-        from ..notebook import progress_html
         html = self.display.HTML(progress_html(snap))
         if self.handle is None:
             self.handle = self.display.display(html, display_id=True)
@@ -103,14 +105,12 @@ def _in_kernel():
     shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
     if shell is None or getattr(shell, "kernel", None) is None:
         return None
-    import IPython.display as display
+    import IPython.display as display   # lazy: IPython is there only in a notebook
     return display
 
 
 def choose_display(on_progress=None, stream=None):
     """The progress display for this place, or None for plain lines (see the module docstring)."""
-    from ..notebook import NotebookProgress
-    from ..progress import _someone_listens, logger
     if isinstance(on_progress, NotebookProgress) or _someone_listens(logger):
         return None
     display = _in_kernel()

@@ -6,7 +6,7 @@ map and a delta plot around zero. Same palette and escaping as the notebook view
 """
 from __future__ import annotations
 
-from ..notebook import _BAR_COLORS, _esc
+from .notebook import _BAR_COLORS, _esc
 
 __all__ = ["hbars", "line_chart", "heat_map_svg", "delta_plot", "color"]
 

@@ -6,7 +6,7 @@ working. The icon is a ``data:`` URL, so the browser does not ask the network fo
 """
 from __future__ import annotations
 
-from ..notebook import _esc
+from .notebook import _esc
 
 __all__ = ["page"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from ..notebook import _esc
-from ..store.row_builder import conversation
+from .notebook import _esc
+from ..core.rows import conversation
 from .failure_breakdown import cell_label, failed, fault_kinds, graded
 
 __all__ = ["row_browser", "pick_rows", "render_row"]

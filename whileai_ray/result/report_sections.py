@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..notebook import _esc, _pct, metrics_chart
+from ..score.compare import delta_report
+from .notebook import _esc, _pct, metrics_chart
 from . import failure_breakdown as fb
 from .report_charts import delta_plot, heat_map_svg, hbars, line_chart
 
@@ -102,7 +103,6 @@ def pass_rates(runs: list) -> str:
 
 
 def _paired_delta(runs: list) -> str:
-    from ..score.compare import delta_report
     (la, a), (lb, b) = runs
     report = delta_report(_rows(a), _rows(b))
     m = report.main

@@ -12,22 +12,9 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ..score.grading import call_grader
 from ..score.judging import normalize_judge_result
-from ..store.row_builder import export_row
 from .metrics import run_metrics
-
-
-def score_row(grader, row: dict) -> dict:
-    """One verdict in the judge contract; an exception is a verdict with judge_status=error."""
-    internal = getattr(grader, "wants_internal_row", False)
-    try:
-        raw = grader(row if internal else export_row(row))
-        verdict = normalize_judge_result(raw)
-        if isinstance(raw, dict) and isinstance(raw.get("judge_meta"), dict):
-            verdict["judge_meta"] = raw["judge_meta"]
-        return verdict
-    except Exception as exc:  # marked on the row, never turned into a 0
-        return normalize_judge_result(exc)
 
 
 class JudgeWorker:
@@ -51,7 +38,7 @@ class JudgeWorker:
         loop = asyncio.get_running_loop()
         async with self.sem:
             t0 = time.monotonic()
-            fut = loop.run_in_executor(self.pool, score_row, self.grader, row)
+            fut = loop.run_in_executor(self.pool, call_grader, self.grader, row)
             try:
                 verdict = await (asyncio.wait_for(fut, self.timeout) if self.timeout else fut)
             except asyncio.TimeoutError:

@@ -9,7 +9,6 @@ dropped); ``trajectories`` keeps the internal rows (with the privileged block, f
 from __future__ import annotations
 
 import copy
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,7 +126,7 @@ def meta_path(path: str) -> str:
 
 
 def _write_json_atomic(path: str, obj: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, default=str, indent=1)
-    os.replace(tmp, path)
+    from .store.atomic import atomic_path
+    from .store.strict_json import dumps
+    with atomic_path(path) as tmp:
+        tmp.write_text(dumps(obj, indent=1), encoding="ascii")

@@ -23,6 +23,8 @@ class CheckpointSink:
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
         self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
+        if self.parquet is not None:
+            self.warnings.extend(self.parquet.warnings)
 
     def append(self, rows: list[dict]) -> None:
         exported = [export_row(r) for r in rows]

@@ -288,6 +288,8 @@ def _resolve_choices(cfg: RunConfig, args: dict) -> None:
     cfg.scaffold = as_text(args["scaffold"], "scaffold=", "generation-only guidance")
     cfg.output = as_path(args["output"], "output=", "where the whole run is written")
     cfg.checkpoint = as_path(args["checkpoint"], "checkpoint=", "the JSONL file rows land in")
+    from .store.run_files import check_output
+    check_output(cfg.output, cfg.checkpoint)       # output= never overwrites a checkpoint (issue 11)
     if cfg.runs > 1 and cfg.checkpoint is not None:
         raise ValueError("checkpoint= holds one run's rows; pass runs=1 with checkpoint=, or "
                          "drop checkpoint= (output= still writes every run)")

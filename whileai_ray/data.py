@@ -85,11 +85,18 @@ class SimulationData(RowsView, RunActions):
 
     # ------------------------------------------------------------------ save
     def save(self, path: str, meta: bool = False) -> str:
-        """Write ``rows()`` as JSONL atomically (``path.tmp`` then rename); ``meta=True``
-        adds the ``<stem>.meta.json`` sidecar. Returns the path."""
-        from .store.reader import save_jsonl_atomic
+        """Write the rows atomically (``path.tmp`` then rename); ``meta=True`` adds the
+        ``<stem>.meta.json`` sidecar. Returns the path.
+
+        Each line is the row as ``rows()`` shows it plus its ``privileged`` block (the expected
+        outcome and hidden state a ``tasks=`` replay needs; ``rows()`` and every training export
+        strip it). A ``.parquet`` path (or a Parquet file) gets Parquet; the checkpoint this data
+        was loaded from is rewritten as a checkpoint (header, key index, Parquet side kept in
+        step); any other checkpoint is refused (``store/run_files.py``)."""
+        from .store.row_builder import stored_row
+        from .store.run_files import write_rows
         path = os.fspath(path)
-        save_jsonl_atomic(list(self.rows), path)
+        write_rows([stored_row(t) for t in self.trajectories], path, source=self.path or None)
         self.path = path
         if meta:
             _write_json_atomic(meta_path(path), self.meta_dict())

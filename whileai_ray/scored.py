@@ -43,9 +43,11 @@ class ScoredData(RowsView):
         return pass_at(self.rows)
 
     def save(self, path) -> str:
-        """Write ``rows()`` as JSONL atomically; return the path."""
-        from .store.reader import save_jsonl_atomic
-        return save_jsonl_atomic(list(self.rows), os.fspath(path))
+        """Write the scored rows atomically (JSONL, or Parquet for a ``.parquet`` path; never over
+        a checkpoint); return the path."""
+        from .store.row_builder import stored_row
+        from .store.run_files import write_rows
+        return write_rows([stored_row(t) for t in self.trajectories], os.fspath(path))
 
     def compare_judges(self, judges, gold: str = "gold_reward", allow_model_gold: bool = False,
                        concurrency: int = 8, floors=(0.8, 0.6)):

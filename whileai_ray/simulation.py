@@ -145,6 +145,8 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     _add_role_notes(data, cfg, roles, results)
+    from .score.grader_health import add_grader_note
+    add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         from .progress import logger
         logger.warning(w)
@@ -154,8 +156,9 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         data.llm_grade()
     if cfg.output:
         from .store.parquet import write_parquet
+        from .store.row_builder import stored_row
         data.save(cfg.output, meta=True)
-        write_parquet(list(data.rows), _parquet_path(cfg.output))
+        write_parquet([stored_row(t) for t in data.trajectories], _parquet_path(cfg.output))
     return data
 
 
@@ -299,6 +302,9 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
     ro["landed"] = len(data.trajectories) - resumed
     data.coverage["resumed"] = resumed
     resume = result.get("resume") or {}
+    for note in result.get("checkpoint_warnings") or ():    # repairs made while opening it (issue 11)
+        if note not in data.warnings:
+            data.warnings.append(note)
     if cfg.checkpoint:
         data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
                                          "resumed_from_round": resume.get("snapshot_round")}

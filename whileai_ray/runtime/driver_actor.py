@@ -407,6 +407,7 @@ class DriverWorker:
         return {
             "rows": rows, "leftover_rows": leftover,
             "resume": {**self._resume.summary(), **self.snapshots.summary()},
+            "checkpoint_warnings": list(self.sink.warnings) if self.sink is not None else [],
             "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
             "planner": _planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),

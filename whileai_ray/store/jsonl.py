@@ -12,7 +12,8 @@ see ``fingerprint.py``). Every other line is one exported row exactly as ``rows(
 no extra bookkeeping keys. A row's identity is recomputed from its content with
 ``schema.row_key``, so a resumed run (with a new run id) matches the rows already on disk.
 
-``JsonlCheckpoint.open()`` loads what is on disk, refuses a file written by a different
+``JsonlCheckpoint.open()`` takes the checkpoint's lock (``checkpoint_lock.py``: one writer
+at a time, a second run fails naming the first), loads what is on disk, refuses a file written by a different
 setup (raising ``ValueError`` and leaving the file byte-identical), and repairs a torn last
 line (a crash mid-write) by truncating to the last whole line, with a warning.
 ``append(rows)`` writes a batch in one ``write``, flushes and fsyncs, and never writes a key
@@ -30,6 +31,7 @@ import threading
 from pathlib import Path
 
 from .atomic import write_error
+from .checkpoint_lock import CheckpointLock
 from .disk_rows import DiskRows
 from .fingerprint import fingerprint_mismatch
 from .jsonl_lines import HEADER_KEY, JsonlContents, _scan, dump_line, gc_paused, parse_jsonl
@@ -80,10 +82,13 @@ class JsonlCheckpoint:
         ck.close()
     """
 
-    def __init__(self, path, fingerprint: dict):
+    def __init__(self, path, fingerprint: dict, *, run_id: str | None = None, caller: dict | None = None,
+                 lock: bool = True):
         if not isinstance(fingerprint, dict):
             raise TypeError("JsonlCheckpoint(fingerprint=...) expects the dict from store.fingerprint()")
         self.path = Path(path)
+        # one writer at a time (checkpoint_lock.py); run_id and caller describe this run to a second one
+        self.lock = CheckpointLock(self.path, run_id, caller) if lock else None
         self.fingerprint = dict(fingerprint)
         self.warnings: list[str] = []
         self.duplicates_skipped = 0
@@ -113,12 +118,32 @@ class JsonlCheckpoint:
             raise ValueError(f"checkpoint={str(self.path)!r} is a folder; pass a file path such as "
                              f"{str(self.path / 'checkpoint.jsonl')!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        data, scan = self._read_and_verify()            # raises before anything is written
+        if self.lock is not None:
+            self.lock.acquire()                          # CheckpointBusy: another run appends here
+            try:
+                if self.path.exists() and self.path.stat().st_size != len(data):
+                    data, scan = self._read_and_verify()     # it moved while we waited: read it again
+            except BaseException:
+                self.lock.release()
+                raise
+        try:
+            return self._open_locked(data, scan)
+        except BaseException:
+            if self.lock is not None:
+                self.lock.release()
+            raise
+
+    def _read_and_verify(self):
         data = self.path.read_bytes() if self.path.exists() else b""
         with gc_paused():
             scan = _scan(data, self.path)
-        self._verify(scan.header, bool(scan.keys), scan.bad_lines)  # raises before anything is written
+        self._verify(scan.header, bool(scan.keys), scan.bad_lines)
         if scan.header is None:
             _refuse_foreign_rows(self.path, scan.decoded)
+        return data, scan
+
+    def _open_locked(self, data: bytes, scan) -> DiskRows:
         if scan.good_bytes < len(data):
             with open(self.path, "r+b") as fh:
                 fh.truncate(scan.good_bytes)
@@ -259,6 +284,8 @@ class JsonlCheckpoint:
             if self._ix is not None:
                 self._ix.close()
                 self._ix = None
+            if self.lock is not None:
+                self.lock.release()
 
     def __enter__(self):
         self.open()

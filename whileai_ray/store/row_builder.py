@@ -2,7 +2,10 @@
 
 ``build_row`` assembles every key of reference 1.1 in its order, the situational keys of 1.2
 when they apply, and internal keys (``privileged`` and ``_``-prefixed bookkeeping) that never
-leave the process: ``export_row`` strips them (and hidden keys at any depth, and None values).
+leave the process: ``export_row`` strips them (and hidden keys at any depth, and None values); ``stored_row`` is
+the form files keep (checkpoint, ``save()``, ``output=``): the exported row plus its
+``privileged`` block, which a ``tasks=`` replay needs (expected outcome, hidden state) and
+which ``rows()``, ``training_set()``, ``select()`` and ``push()`` never show.
 ``conversation`` rebuilds the chat messages from prompt, steps and final text.
 """
 from __future__ import annotations
@@ -15,7 +18,7 @@ from ..agents.callable import unusable_reason
 from ..search.signature import behavior_signature
 from ..world.context import privileged_block
 
-__all__ = ["build_row", "export_row", "conversation", "policy_version", "HIDDEN_KEYS"]
+__all__ = ["build_row", "export_row", "stored_row", "conversation", "policy_version", "HIDDEN_KEYS"]
 
 HIDDEN_KEYS = frozenset(("privileged", "principle", "hidden_state", "reference", "rubric", "vector"))
 _SUCCESS = frozenset(("ok", "created", "success", "done", "updated", "deleted"))
@@ -210,4 +213,15 @@ def export_row(traj: dict) -> dict:
         if v is None or k in HIDDEN_KEYS or k[:1] == "_":
             continue
         out[k] = _clean(v) if type(v) in _CONTAINERS and _dirty(v) else v
+    return out
+
+
+def stored_row(traj: dict) -> dict:
+    """The form a row is stored in (checkpoint, ``save()``, ``output=``): ``export_row`` plus the
+    top-level ``privileged`` block, so a replay from the file plays the same situations (issue 11
+    item 6). Reading the file back gives trajectories that carry it again; ``rows()`` strips it."""
+    out = export_row(traj)
+    privileged = traj.get("privileged")
+    if privileged:
+        out["privileged"] = privileged
     return out

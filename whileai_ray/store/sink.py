@@ -1,13 +1,8 @@
-"""CheckpointSink: what the driver appends landed rows to (the rows() form, one fsync a batch)."""
+"""CheckpointSink: what the driver appends landed rows to (the stored form, one fsync a batch)."""
 from __future__ import annotations
 
-from .row_builder import export_row
-
-
-def parquet_folder_for(checkpoint_path) -> str:
-    """Where the Parquet side of a checkpoint lives: ``<stem>.parquet/`` beside the JSONL."""
-    p = str(checkpoint_path)
-    return (p[:-6] if p.endswith(".jsonl") else p) + ".parquet"
+from .row_builder import stored_row
+from .run_files import parquet_folder_for  # noqa: F401  (re-exported)
 
 
 class CheckpointSink:
@@ -27,7 +22,7 @@ class CheckpointSink:
             self.warnings.extend(self.parquet.warnings)
 
     def append(self, rows: list[dict]) -> None:
-        exported = [export_row(r) for r in rows]
+        exported = [stored_row(r) for r in rows]
         self.checkpoint.append(exported)
         if self.parquet is not None:
             self.parquet.write(exported)
@@ -58,7 +53,7 @@ class StreamSink:
 
     def append(self, rows: list[dict]) -> None:
         from .jsonl import dump_line
-        self._fh.write(b"".join(dump_line(export_row(r)) for r in rows))
+        self._fh.write(b"".join(dump_line(stored_row(r)) for r in rows))
         self._fh.flush()
 
     def close(self) -> None:

@@ -219,12 +219,17 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     if not per_actor:
         per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
     plan_fp = plan_fingerprint(cfg, settings)
+    from .store.checkpoint_lock import caller_identity
+    caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
+    job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     job = {
-        "run_id": run_id if eval_run == 0 else f"{run_id}_r{eval_run}", "cap": max(0, cfg.budget),
+        "run_id": job_run_id, "cap": max(0, cfg.budget),
         "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells,
                                 roles.writer),
         "model": model,
-        "make_sink": partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
+        "make_sink": partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
+        if cfg.checkpoint else None,
+        "checkpoint": cfg.checkpoint, "caller": caller, "caller_timeout_s": knobs["caller_timeout_s"],
         "plan_fingerprint": plan_fp,
         "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
@@ -374,10 +379,10 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
         data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
 
 
-def _make_sink(cfg, plan_fp, roles=None):
+def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):
     from .store.fingerprint import fingerprint
     from .store.jsonl import JsonlCheckpoint
     from .store.sink import CheckpointSink
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
-    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))
+    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller))

@@ -21,6 +21,7 @@ from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
 from ..store.plan_snapshots import PlanSnapshots
 from ..store.resume import ResumeIndex
+from .caller_watch import CALLER_GONE, CallerWatch
 from .rollout_actor import RolloutWorker
 
 PLACEMENT_TIMEOUT_S = 60.0
@@ -52,9 +53,11 @@ class DriverWorker:
         self.stuck: dict = {}          # unit key -> seconds in flight, for chunks past their deadline
         self._resume = None
         self.snapshots = PlanSnapshots(None, 0.0, None, None)   # replaced in run()
+        self.watch = CallerWatch(job.get("caller"), job.get("caller_timeout_s", 10.0))
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:
+        self.watch.polled()
         p = self.planner
         if p is None:
             return {"rows": self.resumed, "cap": self.job["cap"], "landed": 0, "resumed": self.resumed,
@@ -184,6 +187,11 @@ class DriverWorker:
 
         pump()
         while True:
+            gone = self.watch.gone()
+            if gone is not None:        # an orphan: stop appending now, a resume may be waiting
+                self.stopped_because = CALLER_GONE
+                self.errors.append(gone)
+                break
             reason = planner.stop_reason()
             if deadline is not None and time.monotonic() >= deadline:
                 reason = "time_budget"
@@ -266,8 +274,8 @@ class DriverWorker:
         self.inflight_units = 0
         self.done = True
         await self.snapshots.flush()
-        if self.sink is not None:
-            await asyncio.to_thread(self.sink.close)
+        if self.sink is not None:          # an orphan lets go at once: compaction is left to the resume
+            await asyncio.to_thread(self.sink.close, self.stopped_because != CALLER_GONE)
         if self.stream is not None:
             self.stream.close()
         self.rows.sort(key=lambda r: r.get("_ordinal", 0))

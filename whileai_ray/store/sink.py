@@ -27,14 +27,20 @@ class CheckpointSink:
         if self.parquet is not None:
             self.parquet.write(exported)
 
-    def close(self) -> None:
-        self.checkpoint.close()
-        if self.parquet is not None:
-            # rows a crash left in the JSONL but not yet in a part file (at most one row group);
-            # only those are decoded
-            missing = self.parquet.missing(self.loaded.keys)
-            self.parquet.write([self.loaded[i] for i in missing])
-            self.parquet.close(compact=True)
+    def close(self, compact: bool = True) -> None:
+        """Finish the Parquet side, then close the checkpoint (which releases its lock last, so
+        the next run never meets a compaction in progress)."""
+        try:
+            if self.parquet is not None and not compact:    # leave the parts; the next run compacts them
+                self.parquet.close(compact=False)
+            elif self.parquet is not None:
+                # rows a crash left in the JSONL but not yet in a part file (at most one row group);
+                # only those are decoded
+                missing = self.parquet.missing(self.loaded.keys)
+                self.parquet.write([self.loaded[i] for i in missing])
+                self.parquet.close(compact=True)
+        finally:
+            self.checkpoint.close()
 
 
 class StreamSink:

@@ -307,6 +307,9 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
     ro["landed"] = len(data.trajectories) - resumed
     data.coverage["resumed"] = resumed
     resume = result.get("resume") or {}
+    retry = result.get("chunk_retry") or {}
+    if retry.get("suspected"):                   # chunks that failed as a whole: who was tried alone, who was lost
+        data.search["poison"] = retry
     for note in result.get("checkpoint_warnings") or ():    # repairs made while opening it (issue 11)
         if note not in data.warnings:
             data.warnings.append(note)

@@ -22,6 +22,7 @@ from ..search.rounds import RoundBook
 from ..store.plan_snapshots import PlanSnapshots
 from ..store.resume import ResumeIndex
 from .caller_watch import CALLER_GONE, CallerWatch
+from .chunk_retry import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED, ChunkRetry
 from .rollout_actor import RolloutWorker
 
 PLACEMENT_TIMEOUT_S = 60.0
@@ -54,6 +55,9 @@ class DriverWorker:
         self._resume = None
         self.snapshots = PlanSnapshots(None, 0.0, None, None)   # replaced in run()
         self.watch = CallerWatch(job.get("caller"), job.get("caller_timeout_s", 10.0))
+        self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (chunk_retry.py)
+        self._solo = {"task": None, "actor": None, "spare": None}  # the quarantine lane: one unit at a time
+        self._node_of: dict = {}                                  # actor id -> the node it was placed on
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:
@@ -111,7 +115,8 @@ class DriverWorker:
         book = RoundBook(job["lag"])
         round_units: dict = {}                  # round -> its units, until it is observed (snapshots)
         queue: deque = deque()                  # (round, index, unit) ready to dispatch
-        tasks: dict = {}                        # asyncio task -> (actor index, items)
+        tasks: dict = {}                        # asyncio task -> (kind, actor index, items)
+        sent_on: dict = {}                      # asyncio task -> the actor handle it went to
         load = [0] * len(actors)
         deadline = self.t0 + job["time_budget"] if job.get("time_budget") else None
         state = {"blocked": False}
@@ -195,7 +200,8 @@ class DriverWorker:
             reason = planner.stop_reason()
             if deadline is not None and time.monotonic() >= deadline:
                 reason = "time_budget"
-            if reason is not None and ((self.inflight_units == 0 and self.judging == 0) or reason != "budget"):
+            idle = self.inflight_units == 0 and self.judging == 0 and not self.retry.pending()
+            if reason is not None and (idle or reason != "budget"):
                 self.stopped_because = reason
                 break
             # dispatch: fill every actor up to its slots plus one chunk of prefetch
@@ -208,8 +214,10 @@ class DriverWorker:
                 t = asyncio.ensure_future(_await(ref))
                 tasks[t] = ("roll", a, items)
                 self._sent_at[t] = time.monotonic()
+                sent_on[t] = actors[a]
                 load[a] += len(items)
                 self.inflight_units += len(items)
+            self._dispatch_suspect(tasks, sent_on)
             if not tasks:
                 pump()
                 if queue:
@@ -222,24 +230,42 @@ class DriverWorker:
             for t in done:
                 self._sent_at.pop(t, None)
                 kind, a, items = tasks.pop(t)
-                if kind == "roll":
-                    load[a] -= len(items)
-                    self.inflight_units -= len(items)
-                else:
+                handle = sent_on.pop(t, None)
+                if kind == "judge":
                     judge_load[a] -= len(items)
                     self.judging -= len(items)
+                else:
+                    self.inflight_units -= len(items)
+                    if kind == "roll":
+                        load[a] -= len(items)
+                    else:
+                        self._solo["task"] = None
                 try:
                     results = t.result()
-                except Exception as exc:  # the actor died: re-issue its work (keys make it exactly-once)
+                except Exception as exc:  # re-issue (keys make it exactly-once), or find a poison unit
                     self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
                     self.chunks_reissued += 1
-                    if kind == "roll":
-                        actors[a] = self._new_actor()
-                        queue.extendleft(reversed(items))
-                    else:
+                    if kind == "judge":
                         judges[a] = self._new_judge()
                         send_to_judges(items)
-                    continue
+                        continue
+                    cause = self._failure_cause(exc, handle)
+                    died = isinstance(exc, ray.exceptions.RayActorError)
+                    if kind == "roll":
+                        if died and actors[a] is handle:     # the other chunks on it fail too: replace once
+                            actors[a] = self._new_actor()
+                        queue.extendleft(reversed(self.retry.chunk_failed(items, cause)))
+                        continue
+                    if died:
+                        self._solo["actor"] = None
+                    settled = self.retry.solo_failed(items[0], cause)
+                    if settled is None:
+                        continue
+                    results = [{"unit": items[0][2], "row": None, "unusable": settled, "timed_out": False,
+                                "fault_parent": False, "error": f"{settled}: {type(exc).__name__}"}]
+                else:
+                    if kind == "solo":
+                        self.retry.solo_ok(items[0])
                 landed, to_judge = [], []
                 for item, res in zip(items, results):
                     if kind == "judge":
@@ -375,9 +401,43 @@ class DriverWorker:
         if opts.get("scheduling_strategy") == "SPREAD" and not opts.get("num_gpus") and not opts.get("resources") \
                 and not opts.get("num_cpus"):
             opts["scheduling_strategy"] = self._spread_strategy()
-        return cls.options(**opts).remote(
+        actor = cls.options(**opts).remote(
             job["agent"], job["meta"], job.get("execute"), None,
             job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"))
+        self._node_of[id(actor)] = (actor, getattr(opts["scheduling_strategy"], "node_id", None))
+        return actor
+
+    def _dispatch_suspect(self, tasks: dict, sent_on: dict) -> None:
+        """The quarantine lane: one suspect unit at a time, on an actor that plays nothing else,
+        so a crash there names its unit (``chunk_retry.py``)."""
+        if self._solo["task"] is not None or not self.retry.pending():
+            return
+        item = self.retry.next_suspect()
+        if self._solo["actor"] is None:         # a spare, started while the last one worked, takes over at once
+            self._solo["actor"] = self._solo["spare"] or self._new_actor()
+            self._solo["spare"] = self._new_actor()
+        actor = self._solo["actor"]
+        t = asyncio.ensure_future(_await(actor.run_chunk.remote([item[2]])))
+        tasks[t] = ("solo", -1, [item])
+        self._sent_at[t] = time.monotonic()
+        sent_on[t] = actor
+        self._solo["task"] = t
+        self.inflight_units += 1
+
+    def _failure_cause(self, exc, actor) -> str:
+        """Name why a chunk failed: its node died, its worker process died, or it raised."""
+        if isinstance(exc, ray.exceptions.RayActorError):
+            if getattr(exc, "_actor_init_failed", False):   # no unit's fault: every new actor would fail
+                raise RuntimeError(f"a rollout actor could not start: {exc}"[:2000]) from None
+            node = self._node_of.get(id(actor), (None, None))[1]
+            if "node has died" in str(exc) or (node and node not in {
+                    n["NodeID"] for n in ray.nodes() if n.get("Alive")}):
+                return NODE_LOST
+            return WORKER_CRASHED
+        text = f"{type(exc).__name__}: {exc}"
+        if any(word in text for word in ("erializ", "ickl", "RecursionError", "ircular")):
+            return UNSERIALIZABLE
+        return ROLLOUT_FAILED
 
     async def _start_actors(self, actors: list) -> list:
         pings = [_await(a.ping.remote()) for a in actors]
@@ -419,7 +479,7 @@ class DriverWorker:
             "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
             "planner": _planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),
-            "errors": self.errors, "chunks_reissued": self.chunks_reissued,
+            "errors": self.errors, "chunks_reissued": self.chunks_reissued, "chunk_retry": self.retry.stats(),
             "abandoned": self.abandoned, "n_actors": len(actors),
             "actor_nodes": list(getattr(self, "actor_nodes", [])), "stuck_units": dict(self.stuck),
             "writer": p.writer.stats() if hasattr(p.writer, "stats") else None,

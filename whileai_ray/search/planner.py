@@ -27,7 +27,9 @@ from .novelty import NoveltyIndex, sketch
 from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
-REASONS = ("agent_error", "empty_reply", "tool_markup")
+POISON_REASONS = ("worker_crashed", "unserializable_result", "rollout_failed")   # runtime/chunk_retry.py
+REASONS = ("agent_error", "empty_reply", "tool_markup") + POISON_REASONS
+POISON_TRIES = 2          # a poison unit is played at most twice, then lost with its cause
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 
@@ -367,7 +369,8 @@ class Planner:
                 self.agent_errors += 1
                 if o.timed_out:
                     self.timed_out += 1
-            if u.attempt < self.s.k:
+            final = reason == "worker_crashed" or (reason in POISON_REASONS and u.attempt + 1 >= POISON_TRIES)
+            if u.attempt < self.s.k and not final:
                 self.rerolled_by[reason] += 1
                 self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
                                           rollout_index=u.rollout_index, eval_run=u.eval_run,

@@ -7,6 +7,8 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
   the first and the last landing (what the pipe sustains); ``wall`` includes actor start-up.
 * CPU-bound: the seeded agent with no delay, 20,000 explore rows; rows/s and the caller's
   peak RSS.
+* chaos (``bench_chaos.py``): kills, poison units, corrupt sidecars and a second writer against
+  one run; rows lost and rows duplicated, target 0 and 0.
 """
 from __future__ import annotations
 
@@ -102,6 +104,8 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
         f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
         f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
+    from .bench_chaos import bench_chaos, format_line as chaos_line
+    out(chaos_line(bench_chaos(rows=600 if quick else 1500)))
     from .runtime.bench_nodes import bench_nodes
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "

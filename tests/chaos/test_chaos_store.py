@@ -205,3 +205,38 @@ def test_load_pushed_refuses_names_that_leave_the_store(tmp_path):
             load_pushed(bad, store=str(store))
     back, meta = load_pushed("orders", store=str(store))
     assert len(back) == 3
+
+
+# -- item 2, the lock alone: a killed holder never blocks the next writer -----------------------
+def test_the_lock_of_a_killed_process_does_not_block_and_a_live_one_is_named(tmp_path):
+    import pickle
+    import signal
+
+    from whileai_ray.store.checkpoint_lock import CheckpointBusy, CheckpointLock, probe
+
+    ck = tmp_path / "ck.jsonl"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from whileai_ray.store.checkpoint_lock import CheckpointLock
+        CheckpointLock({str(ck)!r}, run_id="holder-run").acquire()
+        print("held", flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert probe(ck)["run_id"] == "holder-run"
+        with pytest.raises(CheckpointBusy) as info:
+            CheckpointLock(ck, run_id="second").acquire(retry_s=0.2)
+        assert "holder-run" in str(info.value) and f"pid {holder.pid}" in str(info.value)
+        again = pickle.loads(pickle.dumps(info.value))          # crosses from the Driver to the caller
+        assert str(again) == str(info.value) and again.holder["run_id"] == "holder-run"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert ck.with_name("ck.jsonl.lock").exists()                # its description stays on disk ...
+    nxt = CheckpointLock(ck, run_id="next")
+    nxt.acquire(retry_s=0)                                        # ... and blocks nobody, not for a moment
+    assert probe(ck)["run_id"] == "next"
+    nxt.release()
+    assert probe(ck) is None

@@ -50,7 +50,7 @@ def clear_checkpoint(checkpoint, log=print) -> dict | None:
     if process_alive(caller) is not False and not mine:     # mine: a Driver this process abandoned
         raise CheckpointBusy(checkpoint, holder)
     log(f"whileai_ray: the checkpoint {checkpoint} is still held by the Driver of run {holder.get('run_id')!r}, "
-        "whose caller is gone; waiting for it to stop")
+        "whose caller is gone (or which this process left behind); waiting for it to stop")
     if _released(checkpoint, ORPHAN_WAIT_S):
         return {**holder, "cleared": "stopped by itself"}
     run_id = holder.get("run_id")

@@ -91,10 +91,14 @@ class CheckpointBusy(RuntimeError):
     def __init__(self, checkpoint, holder: dict | None, note: str = ""):
         self.checkpoint = str(checkpoint)
         self.holder = holder or {}
+        self.note = note
         super().__init__(
             f"checkpoint={self.checkpoint!r} is being written by {describe(holder)}{note}. Two runs on one "
             "checkpoint would write every row twice: wait for that run to finish (or stop it), or pass "
             "another checkpoint path.")
+
+    def __reduce__(self):       # raised in the Driver actor, re-raised in the caller: must pickle
+        return (CheckpointBusy, (self.checkpoint, self.holder, self.note))
 
 
 def read_holder(checkpoint) -> dict | None:

@@ -297,6 +297,7 @@ class DriverWorker:
         for t in tasks:
             t.cancel()
             self.abandoned += len(tasks[t][2])
+        self.abandoned += self.retry.pending()        # suspects never tried alone (a time budget ran out)
         self.inflight_units = 0
         self.done = True
         await self.snapshots.flush()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..rng import draw
+from ..core.rng import draw
 
 EXPLORE_SHARE = 0.05
 

@@ -8,76 +8,35 @@ rollout actors and nodes, in any completion order, while ``lag`` rounds stay in 
 
 Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
+
+What it is given is a ``PlanSettings`` (``plan_settings.py``), what it hears back is one
+``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``planner_stats``
+(``planner_stats.py``).
 """
 from __future__ import annotations
 
+import copy
 from collections import deque
-from dataclasses import dataclass, field
 
-from ..rng import weyl, draw
-from ..store.row_key import prompt_sha
+from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES
+from ..core.identity import prompt_sha
+from ..core.rng import draw, weyl
+from ..core.unit import Unit
 from ..situations.grid import CONDITION_FAULT_MODE
-from ..unit import Unit
 from .arms import ArmBandit
 from .cell_picker import CellPicker
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
 from .groups import GroupBook
 from .novelty import NoveltyIndex, sketch
+from .outcome import Outcome
+from .plan_settings import PlanSettings
 from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
-POISON_REASONS = ("worker_crashed", "unserializable_result", "rollout_failed")   # runtime/chunk_retry.py
-REASONS = ("agent_error", "empty_reply", "tool_markup") + POISON_REASONS
-POISON_TRIES = 2          # a poison unit is played at most twice, then lost with its cause
+REASONS = LOST_REASONS                 # agent reasons (re-rolled) and poison causes (core/defaults.py)
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
-
-
-@dataclass
-class PlanSettings:
-    run_id: str
-    seed: int = 0
-    budget: int = 1000
-    round_size: int = 64
-    n: int = 1
-    k: int = 1
-    repeat_policy: str = "none"
-    situations: int | None = None
-    hard_share: float = 0.4
-    fault_rate: float = 0.1
-    probe_share: float = 0.05
-    probe: int = 2
-    seeds: list = field(default_factory=list)
-    mutate: bool = True
-    mutate_graded: bool = True            # advanced={"mutate_graded_failures": False} turns it off
-    novelty_candidates: int = 2           # structured asks drawn per slot; the most novel is kept
-    dead_agent_errors: int = 16
-    eval_run: int = 0
-    pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
-    tools: list = field(default_factory=list)
-    axes: dict = field(default_factory=dict)
-    until: str = "compute"
-    arm_weights: dict | None = None               # advanced={"arm_weights": ...}: pinned, no reallocation
-    llm_writer: bool = False
-    family_cap: int = 3
-    copies_needed: int = 5
-    precounted: int = 0                           # rows on disk counted toward the budget up front
-    avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What came back for one unit: a row (landed) or the reason it is unusable."""
-    unit: Unit
-    row: dict | None
-    unusable: str | None = None
-    timed_out: bool = False
-    label: object = None
-    fault_parent: bool = False
-    resumed: bool = False
-    graded_failure: bool = False          # the judge scored it under the pass threshold
-    failed_markers: tuple = ()
 
 
 class Planner:
@@ -127,7 +86,7 @@ class Planner:
         self._scored = ("", None, 0.0)
 
     def __getstate__(self) -> dict:
-        """Pickled without its situation writer (``store/plan_snapshot.py``): the restorer
+        """Pickled without its situation writer (``store/plan_snapshot_file.py``): the restorer
         attaches a fresh one, which is stateless (template writer) by the snapshot's rule."""
         state = dict(self.__dict__)
         state["writer"] = None
@@ -175,7 +134,6 @@ class Planner:
             new = min(new, self.s.situations - self.situations_opened)
         if new <= 0:
             return
-        import copy
         picker, requests = copy.deepcopy(self.picker), []
         for ordinal in range(self.situations_opened + len(self.seeds_left),
                              self.situations_opened + len(self.seeds_left) + new):
@@ -198,7 +156,6 @@ class Planner:
         again), the picks most likely to come next are written with it, in one batch."""
         has = getattr(self.writer, "has", None)
         if has is not None and not has(cell, instance, 0):
-            import copy
             picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
             wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
             self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 
+from ..core.identity import prompt_sha
 from ..situations.situation import Situation
+from ..store.reader import load_rows
 
 TAG_KEYS = ("texture", "length", "tone", "ask", "vagueness", "phrasing", "pressure", "user", "stance", "history")
 
@@ -25,7 +27,6 @@ def source_rows(tasks) -> tuple[list[dict], dict]:
         return list(tasks.trajectories), {"k": getattr(tasks, "rollouts_per_request", None),
                                           "system_prompt": getattr(tasks, "system_prompt", "")}
     if isinstance(tasks, (str, os.PathLike)):
-        from ..store.reader import load_rows
         rows, meta = load_rows(tasks)
         return rows, {"k": meta.get("rollouts_per_request"), "system_prompt": meta.get("system_prompt", "")}
     privileged = getattr(tasks, "privileged", None)     # data.rows(): kept beside the rows (rowlist.py)
@@ -40,7 +41,6 @@ def _phrasing_indices(seen: dict) -> dict:
     """Each prompt's phrasing index within its scenario: its rank by ``prompt_sha`` among the
     scenario's prompts. It is part of every random draw of a unit, so it must not depend on the
     order the source lists its rows in (a checkpoint lists them as they landed)."""
-    from ..store.row_key import prompt_sha
     by_sid: dict[str, list] = {}
     for prompt, row in seen.items():
         by_sid.setdefault(str(row.get("scenario_id") or ""), []).append(prompt)

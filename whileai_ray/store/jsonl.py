@@ -30,15 +30,15 @@ import os
 import threading
 from pathlib import Path
 
+from ..core.identity import row_key
 from .atomic import write_error
 from .checkpoint_lock import CheckpointLock
-from .disk_rows import DiskRows
+from .disk_rows import DiskRows, gc_paused
 from .fingerprint import fingerprint_mismatch
-from .jsonl_lines import HEADER_KEY, JsonlContents, _scan, dump_line, gc_paused, parse_jsonl
+from .jsonl_lines import HEADER_KEY, JsonlContents, _scan, dump_line, parse_jsonl
 from .key_index import entry_line, index_path, line_crc, write_index
-from .row_key import row_key
 
-__all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line", "gc_paused"]
+__all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line"]
 
 log = logging.getLogger(__name__)
 

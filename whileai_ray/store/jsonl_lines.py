@@ -3,20 +3,19 @@
 ``dump_line(row)`` is the one row encoder (strict JSON, see ``strict_json.py``). ``_scan``
 splits a checkpoint's bytes into row lines and keys each one, from the ``.keys`` index when an
 entry vouches for the line (``key_index.py``), else by decoding it; ``parse_jsonl`` is the
-tolerant parser ``wai.load`` uses. ``gc_paused`` keeps the collector off while many rows decode.
+tolerant parser ``wai.load`` uses.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 from dataclasses import dataclass, field
 
+from ..core.identity import row_key
+from ..core.strict_json import dumps
+from .disk_rows import gc_paused
 from .key_index import entry_crc, index_path, line_crc, read_index
-from .row_key import row_key
-from .strict_json import dumps
 
-__all__ = ["HEADER_KEY", "dump_line", "gc_paused", "JsonlContents", "parse_jsonl"]
+__all__ = ["HEADER_KEY", "dump_line", "JsonlContents", "parse_jsonl"]
 
 HEADER_KEY = "_whileai_ray_checkpoint"
 
@@ -25,23 +24,6 @@ def dump_line(row: dict) -> bytes:
     """One row as a JSONL line: strict, ASCII-escaped JSON (``strict_json.py``: NaN/Infinity
     become null and lone surrogates U+FFFD, each named in the row's ``json_repairs``)."""
     return (dumps(row) + "\n").encode("ascii")
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while decoding many rows.
-
-    Decoding 100,000 rows allocates millions of dicts and lists; without the pause the
-    collector re-scans them over and over and loading takes 3-4x longer. The rows form no
-    cycles, so nothing is lost by collecting once afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @dataclass

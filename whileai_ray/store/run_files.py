@@ -21,10 +21,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..core.identity import row_key
 from .checkpoint_lock import CheckpointLock, lock_path
 from .jsonl_lines import HEADER_KEY, dump_line
 from .key_index import index_path, line_crc, write_index
-from .row_key import row_key
 
 __all__ = ["checkpoint_files", "output_files", "is_checkpoint", "is_parquet", "check_output", "write_rows",
            "parquet_folder_for"]
@@ -39,7 +39,7 @@ def parquet_folder_for(checkpoint_path) -> str:
 
 
 def checkpoint_files(checkpoint) -> list[Path]:
-    from .plan_snapshot import snapshot_path
+    from .plan_snapshot_file import snapshot_path
     ck = Path(checkpoint)
     return [ck, index_path(ck), Path(snapshot_path(ck)), lock_path(ck), Path(parquet_folder_for(ck))]
 

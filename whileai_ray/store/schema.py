@@ -52,8 +52,8 @@ import json
 
 import pyarrow as pa
 
-from .row_key import prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
-from .strict_json import dumps
+from ..core.identity import key_string, prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
+from ..core.strict_json import dumps
 
 __all__ = [
     "SCHEMA_VERSION", "METADATA_VERSION_KEY", "row_key", "key_string",
@@ -82,11 +82,6 @@ TAG_KEYS = (
 
 # Strict ASCII JSON (strict_json.py): DuckDB and polars can parse every JSON column.
 _DUMP = dumps
-
-
-def key_string(key: tuple) -> str:
-    """``row_key`` as one string, the form stored in the Parquet ``row_key`` column."""
-    return "|".join(str(part) for part in key)
 
 
 def arrow_schema() -> pa.Schema:

@@ -211,6 +211,8 @@ class DriverWorker(DriverPool):
                 if load[a] >= per_actor + chunk:
                     break
                 items = [queue.popleft() for _ in range(min(chunk, len(queue)))]
+                if actors[a] is None:                # replaced only when there is work for it
+                    actors[a] = self._new_actor()
                 ref = actors[a].run_chunk.remote([u for _, _, u in items])
                 t = asyncio.ensure_future(await_ref(ref))
                 tasks[t] = ("roll", a, items)
@@ -253,8 +255,8 @@ class DriverWorker(DriverPool):
                     cause = self._failure_cause(exc, handle)
                     died = self._actor_died(exc)
                     if kind == "roll":
-                        if died and actors[a] is handle:     # the other chunks on it fail too: replace once
-                            actors[a] = self._new_actor()
+                        if died and actors[a] is handle:     # the other chunks on it fail too: replace once,
+                            actors[a] = None                 # when work comes (its start then competes with nothing)
                         queue.extendleft(reversed(self.retry.chunk_failed(items, cause)))
                         continue
                     if died:
@@ -267,6 +269,7 @@ class DriverWorker(DriverPool):
                 else:
                     if kind == "solo":
                         self.retry.solo_ok(items[0])
+                        self._ready_spare()
                 landed, to_judge = [], []
                 for item, res in zip(items, results):
                     if kind == "judge":

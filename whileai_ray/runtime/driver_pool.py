@@ -87,15 +87,20 @@ class DriverPool:
             return UNSERIALIZABLE
         return ROLLOUT_FAILED
 
+    def _ready_spare(self) -> None:
+        """Start the quarantine's spare once its actor has proved it works (one start at a time:
+        on a busy machine two starts at once take as long as two in a row)."""
+        if self._solo["spare"] is None and self._solo["actor"] is not None:
+            self._solo["spare"] = self._new_actor()
+
     def _dispatch_suspect(self, tasks: dict, sent_on: dict) -> None:
         """The quarantine lane: one suspect unit at a time, on an actor that plays nothing else,
         so a crash there names its unit (``chunk_retry.py``)."""
         if self._solo["task"] is not None or not self.retry.pending():
             return
         item = self.retry.next_suspect()
-        if self._solo["actor"] is None:         # a spare, started while the last one worked, takes over at once
-            self._solo["actor"] = self._solo["spare"] or self._new_actor()
-            self._solo["spare"] = self._new_actor()
+        if self._solo["actor"] is None:         # the spare, started while the last one worked, takes over at once
+            self._solo["actor"], self._solo["spare"] = self._solo["spare"] or self._new_actor(), None
         actor = self._solo["actor"]
         t = asyncio.ensure_future(await_ref(actor.run_chunk.remote([item[2]])))
         tasks[t] = ("solo", -1, [item])

@@ -19,12 +19,14 @@ from .config.roles import resolve_roles
 from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id, resumed_unit_key
 from .core.rng import stable_hash
+from .core.rows import stored_row
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
 from .result.report import build_report
 from .score.conduct import conduct_grader
+from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
 from .search.plan_settings import PlanSettings
@@ -34,6 +36,7 @@ from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.llm_writer import fallback_note
 from .situations.template_writer import TemplateWriter
+from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
@@ -155,6 +158,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     _add_role_notes(data, cfg, roles, results)
+    add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         logger.warning(w)
     for w in data.search.pop("_user_warnings", []):
@@ -164,7 +168,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     if cfg.output:
         from .store.parquet import write_parquet   # lazy: pyarrow, only when output= is set
         data.save(cfg.output, meta=True)
-        write_parquet(list(data.rows), _parquet_path(cfg.output))
+        write_parquet([stored_row(t) for t in data.trajectories], _parquet_path(cfg.output))
     return data
 
 
@@ -221,6 +225,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     if not per_actor:
         per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
     plan_fp = plan_fingerprint(cfg, settings)
+    caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     job = {
         "run_id": job_run_id, "cap": max(0, cfg.budget),
@@ -229,7 +234,9 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells,
                                 roles.writer),
         "model": model,
-        "make_sink": partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
+        "make_sink": partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
+        if cfg.checkpoint else None,
+        "checkpoint": cfg.checkpoint, "caller": caller, "caller_timeout_s": knobs["caller_timeout_s"],
         "plan_fingerprint": plan_fp,
         "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
@@ -312,6 +319,12 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
     ro["landed"] = len(data.trajectories) - resumed
     data.coverage["resumed"] = resumed
     resume = result.get("resume") or {}
+    retry = result.get("chunk_retry") or {}
+    if retry.get("suspected"):                   # chunks that failed as a whole: who was tried alone, who was lost
+        data.search["poison"] = retry
+    for note in result.get("checkpoint_warnings") or ():    # repairs made while opening it (issue 11)
+        if note not in data.warnings:
+            data.warnings.append(note)
     if cfg.checkpoint:
         data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
                                          "resumed_from_round": resume.get("snapshot_round")}
@@ -378,7 +391,7 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
         data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
 
 
-def _make_sink(cfg, plan_fp, roles=None):
+def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
-    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))
+    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller))

@@ -10,6 +10,8 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
 * metrics: the CPU-bound line with Ray metrics off and on (alternating pairs, best of each),
   and the recorder's own CPU time for that many rows (runtime/bench_metrics.py).
 * micro: per-call costs of the pure parts (``bench/micro.py``), each beside its target.
+* chaos (``bench/chaos.py``): kills, poison units, corrupt sidecars and a second writer against
+  one run; rows lost and rows duplicated, target 0 and 0.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from ..simulation import simulate
 from ..store.jsonl import JsonlCheckpoint
 from ..testing.seeded_rows import TOOLS
 from ..testing.server import start_server
+from .chaos import bench_chaos
+from .chaos import format_line as chaos_line
 from .micro import micro_lines
 from .search import bench_selection, format_line
 
@@ -112,6 +116,7 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
         f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
         f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
+    out(chaos_line(bench_chaos(rows=600 if quick else 1500)))
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
         f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "

@@ -36,6 +36,7 @@ KNOBS: dict[str, tuple[str, float, float, float]] = {
     "judge_timeout": ("number", 0.0, 0.0, 86400.0),     # seconds one verdict may take; 0 = no limit
     "family_cap": ("int", 3, 1, 1000),
     "plan_snapshot_s": ("number", 10.0, 0.0, 86400.0),  # seconds between planner snapshots; 0 = none
+    "caller_timeout_s": ("number", 10.0, 1.0, 86400.0),  # a Driver not polled this long stops (orphan)
 }
 ARMS = ("structured", "open_ended", "behavior_targeted", "failure_mutation", "llm_guided")
 # What an absent non-numeric key means (None: the engine's own choice).

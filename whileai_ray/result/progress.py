@@ -21,7 +21,9 @@ logger.addHandler(logging.NullHandler())
 
 DICT_KEYS = ("rows", "cap", "landed", "resumed", "rerolled", "rerolled_by", "timed_out", "lost",
              "lost_by", "inflight", "situations", "elapsed_s")
-REASON_WORDS = {"agent_error": "agent error", "empty_reply": "empty reply", "tool_markup": "tool markup"}
+REASON_WORDS = {"agent_error": "agent error", "empty_reply": "empty reply", "tool_markup": "tool markup",
+                "worker_crashed": "worker crashed", "unserializable_result": "unserializable result",
+                "rollout_failed": "rollout failed"}
 
 
 def clock(seconds: float) -> str:

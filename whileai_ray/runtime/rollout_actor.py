@@ -27,6 +27,9 @@ from ..agents.play_callable import play_callable_unit
 from ..agents.play_model import play_model_row
 from ..agents.routing import EndpointClients
 from ..agents.row_builder import build_row
+from ..core.rows import stored_row
+from ..core.strict_json import dumps
+from .chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
 from .metrics import run_metrics
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
@@ -66,16 +69,26 @@ class RolloutWorker:
         loop = asyncio.get_running_loop()
         async with self.sem:
             t0 = time.monotonic()
-            if self.model is not None:
-                client, user_client = self.clients.for_unit(unit)
-                row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
-            else:
-                fut = loop.run_in_executor(self.pool, play_callable_unit, self.agent, unit, self.meta, self.execute)
-                try:
-                    row = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
-                except asyncio.TimeoutError:
-                    err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
-                    row = build_row(unit, agent_error(err, timed_out=True), self.meta)
+            try:
+                if self.model is not None:
+                    client, user_client = self.clients.for_unit(unit)
+                    row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
+                    problem = storable_problem(row)
+                else:
+                    fut = loop.run_in_executor(self.pool, _play_checked, self.agent, unit, self.meta, self.execute)
+                    try:
+                        row, problem = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
+                    except asyncio.TimeoutError:
+                        err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
+                        row, problem = build_row(unit, agent_error(err, timed_out=True), self.meta), None
+            except Exception as exc:       # our code failed on this unit's output: the unit, not the chunk
+                bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
+                row, problem = None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
+                                      f"{type(exc).__name__}: {exc}"[:300])
+            if problem is not None:        # one unit that cannot become a row never sinks its chunk
+                self.played += 1
+                return {"unit": unit, "row": None, "unusable": problem[0], "timed_out": False, "verdict": None,
+                        "fault_parent": False, "error": problem[1]}
             unusable = row.get("_unusable")
         self.played += 1
         row["_ordinal"] = unit.ordinal
@@ -85,6 +98,23 @@ class RolloutWorker:
         return {"unit": unit, "row": None if unusable else row, "unusable": unusable, "seconds": seconds,
                 "timed_out": bool(row.get("_timed_out")), "verdict": None,
                 "fault_parent": _fault_parent(row), "error": row.get("_error")}
+
+
+def storable_problem(row: dict):
+    """``(cause, message)`` when ``row`` cannot be stored or sent back (a circular or
+    5,000-deep value an agent returned), else None. The checkpoint encodes the same form."""
+    try:
+        dumps(stored_row(row))
+    except (ValueError, RecursionError, TypeError) as exc:
+        kind = "circular" if "ircular" in str(exc) else "too deep" if isinstance(exc, RecursionError) else "not JSON"
+        return UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: {str(exc)[:120]})"
+    return None
+
+
+def _play_checked(agent, unit, meta, execute):
+    """Play in the worker thread and check the row there, off the event loop."""
+    row = play_callable_unit(agent, unit, meta, execute)
+    return row, storable_problem(row)
 
 
 def _fault_parent(row: dict) -> bool:

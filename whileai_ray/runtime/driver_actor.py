@@ -301,8 +301,7 @@ class DriverWorker(DriverPool):
                 if not reproducible and batch:
                     observe(batch)
             pump()
-            # metrics: once per loop turn, the pipe's state and the planner's re-roll/loss counts
-            self.metrics.inflight(self.inflight_units, len(queue), self.judging)
+            self.metrics.inflight(self.inflight_units, len(queue), self.judging)   # metrics: once a turn
             self.metrics.causes(planner.rerolled_by, planner.lost_by)
         # stop: abandon what is still in flight
         for t in tasks:

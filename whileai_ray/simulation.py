@@ -18,15 +18,18 @@ from .config.roles import resolve_roles
 from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id, resumed_unit_key
 from .core.rng import stable_hash
+from .core.rows import stored_row
 from .core.run_warning import RunWarning, drop, raised
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
+from .result.progress_display import choose_display
 from .result.report import build_report
 from .result.warnings_text import TEMPLATE_WRITER
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
+from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
 from .search.plan_settings import PlanSettings
@@ -36,6 +39,7 @@ from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.llm_writer import fallback_note
 from .situations.template_writer import TemplateWriter
+from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
@@ -157,6 +161,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     _add_role_notes(data, cfg, roles, results)
+    add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         logger.warning(w)
     for w in raised(notes):
@@ -166,7 +171,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     if cfg.output:
         from .store.parquet import write_parquet   # lazy: pyarrow, only when output= is set
         data.save(cfg.output, meta=True)
-        write_parquet(list(data.rows), _parquet_path(cfg.output))
+        write_parquet([stored_row(t) for t in data.trajectories], _parquet_path(cfg.output))
     return data
 
 
@@ -200,14 +205,18 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> RunResult:
     spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles)
     knobs = cfg.advanced
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
-                                every_s=knobs["progress_every_s"])
+                                every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
     last = {}
 
     def on_snapshot(snap):
         last.update(snap)
         reporter.update(snap)
 
-    result = execute_job(spec, on_snapshot)
+    try:
+        result = execute_job(spec, on_snapshot)
+    except BaseException:
+        reporter.close()
+        raise
     rows = result.rows
     if result.resume.get("mode") == "precount":
         for r in result.leftover_rows:
@@ -225,6 +234,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> RunResult:
     final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
              "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1)}
     reporter.emit(final)
+    reporter.close(final)
     return dataclasses.replace(result, resumed_count=resumed)
 
 
@@ -250,13 +260,18 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
         grader = roles.judge
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     plan_fp = plan_fingerprint(cfg, settings)
+    caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
+    job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     return JobSpec(
-        run_id=run_id if eval_run == 0 else f"{run_id}_r{eval_run}", cap=max(0, cfg.budget),
+        run_id=job_run_id, cap=max(0, cfg.budget),
         make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
         meta=meta, agent=cfg.agent, execute=cfg.execute, grader=grader,
         grader_is_callers=grader is not None and grader is cfg.grader, model=model,
         agent_form="model" if model is not None else "sync",
-        make_sink=partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
+        make_sink=partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller) if cfg.checkpoint else None,
+        checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
+        # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
+        metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 else None,
         # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
@@ -280,6 +295,11 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
     ro["landed"] = len(data.trajectories) - resumed
     data.coverage["resumed"] = resumed
     resume = result.resume
+    if result.chunk_retry.get("suspected"):     # chunks that failed as a whole: who was tried alone, who was lost
+        data.search["poison"] = result.chunk_retry
+    for note in result.checkpoint_warnings:      # repairs made while opening it (issue 11)
+        if note not in data.warnings:
+            data.warnings.append(note)
     if cfg.checkpoint:
         data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
                                          "resumed_from_round": resume.get("snapshot_round")}
@@ -346,7 +366,7 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
         data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
 
 
-def _make_sink(cfg, plan_fp, roles=None):
+def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
-    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))
+    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller))

@@ -14,6 +14,7 @@ from whileai_ray.core.identity import row_key
 from whileai_ray.core.rows import export_row
 from whileai_ray.core.unit import RunMeta
 from whileai_ray.runtime import loop_rules as rules
+from whileai_ray.runtime.chunk_retry import NODE_LOST, WORKER_CRASHED
 from whileai_ray.runtime.driver_loop import DriverLoop, LoopSettings
 from whileai_ray.runtime.judge_actor import JudgeWorker
 from whileai_ray.runtime.landing import Landing
@@ -34,11 +35,11 @@ class InProcessPool:
     sent plays; ``fail(lane, n)`` True makes that chunk fail as a dead actor's would."""
     where = "actors"
 
-    def __init__(self, make_lane, lanes=1, slots=8, delay=None, fail=None, on_submit=None):
+    def __init__(self, make_lane, lanes=1, slots=8, delay=None, fail=None, on_submit=None, poison=None):
         self.make_lane, self.slots = make_lane, slots
         self.workers = [make_lane(i) for i in range(lanes)]
-        self.delay, self.fail, self.on_submit = delay, fail, on_submit
-        self.sent, self.replaced, self.nodes = 0, [], []
+        self.delay, self.fail, self.on_submit, self.poison = delay, fail, on_submit, poison
+        self.sent, self.replaced, self.nodes, self.played_alone = 0, [], [], []
 
     @property
     def lanes(self):
@@ -57,14 +58,27 @@ class InProcessPool:
         await asyncio.sleep(self.delay(lane, n) if self.delay else 0)
         if self.fail is not None and self.fail(lane, n):
             raise LaneFailed(f"lane {lane} died on chunk {n}")
+        if self.poison is not None and any(self.poison(u) for u in payload if not isinstance(u, dict)):
+            raise LaneFailed(f"a unit of chunk {n} killed the worker playing it")
         worker = self.workers[lane]
         if isinstance(worker, JudgeWorker):
             return await worker.judge_chunk(payload)
         return await worker.run_chunk(payload)
 
     def replace(self, lane, error):
+        """A dead actor's lane: its units are sent again as they are when its node was lost; a worker
+        that a unit killed makes every unit of the chunk a suspect."""
         self.replaced.append((lane, str(error)))
-        self.workers[lane] = self.make_lane(lane)
+        if lane >= 0:
+            self.workers[lane] = self.make_lane(lane)
+        return WORKER_CRASHED if "killed the worker" in str(error) else NODE_LOST
+
+    def submit_alone(self, payload):
+        self.played_alone.extend(u.key for u in payload)
+        return self._play(0, self.sent, payload)
+
+    def alone_ok(self):
+        pass
 
     async def close(self):
         pass
@@ -160,6 +174,20 @@ def test_a_lane_that_dies_has_its_chunks_sent_again_and_every_key_lands_once():
     assert played(landing) == played(clean.landing)
     assert loop.chunks_reissued == 2 and len(dying.replaced) == 2
     assert any("died on chunk 1" in e for e in landing.errors)
+
+
+def test_a_poison_unit_is_tried_alone_and_lost_while_its_chunk_mates_land():
+    poison = lambda u: u.ordinal % 37 == 5                            # kills whatever plays it
+    pool = rollout_lanes(lanes=2, slots=4, poison=poison)
+    loop, landing = run(planner(), pool)
+    lost = loop.planner.stats("budget").lost_by.get("worker_crashed", 0)
+    assert lost >= 3 and len(landing.rows) == 120 and loop.stopped_because == "budget"
+    assert not any(r["_ordinal"] % 37 == 5 for r in landing.rows)     # a poison unit never lands
+    suspects = pool.played_alone
+    assert len(suspects) == len(set(suspects))                        # each suspect tried alone once
+    assert loop.retry.stats()["lost_by"] == {"worker_crashed": lost}
+    assert loop.retry.stats()["cleared"] == len(suspects) - lost      # its chunk mates landed after all
+    assert {tuple(r["_key"]) for r in landing.rows if "_key" in r} <= set(suspects) | {tuple(r["_key"]) for r in landing.rows}
 
 
 def test_time_budget_stops_the_run_and_abandons_what_is_in_flight():

@@ -9,25 +9,30 @@ def spec(**kw):
 
 
 LAPTOP = ClusterView({"n1": 2.0}, caller_on_only_node=True)
+HOME = frozenset({"agent", "execute", "grader"})
 THREE = ClusterView({"a": 1.0, "b": 1.0, "c": 1.0})
 BIG = ClusterView({"head": 0.0, "w1": 16.0, "w2": 16.0})
 
 
-def test_on_one_node_the_callers_callables_play_in_the_callers_process():
-    plan = plan_pools(spec(grader=len, grader_is_callers=True), LAPTOP)
+def test_on_one_node_callables_that_must_stay_home_play_in_the_callers_process():
+    plan = plan_pools(spec(grader=len, grader_is_callers=True), LAPTOP, HOME)
     assert (plan.where, plan.actors, plan.per_actor, plan.judges_where) == ("caller", 1, 32, "caller")
+    only_execute = plan_pools(spec(agent=None, model=object(), agent_form="model", execute=len), LAPTOP,
+                              frozenset({"execute"}))
+    assert only_execute.where == "caller"                  # execute= plays inside the rollout
+    only_grader = plan_pools(spec(grader=len, grader_is_callers=True), LAPTOP, frozenset({"grader"}))
+    assert (only_grader.where, only_grader.judges_where) == ("actors", "caller")
 
 
-def test_a_model_backend_without_execute_plays_on_actors_even_on_one_node():
-    plan = plan_pools(spec(agent=None, model=object(), agent_form="model"), LAPTOP)
-    assert (plan.where, plan.actors) == ("actors", 1)
-    with_execute = plan_pools(spec(agent=None, model=object(), agent_form="model", execute=len), LAPTOP)
-    assert with_execute.where == "caller"                  # execute= is the caller's code
+def test_callables_that_travel_unchanged_play_on_actors_even_on_one_node():
+    plan = plan_pools(spec(grader=len, grader_is_callers=True), LAPTOP)          # nothing kept home
+    assert (plan.where, plan.actors, plan.judges_where) == ("actors", 2, "actors")
+    assert plan_pools(spec(agent=None, model=object(), agent_form="model"), LAPTOP).actors == 1
 
 
-def test_our_own_graders_travel_and_the_callers_stay_home():
-    assert plan_pools(spec(grader=len, grader_is_callers=False), LAPTOP).judges_where == "actors"
-    assert plan_pools(spec(grader=len, grader_is_callers=True), THREE).judges_where == "actors"
+def test_on_a_cluster_everything_travels():
+    plan = plan_pools(spec(grader=len, grader_is_callers=True), THREE, HOME)
+    assert (plan.where, plan.judges_where) == ("actors", "actors")
 
 
 def test_every_node_with_cpus_gets_rollout_actors_by_default():
@@ -52,7 +57,7 @@ def test_no_more_actors_than_rollouts_in_flight():
 
 
 def test_advanced_ray_settings_still_decide():
-    plan = plan_pools(spec(rollout_actors=3, concurrency_per_actor=16, concurrency=48), LAPTOP)
+    plan = plan_pools(spec(rollout_actors=3, concurrency_per_actor=16, concurrency=48), LAPTOP, HOME)
     assert (plan.where, plan.actors, plan.per_actor) == ("actors", 3, 16)
     assert plan_pools(spec(concurrency_per_actor=8), THREE).actors == 4
     assert plan_pools(spec(rollout_actors=5), THREE).per_actor == 7

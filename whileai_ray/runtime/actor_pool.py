@@ -21,6 +21,7 @@ from typing import Callable
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from .chunk_retry import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
 from .judge_actor import JudgeWorker
 from .rollout_actor import RolloutWorker
 
@@ -49,18 +50,25 @@ def actor_options(ray_opts: dict) -> dict:
 class ActorPool:
     where = "actors"
 
-    def __init__(self, make: Callable[[], object], lanes: int, slots: int, method: str, what: str,
+    def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
                  options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S):
         self.make, self.method, self.what = make, method, what
         self.slots = max(1, int(slots))
         self.options = options
         self.start_timeout_s = start_timeout_s
-        self.actors = [make() for _ in range(max(1, int(lanes)))]
+        self._node_of: dict = {}                   # id(actor) -> the node it was placed on (None: Ray's choice)
+        self.actors = [self._new() for _ in range(max(1, int(lanes)))]
+        self._alone = self._spare = None           # the quarantine lane's actor, and the one readied after it
         self.nodes: list = []
 
     @property
     def lanes(self) -> int:
         return len(self.actors)
+
+    def _new(self):
+        actor, node = self.make()
+        self._node_of[id(actor)] = node
+        return actor
 
     async def start(self) -> None:
         pings = [await_ref(a.ping.remote()) for a in self.actors]
@@ -74,10 +82,55 @@ class ActorPool:
                 "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
 
     def submit(self, lane: int, payload: list):
-        return await_ref(getattr(self.actors[lane], self.method).remote(payload))
+        if self.actors[lane] is None:            # replaced only when there is work for it
+            self.actors[lane] = self._new()
+        return self._call(self.actors[lane], payload)
 
-    def replace(self, lane: int, error: BaseException) -> None:
-        self.actors[lane] = self.make()
+    def submit_alone(self, payload: list):
+        if self._alone is None:                  # the spare, started while the last one worked, takes over
+            self._alone, self._spare = self._spare or self._new(), None
+        return self._call(self._alone, payload)
+
+    def alone_ok(self) -> None:
+        """Start the quarantine's spare once its actor has proved it works (one start at a time:
+        on a busy machine two starts at once take as long as two in a row)."""
+        if self._spare is None and self._alone is not None:
+            self._spare = self._new()
+
+    async def _call(self, actor, payload: list):
+        try:
+            return await getattr(actor, self.method).remote(payload)
+        except Exception as exc:
+            exc.whileai_actor = actor            # which actor failed: replace() replaces it once
+            raise
+
+    def replace(self, lane: int, error: BaseException) -> str:
+        if self.what == "judge":                 # a judge chunk is simply judged again, by a fresh judge
+            self.actors[lane] = self._new()
+            return ROLLOUT_FAILED
+        actor = getattr(error, "whileai_actor", None)
+        cause = self._cause(error, actor)
+        if isinstance(error, ray.exceptions.RayActorError):   # the other chunks on it fail too: replace once,
+            if lane < 0 and self._alone is actor:            # when work comes (its start competes with nothing)
+                self._alone = None
+            elif lane >= 0 and self.actors[lane] is actor:
+                self.actors[lane] = None
+        return cause
+
+    def _cause(self, error: BaseException, actor) -> str:
+        """Why a chunk failed: its node died, its worker process died, or it raised."""
+        if isinstance(error, ray.exceptions.RayActorError):
+            if getattr(error, "_actor_init_failed", False):   # no unit's fault: every new actor would fail
+                raise RuntimeError(f"a {self.what} actor could not start: {error}"[:2000]) from None
+            node = self._node_of.get(id(actor))
+            if "node has died" in str(error) or (node and node not in {
+                    n["NodeID"] for n in ray.nodes() if n.get("Alive")}):
+                return NODE_LOST
+            return WORKER_CRASHED
+        text = f"{type(error).__name__}: {error}"
+        if any(word in text for word in ("erializ", "ickl", "RecursionError", "ircular")):
+            return UNSERIALIZABLE
+        return ROLLOUT_FAILED
 
     async def close(self) -> None:
         """Nothing to do: the actors belong to the Driver actor and end with it."""
@@ -112,8 +165,9 @@ def rollout_pool(spec, plan) -> ActorPool:
         o = dict(opts)
         if placer is not None:
             o["scheduling_strategy"] = placer.strategy()
-        return cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                       spec.judge_timeout, spec.model)
+        actor = cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
+                                        spec.judge_timeout, spec.model, metrics=spec.metrics)
+        return actor, getattr(o["scheduling_strategy"], "node_id", None)
     return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts)
 
 
@@ -125,5 +179,6 @@ def judge_pool(spec) -> ActorPool | None:
     cls = ray.remote(JudgeWorker)
 
     def make():
-        return cls.options(**opts).remote(spec.grader, spec.judge_concurrency, spec.judge_timeout or None)
+        return cls.options(**opts).remote(spec.grader, spec.judge_concurrency, spec.judge_timeout or None,
+                                          metrics=spec.metrics), None
     return ActorPool(make, max(1, int(spec.judge_actors)), spec.judge_concurrency, "judge_chunk", "judge", opts)

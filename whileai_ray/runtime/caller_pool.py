@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
+from .chunk_retry import ROLLOUT_FAILED
 from .pool import LaneFailed
 
 __all__ = ["CallerOutbox", "CallerPool"]
@@ -96,8 +97,17 @@ class CallerPool:
     def submit(self, lane: int, payload: list):
         return self.outbox.put(self.kind, payload)
 
-    def replace(self, lane: int, error: BaseException) -> None:
-        """The caller's process is the lane: there is no other to put in its place."""
+    def replace(self, lane: int, error: BaseException) -> str:
+        """The caller's process is the lane: there is no other to put in its place. A chunk fails
+        here only when our own code raised on it (an agent's failure is a row), so its units are
+        tried alone, in the caller too."""
+        return ROLLOUT_FAILED
+
+    def submit_alone(self, payload: list):
+        return self.outbox.put(self.kind, payload)
+
+    def alone_ok(self) -> None:
+        """Nothing to ready: the caller plays the next suspect too."""
 
     async def close(self) -> None:
         self.outbox.close()

@@ -67,3 +67,8 @@ def cluster_view() -> ClusterView:
     nodes = {n["NodeID"]: float((n.get("Resources") or {}).get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")}
     only = len(nodes) == 1 and not _through_ray_client() and local_node_id() in nodes
     return ClusterView(nodes=nodes, caller_on_only_node=only)
+
+
+def gcs_address() -> str:
+    """The address another process passes as ``RAY_ADDRESS`` to join this Ray."""
+    return ray.get_runtime_context().gcs_address

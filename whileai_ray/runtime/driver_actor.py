@@ -4,8 +4,9 @@ It runs on the caller's node (the files it writes are the caller's files). ``run
 run's pools (``actor_pool.py`` on Ray actors, or ``caller_pool.py`` when the caller plays), opens
 the checkpoint and the planner (``run_setup.py``), hands them to the loop (``driver_loop.py``,
 where every decision lives), and returns a ``RunResult``. ``poll()`` answers the caller's
-progress questions while the loop runs; ``pull()`` / ``push()`` are how the caller's own pool
-takes chunks and brings back their results.
+progress questions while the loop runs (each poll also tells it the caller is still there:
+``caller_watch.py``); ``pull()`` / ``push()`` are how the caller's own pool takes chunks and
+brings back their results. It feeds the run's Ray metrics (``metrics.py``).
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import time
 from ..store.disk_rows import gc_paused
 from .actor_pool import judge_pool, rollout_pool
 from .caller_pool import CallerOutbox, CallerPool
+from .caller_watch import CALLER_GONE, CallerWatch
 from .driver_loop import DriverLoop, LoopSettings
 from .job_spec import JobSpec
 from .landing import Landing
+from .metrics import run_metrics
 from .pool_sizing import PoolPlan
 from .run_result import RunResult
 from .run_setup import close_run, open_run
@@ -34,6 +37,8 @@ class DriverWorker:
         self.done = False
         self.stopped_because = None
         self.resumed = 0
+        self.metrics = run_metrics(spec.metrics)           # NoMetrics when metrics are off
+        self.watch = CallerWatch(spec.caller, spec.caller_timeout_s)
 
     # ------------------------------------------------------------- the caller's pool
     async def pull(self) -> list | None:
@@ -45,6 +50,7 @@ class DriverWorker:
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:
+        self.watch.polled()
         loop, landing = self.loop, self.landing
         elapsed = round(time.monotonic() - self.t0, 1)
         if loop is None:
@@ -80,7 +86,8 @@ class DriverWorker:
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0)
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
-                          judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0)
+                          judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
+                          should_stop=self.watch.gone, metrics=self.metrics)
         self.loop = loop
         try:
             self.stopped_because = await loop.run()
@@ -89,7 +96,7 @@ class DriverWorker:
             for pool in (rollouts, judges):
                 if pool is not None:
                     await pool.close()
-        await close_run(opened)
+        await close_run(opened, compact=self.stopped_because != CALLER_GONE)   # an orphan lets go at once
         return self._result(rollouts)
 
     def _result(self, rollouts) -> RunResult:
@@ -104,6 +111,8 @@ class DriverWorker:
             stopped_because=self.stopped_because, elapsed_s=time.monotonic() - self.t0,
             first_row_s=landing.first_row_s, planner=p.stats(self.stopped_because),
             node_rows=dict(landing.node_rows), errors=landing.errors, chunks_reissued=loop.chunks_reissued,
+            chunk_retry=loop.retry.stats(),
+            checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
             writer=p.writer.stats() if hasattr(p.writer, "stats") else None)

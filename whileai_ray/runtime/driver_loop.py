@@ -12,10 +12,16 @@ One run, from the first decision to the stop:
 4. **observe** what landed: in reproducible mode one complete round at a time, in round order,
    each round's unlocked decisions taken before the next is observed, so the planner sees the
    same history whatever the completion order; otherwise as it lands;
-5. a chunk whose lane **failed** (its actor died) is sent again, to a fresh lane: keys make
-   delivery exactly-once; a judge chunk likewise;
-6. **stop** when the planner or the clock says so (``loop_rules.stop_reason``); what is still in
-   flight is abandoned.
+5. a chunk whose lane **failed** is sent again when its node was lost (keys make delivery
+   exactly-once); otherwise its units become suspects, tried **alone**, one at a time, so a
+   poison rollout (one that kills or wedges whatever plays it) ends as a lost row with its
+   cause and the run goes on (``chunk_retry.py``); a judge chunk goes to a fresh judge;
+6. **stop** when the planner or the clock says so (``loop_rules.stop_reason``), or at once when
+   the caller is gone (``should_stop``: ``caller_watch.py``); what is still in flight is
+   abandoned.
+
+A ``metrics`` recorder (``metrics.py``, ``NoMetrics`` by default) hears each landed batch, each
+turn of the loop and the end.
 
 The pools (``pool.py``) are where chunks run; the Driver actor (``driver_actor.py``) is a thin
 Ray shell that builds the pools, the planner and the landing, runs this loop and reports. The
@@ -31,7 +37,10 @@ from typing import Callable
 
 from ..search.rounds import RoundBook
 from . import loop_rules as rules
+from .caller_watch import CALLER_GONE
+from .chunk_retry import ChunkRetry
 from .landing import Landing
+from .metrics import NoMetrics
 from .pool import Pool
 
 __all__ = ["DriverLoop", "LoopSettings", "Flight", "STUCK_GRACE_S"]
@@ -59,7 +68,7 @@ class LoopSettings:
 @dataclass
 class Flight:
     """One chunk on its way: which pool and lane, its items ``(round, index, unit or result)``."""
-    kind: str              # "roll" or "judge"
+    kind: str              # "roll", "alone" (a suspect tried by itself) or "judge"
     lane: int
     items: list
     sent_at: float
@@ -72,7 +81,8 @@ def _say(line: str) -> None:
 class DriverLoop:
     def __init__(self, settings: LoopSettings, planner, rollouts: Pool, landing: Landing, resume,
                  judges: Pool | None = None, snapshots=None, restored: dict | None = None, t0: float | None = None,
-                 clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] | None = None):
+                 clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] | None = None,
+                 should_stop: Callable[[], str | None] | None = None, metrics=None):
         self.s = settings
         self.planner = planner
         self.rollouts, self.judges = rollouts, judges
@@ -80,6 +90,10 @@ class DriverLoop:
         self.resume = resume                      # store/resume.ResumeIndex
         self.snapshots = snapshots                # store/plan_snapshot_keeper.PlanSnapshots, or None
         self.clock, self.log = clock, log or _say
+        self.should_stop = should_stop or (lambda: None)   # the caller is gone: why, or None
+        self.metrics = metrics or NoMetrics()
+        self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (chunk_retry.py)
+        self.alone: asyncio.Future | None = None                 # the suspect being tried alone
         self.t0 = clock() if t0 is None else t0    # the run's start: time_budget counts from here
         self.deadline = self.t0 + settings.time_budget if settings.time_budget else None
         self.chunk = max(1, min(settings.chunk_size, rollouts.slots))
@@ -107,11 +121,18 @@ class DriverLoop:
         """Play the run to its stop; returns why it stopped."""
         self._pump()
         while True:
-            reason = rules.stop_reason(self.planner.stop_reason(), self._clock_ran_out(), self.inflight, self.judging)
+            gone = self.should_stop()
+            if gone is not None:        # an orphan: stop appending now, a resume may be waiting
+                self.stopped_because = CALLER_GONE
+                self.landing.errors.append(gone)
+                break
+            reason = rules.stop_reason(self.planner.stop_reason(), self._clock_ran_out(), self.inflight,
+                                       self.judging + self.retry.pending())
             if reason is not None:
                 self.stopped_because = reason
                 break
             self._dispatch()
+            self._dispatch_alone()
             if not self.flights:
                 self._pump()
                 if self.queue:
@@ -121,7 +142,10 @@ class DriverLoop:
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
             self._pump()
+            self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
+            self.metrics.causes(self.planner.rerolled_by, self.planner.lost_by)
         self._abandon()
+        self.metrics.finish(self.planner.rerolled_by, self.planner.lost_by)     # metrics: the run ended
         return self.stopped_because
 
     def _clock_ran_out(self) -> bool:
@@ -190,6 +214,16 @@ class DriverLoop:
             items = [self.queue.popleft() for _ in range(min(self.chunk, len(self.queue)))]
             self._send("roll", lane, items)
 
+    def _dispatch_alone(self) -> None:
+        """The quarantine lane: one suspect unit at a time, on a lane that plays nothing else, so
+        a crash there names its unit (``chunk_retry.py``)."""
+        if self.alone is not None or not self.retry.pending():
+            return
+        item = self.retry.next_suspect()
+        self.alone = asyncio.ensure_future(self.rollouts.submit_alone([item[2]]))
+        self.flights[self.alone] = Flight("alone", -1, [item], self.clock())
+        self.inflight += 1
+
     def _send_to_judges(self, items: list) -> None:
         """Rows that came back from a rollout go to the least loaded judge lane, in chunks."""
         for start in range(0, len(items), self.s.judge_chunk):
@@ -226,22 +260,22 @@ class DriverLoop:
 
     def _settle(self, flight: Flight, results: list | None, error: BaseException | None) -> None:
         n = len(flight.items)
-        if flight.kind == "roll":
-            self.load[flight.lane] -= n
-            self.inflight -= n
-        else:
+        if flight.kind == "judge":
             self.judge_load[flight.lane] -= n
             self.judging -= n
-        if error is not None:      # the lane failed: send the work again (keys make it exactly-once)
-            self.landing.errors.append(f"{type(error).__name__}: {error}"[:300])
-            self.chunks_reissued += 1
+        else:
+            self.inflight -= n
             if flight.kind == "roll":
-                self.rollouts.replace(flight.lane, error)
-                self.queue.extendleft(reversed(flight.items))
+                self.load[flight.lane] -= n
             else:
-                self.judges.replace(flight.lane, error)
-                self._send_to_judges(flight.items)
-            return
+                self.alone = None
+        if error is not None:
+            results = self._failed(flight, error)
+            if results is None:
+                return
+        elif flight.kind == "alone":
+            self.retry.solo_ok(flight.items[0])
+            self.rollouts.alone_ok()
         landed, to_judge = [], []
         for (r, i, item), res in zip(flight.items, results):
             if flight.kind == "judge":
@@ -253,16 +287,38 @@ class DriverLoop:
                 landed.append((r, i, res))
         if to_judge:
             self._send_to_judges(to_judge)
-        batch = []
+        batch, n_before = [], len(self.landing.rows)
         for r, i, res in landed:
             o = self.landing.played(res)
             if self.s.reproducible:
                 self.book.record(r, i, o)
             else:
                 batch.append(o)
+        self.metrics.landed(self.landing.rows[n_before:])      # metrics: once per landed batch
         self.landing.flush()
         if batch:
             self._observe(batch)
+
+    def _failed(self, flight: Flight, error: BaseException) -> list | None:
+        """A chunk came back as an error. Its lane is replaced when it died; a judge chunk goes
+        to the judges again; a rollout chunk is sent again as it is (its node was lost) or its
+        units become suspects, tried alone; a suspect that failed alone too is settled as lost
+        with its cause (the result to land is returned), else None."""
+        self.landing.errors.append(f"{type(error).__name__}: {error}"[:300])
+        self.chunks_reissued += 1
+        if flight.kind == "judge":
+            self.judges.replace(flight.lane, error)
+            self._send_to_judges(flight.items)
+            return None
+        cause = self.rollouts.replace(flight.lane, error)     # keys make re-sending exactly-once
+        if flight.kind == "roll":
+            self.queue.extendleft(reversed(self.retry.chunk_failed(flight.items, cause)))
+            return None
+        settled = self.retry.solo_failed(flight.items[0], cause)
+        if settled is None:
+            return None
+        return [{"unit": flight.items[0][2], "row": None, "unusable": settled, "timed_out": False,
+                 "fault_parent": False, "error": f"{settled}: {type(error).__name__}"}]
 
     def _watchdog(self) -> None:
         """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
@@ -271,7 +327,7 @@ class DriverLoop:
         limit = (self.s.timeout or 300.0) + STUCK_GRACE_S
         now = self.clock()
         for flight in self.flights.values():
-            if flight.kind != "roll" or now - flight.sent_at <= limit:
+            if flight.kind == "judge" or now - flight.sent_at <= limit:
                 continue
             for _r, _i, unit in flight.items:
                 key = "|".join(map(str, unit.key))
@@ -285,5 +341,6 @@ class DriverLoop:
         for task, flight in self.flights.items():
             task.cancel()
             self.abandoned += len(flight.items)
+        self.abandoned += self.retry.pending()        # suspects never tried alone (a time budget ran out)
         self.flights.clear()
         self.inflight = 0

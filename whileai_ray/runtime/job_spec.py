@@ -37,6 +37,10 @@ class JobSpec:
     model: Any = None                          # ModelSettings when the agent is a model backend
     agent_form: str = "sync"                   # one of AGENT_FORMS: sizes the pool (pool_sizing.py)
     make_sink: Callable | None = None          # () -> CheckpointSink (checkpoint=); opened on the Driver
+    checkpoint: str | None = None              # its path: a live writer is refused, an orphan cleared first
+    caller: dict | None = None                 # who the Driver works for (pid, host): it stops without us
+    caller_timeout_s: float = 10.0             # no poll for this long: the caller counts as gone
+    metrics: dict | None = None                # Ray metrics tags {"run_id", "mode"}; None: metrics off
     plan_fingerprint: str | None = None        # what decides the plan (an exact resume replays it)
     stream_path: str | None = None             # output=: landed rows appended while the run goes
     snapshot: str | None = None                # planner snapshot file (None: no snapshots)
@@ -61,7 +65,10 @@ class JobSpec:
         if self.agent_form not in AGENT_FORMS:
             raise ValueError(f"JobSpec.agent_form must be one of {AGENT_FORMS}; got {self.agent_form!r}")
 
-    @property
-    def calls_caller_code(self) -> bool:
-        """Whether a rollout runs a callable of the caller's (the agent, or execute=)."""
-        return self.model is None or self.execute is not None
+    def callables(self) -> dict:
+        """The caller's own callables by role (``stay_home.py`` looks at them): the agent when it is
+        a function or class (not a model backend), ``execute=``, and a ``grader=`` of theirs."""
+        return {role: obj for role, obj in (("agent", self.agent if self.model is None else None),
+                                            ("execute", self.execute),
+                                            ("grader", self.grader if self.grader_is_callers else None))
+                if obj is not None}

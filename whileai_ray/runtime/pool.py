@@ -10,8 +10,13 @@ each taking up to ``slots`` units at once plus one chunk of prefetch, and three 
   went away): the chunk's units are then the loop's to send again;
 * the loop awaits what it submitted and takes the *next result* that comes back, from any
   pool (``DriverLoop._next_done``);
-* ``replace(lane, error)``: the lane failed; put a fresh one in its place (a new actor) before
-  the loop sends it more.
+* ``replace(lane, error)``: the lane failed; when its actor died, a fresh one takes its place
+  (made when work next comes for it). It says *why* the chunk failed (``chunk_retry.py``'s
+  causes: the node was lost, the worker crashed, the result could not be sent, the rollout
+  raised), which decides whether the chunk's units are sent again as they are or tried alone.
+
+Suspects of a poison rollout are tried alone (``submit_alone``): on a lane that plays nothing
+else, so a crash there names its unit; ``alone_ok()`` says the last one came back.
 
 ``start()`` waits until every lane can take work (actors placed and built) and ``nodes`` says
 where each lane runs; ``close()`` lets go of them. Implementations: ``actor_pool.ActorPool``
@@ -44,8 +49,15 @@ class Pool(Protocol):
     def submit(self, lane: int, payload: list) -> Awaitable[list]:
         """Send one chunk to ``lane``; await it for one result per item (raises if the lane failed)."""
 
-    def replace(self, lane: int, error: BaseException) -> None:
-        """``lane`` failed with ``error``: a fresh lane takes its place."""
+    def replace(self, lane: int, error: BaseException) -> str:
+        """``lane`` (-1: the lane for units alone) failed with ``error``: replace it if it died;
+        return the cause (``chunk_retry.NODE_LOST``, ``WORKER_CRASHED``, ...)."""
+
+    def submit_alone(self, payload: list) -> Awaitable[list]:
+        """Play ``payload`` (one suspect unit) on a lane that plays nothing else."""
+
+    def alone_ok(self) -> None:
+        """The unit played alone came back: the lane for the next one may be readied."""
 
     async def close(self) -> None:
         """Let go of the lanes (the run is over)."""

@@ -1,16 +1,17 @@
 """How big the run's pools are, and where they run: a plain function of the run and the cluster.
 
-``plan_pools(spec, cluster)`` is decided on the caller's side once Ray is up (the cluster is
-known then), before the Driver starts; the answer is a ``PoolPlan``.
+``plan_pools(spec, cluster, home)`` is decided on the caller's side once Ray is up (the cluster
+is known then), before the Driver starts; the answer is a ``PoolPlan``.
 
-**Where.** On a one-node Ray that the caller's process is part of (a laptop, a notebook, one
-machine), the caller's callables (``agent=``, ``execute=``, ``grader=``) run in the caller's own
-process (``where="caller"``, ``caller_pool.py``): closures over clients with locks or sockets,
-notebook globals and side effects on the caller's objects all work as written, and nothing has to
-pickle. On a cluster of several nodes (or through Ray Client), rollouts run on Ray actors spread
-over the nodes (``where="actors"``), and the callables must travel (``simulate()`` says so in a
-few lines when one cannot). A run whose agent is a model backend and that has no ``execute=``
-plays on actors everywhere: nothing of the caller's runs in a rollout. Asking for actors
+**Where.** ``home`` names the caller's callables (``agent``, ``execute``, ``grader``) that must
+stay in the caller's process because a pickled copy would not be the same thing
+(``stay_home.py``: it does not pickle, or it holds the caller's data). On a one-node Ray that the
+caller's process is part of (a laptop, a notebook, one machine), their pool runs in the caller
+(``where="caller"``, ``caller_pool.py``): closures over clients with locks or sockets, notebook
+globals and side effects on the caller's objects all work as written. Everything else plays on
+Ray actors (``where="actors"``), which also keep a crashing agent from taking the caller down.
+On a cluster of several nodes (or through Ray Client) every callable travels to actors spread
+over the nodes (``simulate()`` refuses, in a few lines, one that cannot). Asking for actors
 (``advanced={"ray": {"rollout_actors": N}}`` or ``concurrency_per_actor``) always gets actors.
 
 **How many.** ``advanced={"ray": {"rollout_actors": N, "concurrency_per_actor": M}}`` decide
@@ -52,14 +53,15 @@ class PoolPlan:
     graded: bool = False       # the run has a grader (judge lanes)
 
 
-def plan_pools(spec, cluster: ClusterView) -> PoolPlan:
-    """The pools of ``spec`` (a JobSpec) on ``cluster`` (see the module doc)."""
+def plan_pools(spec, cluster: ClusterView, home: frozenset = frozenset()) -> PoolPlan:
+    """The pools of ``spec`` (a JobSpec) on ``cluster``; ``home``: the roles whose callable must
+    stay in the caller's process (see the module doc)."""
     cpu_nodes = tuple(sorted((n, float(c)) for n, c in cluster.nodes.items() if c and c > 0))
     asked_actors = bool(spec.rollout_actors or spec.concurrency_per_actor)
     at_home = cluster.caller_on_only_node and not asked_actors
-    judges_where = "caller" if at_home and spec.grader is not None and spec.grader_is_callers else "actors"
     graded = spec.grader is not None
-    if at_home and spec.calls_caller_code:
+    judges_where = "caller" if at_home and graded and spec.grader_is_callers and "grader" in home else "actors"
+    if at_home and home & {"agent", "execute"}:
         return PoolPlan("caller", 1, max(1, spec.concurrency), judges_where, cpu_nodes, graded)
     n, per = _sizes(spec, cpu_nodes)
     return PoolPlan("actors", n, per, judges_where, cpu_nodes, graded)

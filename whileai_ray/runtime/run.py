@@ -13,11 +13,14 @@ from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .caller_player import CallerPlayer
+from .caller_watch import CALLER_GONE
+from .checkpoint_guard import clear_checkpoint
 from .cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
 from .driver_actor import DriverWorker
 from .job_spec import JobSpec
 from .pool_sizing import PoolPlan, plan_pools
 from .run_result import RunResult
+from .stay_home import why_home
 
 POLL_S = 0.2
 
@@ -53,12 +56,24 @@ def _for_the_driver(spec: JobSpec, plan: PoolPlan) -> JobSpec:
     return dataclasses.replace(spec, **keep_home) if keep_home else spec
 
 
+def kept_home(spec: JobSpec) -> frozenset:
+    """The roles whose callable must stay in this process (``stay_home.py``)."""
+    return frozenset(role for role, obj in spec.callables().items() if why_home(obj, cloudpickle.dumps))
+
+
 def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
-    """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
+    """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot.
+
+    The Driver is polled every ``POLL_S`` whether or not anyone listens: the polls are how it
+    knows its caller is still there (``caller_watch.py``). A checkpoint another live run writes
+    is refused, and one an orphaned Driver still holds is cleared first (``checkpoint_guard.py``).
+    """
     ensure_ray()
-    plan = plan_pools(spec, cluster_view())
+    cluster = cluster_view()
+    plan = plan_pools(spec, cluster, kept_home(spec) if cluster.caller_on_only_node else frozenset())
     driver_spec = _for_the_driver(spec, plan)
     _ship_user_code_by_value(driver_spec.agent, driver_spec.grader, driver_spec.execute)
+    cleared = clear_checkpoint(spec.checkpoint)
     here = local_node_id()
     driver_started = time.monotonic()
     driver = _start_driver(driver_spec, plan, here)
@@ -69,14 +84,22 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
         done_ref = driver.run.remote()
         while True:
             ready, _ = ray.wait([done_ref], timeout=POLL_S)
-            if on_snapshot is not None:
-                try:
-                    on_snapshot(ray.get(driver.poll.remote(), timeout=30))
-                except ray.exceptions.GetTimeoutError:
-                    pass
+            try:
+                snap = ray.get(driver.poll.remote(), timeout=30)
+                if on_snapshot is not None:
+                    on_snapshot(snap)
+            except ray.exceptions.GetTimeoutError:
+                pass
             if ready:
                 try:
-                    return dataclasses.replace(ray.get(done_ref), driver_started_at=driver_started)
+                    result = dataclasses.replace(ray.get(done_ref), driver_started_at=driver_started,
+                                                 orphan_cleared=cleared or None)
+                    if result.stopped_because == CALLER_GONE:
+                        raise RuntimeError(
+                            f"the Driver of run {spec.run_id!r} stopped because {result.errors[-1]}: this "
+                            "process was not polling it. The rows that landed are in the checkpoint; call "
+                            "simulate() again with the same checkpoint= to resume.")
+                    return result
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None)
                     if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping

@@ -31,6 +31,9 @@ class RunResult:
     node_rows: dict = field(default_factory=dict)        # node id -> rows played there
     errors: list = field(default_factory=list)  # the first agent errors and chunk failures, as text
     chunks_reissued: int = 0
+    chunk_retry: dict = field(default_factory=dict)      # poison rollouts: ChunkRetry.stats()
+    checkpoint_warnings: list = field(default_factory=list)   # repairs made while opening the checkpoint
+    orphan_cleared: dict | None = None          # an orphaned Driver that held the checkpoint, waited for
     abandoned: int = 0                          # units still in flight when the run stopped
     pool: str = "actors"                        # where rollouts ran: "actors" or "caller"
     n_actors: int = 0                           # rollout lanes (the caller's pool counts as one)

@@ -54,10 +54,12 @@ async def open_run(spec) -> OpenedRun:
     return OpenedRun(sink, stream, resume, snapshots, planner, snap, len(loaded))
 
 
-async def close_run(opened: OpenedRun) -> None:
-    """After the loop: a snapshot still being written, the checkpoint (compacts Parquet), the stream."""
+async def close_run(opened: OpenedRun, compact: bool = True) -> None:
+    """After the loop: a snapshot still being written, the checkpoint (Parquet compacted unless
+    ``compact`` is False: an orphaned Driver lets go at once and leaves that to the resume), the
+    stream."""
     await opened.snapshots.flush()
     if opened.sink is not None:
-        await asyncio.to_thread(opened.sink.close)
+        await asyncio.to_thread(opened.sink.close, compact)
     if opened.stream is not None:
         opened.stream.close()

@@ -84,9 +84,15 @@ def test_a_grader_holding_a_lock_grades_every_row_here(ray_local, tools):
 
 
 def test_asking_for_actors_still_gets_actors_and_the_same_rows(ray_local, tools):
-    here = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=80, seed=5)
-    there = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=80, seed=5,
+    seen, inner = [], wai.seeded_agent(tools)
+
+    def agent(message):                        # holds the caller's list: it stays home by default
+        seen.append(message)
+        return inner(message)
+
+    here = wai.simulate(agent, tools=tools, simulator=False, budget=80, seed=5)
+    there = wai.simulate(agent, tools=tools, simulator=False, budget=80, seed=5,
                          advanced={"ray": {"rollout_actors": 2}})
-    assert here.report()["placement"]["pool"] == "caller"
+    assert here.report()["placement"]["pool"] == "caller" and len(seen) == 80
     assert there.report()["placement"]["pool"] == "actors" and there.report()["placement"]["rollout_actors"] == 2
     assert here.rows() == there.rows()                          # where a rollout plays never changes it

@@ -5,7 +5,9 @@ import threading
 
 from ray import cloudpickle as pickle   # what run.py passes: local functions and lambdas pickle by value
 
+from whileai_ray.agents.seeded import seeded_agent
 from whileai_ray.runtime.stay_home import why_home
+from whileai_ray.testing.seeded_rows import TOOLS
 
 CALLS: list = []
 LIMIT = 3
@@ -20,6 +22,13 @@ def logging_agent(message):               # writes to a list of the caller's
     return message
 
 
+SEEDED = seeded_agent(TOOLS)
+
+
+def uses_seeded(message):
+    return SEEDED(message)
+
+
 class Agent:
     def __init__(self, url):
         self.url = url
@@ -30,6 +39,8 @@ class Agent:
 
 def test_code_and_constants_travel():
     assert why_home(pure_agent, pickle.dumps) is None
+    assert why_home(SEEDED, pickle.dumps) is None                             # ours: keyed, no caller state
+    assert why_home(uses_seeded, pickle.dumps) is None
     assert why_home(Agent, pickle.dumps) is None                              # a class is built where it runs
     assert why_home(functools.partial(Agent, "http://x"), pickle.dumps) is None
     assert why_home(None, pickle.dumps) is None

@@ -12,6 +12,9 @@ copy is not the same thing:
   and constants (a list it appends to, a dict it caches in, a client, a notebook global). In an
   actor, its writes would land on the copy and silently vanish from the caller.
 
+Objects of whileai_ray's own classes (``wai.seeded_agent(...)``, ``wai.world(...)``) are copies
+by design: keyed and deterministic, they hold nothing of the caller's, so they travel.
+
 :func:`why_home` names the first reason, or None when the callable may travel. ``pool_sizing``
 keeps a role's pool in the caller's process when its callable must stay home and the Ray has one
 node (on a cluster every callable travels; one that does not pickle is refused before the run).
@@ -42,9 +45,13 @@ def _names(code: types.CodeType) -> Iterator[str]:
             yield from _names(const)
 
 
+def _ours(value: Any) -> bool:
+    return (getattr(type(value), "__module__", "") or "").startswith("whileai_ray.")
+
+
 def _is_data(value: Any) -> bool:
     """Whether ``value`` is data a copy would detach from the caller (not code, not a constant)."""
-    if isinstance(value, _CONSTANTS) or isinstance(value, _CODE):
+    if isinstance(value, _CONSTANTS) or isinstance(value, _CODE) or _ours(value):
         return False
     if isinstance(value, (tuple, frozenset)):
         return any(_is_data(v) for v in value)
@@ -74,7 +81,7 @@ def _holds_data(obj: Any) -> str | None:
             if _is_data(value):
                 return f"its partial arguments hold a {type(value).__name__}"
         return _holds_data(obj.func)
-    if inspect.isclass(obj) or isinstance(obj, (types.BuiltinFunctionType, types.ModuleType)):
+    if inspect.isclass(obj) or isinstance(obj, (types.BuiltinFunctionType, types.ModuleType)) or _ours(obj):
         return None                     # a class is built where it runs (once per actor)
     if isinstance(obj, types.FunctionType):
         return _function_data(obj)

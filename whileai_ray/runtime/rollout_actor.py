@@ -88,7 +88,7 @@ class RolloutWorker:
             if problem is not None:        # one unit that cannot become a row never sinks its chunk
                 self.played += 1
                 return {"unit": unit, "row": None, "unusable": problem[0], "timed_out": False, "verdict": None,
-                        "fault_parent": False, "error": problem[1]}
+                        "fault_parent": False, "error": problem[1], "seconds": time.monotonic() - t0}
             unusable = row.get("_unusable")
         self.played += 1
         row["_ordinal"] = unit.ordinal

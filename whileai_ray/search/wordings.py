@@ -1,0 +1,134 @@
+"""Every wording the planner opened, by id: how to write it again, its prompt's digest, its faults.
+
+A wording is one prompt the planner opened (a situation's phrasing: a group of rollouts). Ids
+count from 0 in the order they open; the group book uses the same ids. Per wording the planner
+keeps a *recipe*, a few integers that say how the situation writer made it, instead of the
+:class:`~whileai_ray.situations.situation.Situation` itself:
+
+============  ==============================  ======================================
+kind          a, b, c                         written again by
+============  ==============================  ======================================
+``pinned``    index in ``tasks=``             ``settings.pinned[a]``
+``seed``      seed index, situation ordinal   ``writer.seed_situation(seeds[a], b)``
+``mutation``  parent wording, mutation index  ``writer.mutate(parent, b)``
+``probe``     probe index                     ``writer.probe(a)``
+``targeted``  shape index, target index       ``shapes.situation(planned[a], b)``
+``grid``      cell index, instance, phrasing  ``writer.write(cells[a], b, c)``
+============  ==============================  ======================================
+
+plus ``nov``: the novelty (in thousandths) the planner wrote into ``selection_reason``, or -1
+when it left the writer's reason alone. The Situation objects themselves are held only while
+they can still be needed (their group is open, or a failure waits to be mutated from them);
+after a restore from a snapshot they are written again from their recipe when first needed.
+A template writer is stateless (the same arguments give the same Situation), which is why
+snapshots are taken only with one.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..situations.situation import Situation
+from .columns import Column, State
+
+__all__ = ["KINDS", "Wordings", "UNIT_FIELDS"]
+
+KINDS = ("pinned", "seed", "mutation", "probe", "targeted", "grid")
+UNIT_FIELDS = ("group", "rollout_index", "attempt", "faults", "ordinal")   # a unit as a row of ints
+_COLS = (("kind", np.uint8), ("a", np.int64), ("b", np.int64), ("c", np.int32), ("nov", np.int16),
+         ("fp", np.int32), ("digest", np.uint64))
+
+
+class Wordings:
+    def __init__(self):
+        for name, dtype in _COLS:
+            setattr(self, name, Column(dtype))
+        self.plans: list = [None]              # fault plans by id (0: none); shared by its units
+        self._plan_id: dict[str, int] = {"null": 0}
+        self.held: dict[int, Situation] = {}
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def plan_id(self, faults) -> int:
+        """The id of a fault plan (interned by its JSON)."""
+        if faults is None:
+            return 0
+        key = json.dumps(faults, sort_keys=True, default=repr)
+        i = self._plan_id.get(key)
+        if i is None:
+            i = self._plan_id[key] = len(self.plans)
+            self.plans.append(faults)
+        return i
+
+    def add(self, sit: Situation, kind: str, a: int, b: int = 0, c: int = 0, nov: int = -1,
+            faults=None, prompt_digest: int = 0) -> int:
+        """Register an opened wording; returns its id (the Situation is held until released)."""
+        wid = self.kind.append(KINDS.index(kind))
+        self.a.append(a), self.b.append(b), self.c.append(c), self.nov.append(nov)
+        self.fp.append(self.plan_id(faults))
+        self.digest.append(prompt_digest)
+        self.held[wid] = sit
+        return wid
+
+    def faults(self, wid: int):
+        return self.plans[int(self.fp[wid])]
+
+    def situation(self, wid: int, planner) -> Situation:
+        """The wording's Situation: the one held, else written again from its recipe (and held)."""
+        sit = self.held.get(wid)
+        if sit is None:
+            sit = self.held[wid] = self.write_again(wid, planner)
+        return sit
+
+    def write_again(self, wid: int, planner) -> Situation:
+        kind, a, b, c = KINDS[int(self.kind[wid])], int(self.a[wid]), int(self.b[wid]), int(self.c[wid])
+        writer = planner.writer
+        if kind == "pinned":
+            return planner.s.pinned[a][0]
+        if kind == "seed":
+            return writer.seed_situation(list(dict.fromkeys(planner.s.seeds))[a], b)
+        if kind == "mutation":
+            parent = self.situation(a, planner) if a in self.held else self.write_again(a, planner)
+            sit = writer.mutate(parent, b)
+            sit.extra.setdefault("parent_scenario_id", parent.scenario_id)
+        elif kind == "probe":
+            sit = writer.probe(a)
+        elif kind == "targeted":
+            sit = planner.shapes.situation(planner.shapes.planned[a], b)
+        else:
+            sit = writer.write(planner.picker.cells[a], b, c)
+        nov = int(self.nov[wid])
+        if nov >= 0:
+            what = (f"least-covered cell={sit.scenario_id} tier={sit.tier} instance={b}" if kind == "grid"
+                    else sit.arm)
+            sit.selection_reason = f"{what} novelty={nov / 1000:.3f}"
+        return sit
+
+    def release(self, wid: int) -> None:
+        self.held.pop(wid, None)
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self) -> State:
+        plans = self.plans[1:]
+        if json.loads(json.dumps(plans)) != plans:
+            raise ValueError("a fault plan is not plain JSON data; this run cannot be snapshot")
+        return State(meta={"plans": plans}, logs={name: getattr(self, name).view() for name, _ in _COLS})
+
+    def load_state(self, state: State) -> None:
+        n = None
+        for name, dtype in _COLS:
+            arr = state.array(name, dtype)
+            n = len(arr) if n is None else n
+            if len(arr) != n:
+                raise ValueError(f"snapshot wording column {name!r} has {len(arr)} rows, expected {n}")
+            setattr(self, name, Column.of(arr, dtype))
+        if n and int(self.kind.view().max()) >= len(KINDS):
+            raise ValueError("snapshot names a wording kind this version does not know")
+        plans = state.meta["plans"]
+        if not isinstance(plans, list) or (n and int(self.fp.view().max()) > len(plans)):
+            raise ValueError("snapshot fault plans do not match the wordings")
+        self.plans = [None, *plans]
+        self._plan_id = {json.dumps(p, sort_keys=True, default=repr): i for i, p in enumerate(self.plans)}
+        self.held = {}

@@ -16,6 +16,7 @@ from collections import deque
 
 import ray
 
+from ..core.columns import State
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
@@ -94,11 +95,9 @@ class DriverWorker:
         self.snapshots = PlanSnapshots(job.get("snapshot"), job.get("snapshot_every_s", 0.0),
                                        (self.sink.header or {}).get("created") if self.sink else None,
                                        job.get("plan_fingerprint"))
-        snap = await asyncio.to_thread(self.snapshots.restore, self._resume)
+        snap = await asyncio.to_thread(self.snapshots.restore, self._resume, self._build_from_snapshot)
         if snap is not None:
-            fresh = job["make_planner"]()
-            self.planner = planner = snap["planner"]
-            planner.writer, planner.s = fresh.writer, fresh.s   # this call's run id and budget
+            self.planner = planner = snap["planner"]       # with this call's settings (run id, budget)
         else:
             self.planner = planner = job["make_planner"](**self._resume.planner_overrides())
         actors = await self._start_actors(pending_actors)
@@ -155,7 +154,7 @@ class DriverWorker:
                     return
                 observe(outs)
                 if snapshots:
-                    self.snapshots.after_round(planner, book, round_units, outs)
+                    self.snapshots.after_round(planner, book, round_units)
 
         def observe(outcomes):
             planner.observe(outcomes)
@@ -265,13 +264,26 @@ class DriverWorker:
             self.abandoned += len(tasks[t][2])
         self.inflight_units = 0
         self.done = True
-        await self.snapshots.flush()
+        if snapshots:
+            await self.snapshots.finish(planner, book, round_units)
         if self.sink is not None:
             await asyncio.to_thread(self.sink.close)
         if self.stream is not None:
             self.stream.close()
         self.rows.sort(key=lambda r: r.get("_ordinal", 0))
         return self._result(actors)
+
+    def _build_from_snapshot(self, meta: dict, arrays: dict):
+        """A planner (this call's settings and writer) and the decided rounds, from snapshot data."""
+        planner = self.job["make_planner"]().restore(State({"planner": meta["planner"]}, logs=arrays).part("planner"))
+        rounds = arrays["pending_round"]
+        units = planner.decode_units(arrays["pending"])
+        if rounds.ndim != 1 or len(rounds) != len(units) or (len(rounds) and rounds.min() < 0):
+            raise ValueError("pending rounds do not match their units")
+        pending: dict = {}
+        for r, u in zip(rounds.tolist(), units):
+            pending.setdefault(r, []).append(u)
+        return planner, pending
 
     def _watchdog(self, tasks: dict) -> None:
         """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
@@ -401,7 +413,7 @@ class DriverWorker:
         p = self.planner
         from ..store.jsonl import gc_paused
         with gc_paused():
-            self.resumed_rows.extend(self.snapshots.deferred_rows(self._resume))
+            self.resumed_rows.extend(self.snapshots.deferred_rows(self._resume, p.s.run_id))
         rows = sorted(self.rows + self.resumed_rows, key=lambda r: r.get("_ordinal", 0))
         leftover = self._resume.leftover()
         return {

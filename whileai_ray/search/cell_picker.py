@@ -18,7 +18,7 @@ import numpy as np
 
 from ..rng import draw
 from ..situations.grid import HARD_TIERS, cell_key, tier_of
-from .columns import State
+from ..core.columns import State
 
 
 class CellPicker:

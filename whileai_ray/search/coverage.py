@@ -31,7 +31,7 @@ import numpy as np
 
 from ..situations.covering import all_pairs, pairs_in
 from ..situations.grid import cell_key
-from .columns import Column, DigestSet, State, digest
+from ..core.columns import Column, DigestSet, State, digest, prompt_digest
 from .targeting import action_shape
 
 __all__ = ["UNTIL", "validate_until", "ignores_exhaustion", "CoverageTracker"]
@@ -96,7 +96,8 @@ class CoverageTracker:
         completes one.
         """
         self.rows += 1
-        fresh = self.prompts.add(digest(row.get("prompt")))
+        prompt = row.get("prompt")
+        fresh = self.prompts.add(prompt_digest(prompt) if isinstance(prompt, str) else digest(prompt))
         self.scenario_ids.add(digest(row.get("scenario_id")))
         sig = row.get("behavior_signature")
         new_sig = sig is not None and self.signatures.add(digest(sig))
@@ -207,8 +208,10 @@ class CoverageTracker:
             self._pair_index = {pair: i for i, pair in enumerate(self._pairs_sorted)}
         return self._pairs_sorted
 
-    def state(self) -> State:
-        """Counters whole; digests, curve and covered pairs as logs; planned-cell counts as a table."""
+    def state(self, row_sets: bool = True) -> State:
+        """Counters whole; digests, curve and covered pairs as logs; planned-cell counts as a table.
+        ``row_sets=False`` leaves out the prompts and scenario ids of the rows (the planner keeps
+        which rows landed and derives them: ``load_state(..., prompts=, scenario_ids=)``)."""
         new = self.curve[self._curve_logged:]
         if new:
             self._curve_log.extend(np.frombuffer("".join(json.dumps(p) + "\n" for p in new).encode(), np.uint8))
@@ -223,13 +226,15 @@ class CoverageTracker:
                   "batch_rows": self._batch_rows, "batch_fresh": self._batch_fresh,
                   "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
                   "shapes": list(self.shapes.items()), "cells_extra": extra, "points": len(self.curve)},
-            logs={"prompts": self.prompts.log.view(), "scenario_ids": self.scenario_ids.log.view(),
-                  "signatures": self.signatures.log.view(), "curve": self._curve_log.view()},
+            logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
+                  **({"prompts": self.prompts.log.view(), "scenario_ids": self.scenario_ids.log.view()}
+                     if row_sets else {})},
             tables={"planned": np.asarray(list(self.planned.values()), dtype=np.int64),
                     "pairs": np.asarray(covered, dtype=np.int64)})
 
-    def load_state(self, state: State) -> None:
-        """Continue from :meth:`state` (on a tracker made with the same cells, axes and copies)."""
+    def load_state(self, state: State, prompts=None, scenario_ids=None) -> None:
+        """Continue from :meth:`state` (on a tracker made with the same cells, axes and copies);
+        ``prompts`` / ``scenario_ids``: the digests, when the state was taken without them."""
         m = state.meta
         planned = state.array("planned", np.int64)
         if len(planned) != len(self.planned):
@@ -242,8 +247,9 @@ class CoverageTracker:
         if len(pairs) and (int(pairs.min()) < 0 or int(pairs.max()) >= len(order)):
             raise ValueError("snapshot tracker covers pairs this run does not plan")
         self.pairs_covered = {order[i] for i in pairs.tolist()}
-        self.prompts = DigestSet.of(state.array("prompts", np.uint64))
-        self.scenario_ids = DigestSet.of(state.array("scenario_ids", np.uint64))
+        self.prompts = DigestSet.of(state.array("prompts", np.uint64) if prompts is None else prompts)
+        self.scenario_ids = DigestSet.of(state.array("scenario_ids", np.uint64) if scenario_ids is None
+                                         else scenario_ids)
         self.signatures = DigestSet.of(state.array("signatures", np.uint64))
         curve = state.array("curve", np.uint8)
         self.curve = [json.loads(line) for line in curve.tobytes().decode().splitlines()]

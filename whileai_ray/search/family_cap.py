@@ -20,7 +20,7 @@ from array import array
 import numpy as np
 
 from ..rng import short_hash
-from .columns import Column, State
+from ..core.columns import Column, State
 
 __all__ = ["FamilyCap", "skeleton", "family_key"]
 
@@ -74,6 +74,7 @@ class FamilyCap:
         self._id: dict[int, int] = {}            # family (its key as an int) -> id
         self._families = Column(np.uint64)      # family keys by id, first seen first
         self._counts = array("i")               # prompts counted per family id
+        self._counted = Column(np.int32)        # the family id of every prompt counted, in order
         self.refused = 0
         self._recent: dict[str, str] = {}   # the planner asks allowed() then admit() of a few prompts
 
@@ -98,6 +99,7 @@ class FamilyCap:
             self._families.append(k)
             self._counts.append(0)
         self._counts[i] += 1
+        self._counted.append(i)
 
     def allowed(self, prompt: str) -> bool:
         """Whether one more prompt of this family fits under the cap (counts nothing)."""
@@ -123,16 +125,16 @@ class FamilyCap:
 
     # ------------------------------------------------------------------ snapshot
     def state(self) -> State:
-        counts = np.frombuffer(self._counts, dtype=np.int32).copy() if len(self._counts) else np.zeros(0, np.int32)
-        return State(meta={"refused": self.refused}, logs={"families": self._families.view()},
-                     tables={"counts": counts})
+        """Append-only: the families in first-seen order and the family of each prompt counted."""
+        return State(meta={"refused": self.refused},
+                     logs={"families": self._families.view(), "counted": self._counted.view()})
 
     def load_state(self, state: State) -> None:
         families = state.array("families", np.uint64)
-        counts = state.array("counts", np.int32)
-        if len(families) != len(counts):
-            raise ValueError("snapshot family cap: one count per family")
-        self._families = Column.of(families, np.uint64)
+        counted = state.array("counted", np.int32)
+        if len(counted) and (counted.min() < 0 or counted.max() >= len(families)):
+            raise ValueError("snapshot family cap counts a family it does not list")
+        self._families, self._counted = Column.of(families, np.uint64), Column.of(counted, np.int32)
         self._id = {k: i for i, k in enumerate(families.tolist())}
-        self._counts = array("i", counts.tobytes())
+        self._counts = array("i", np.bincount(counted, minlength=len(families)).astype(np.int32).tobytes())
         self.refused = int(state.meta["refused"])

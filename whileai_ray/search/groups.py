@@ -31,12 +31,12 @@ from array import array
 import numpy as np
 
 from ..rng import draw
-from .columns import State
+from ..core.columns import State
 
 EXPLORE_SHARE = 0.05
 STATUSES = ("probe", "open", "mixed", "stopped_unanimous", "complete")
 PROBE, OPEN, MIXED, STOPPED, COMPLETE = range(len(STATUSES))
-_COUNTERS = ("scheduled", "done", "landed", "target", "label")
+_COLUMNS = ("scheduled", "done", "landed", "target", "label", "split", "status")
 
 
 class GroupBook:
@@ -208,9 +208,12 @@ class GroupBook:
 
     # ------------------------------------------------------------------ snapshot
     def state(self) -> State:
-        """The book as columns (copied: they change in place) and its small counters."""
-        tables = {name: self._np(name) for name in _COUNTERS + ("split", "status")}
-        tables["stopped"] = self._np("_stopped")
+        """The book as one table, a row per group (copied: it changes in place), and its counters."""
+        groups = np.empty((len(self.status), len(_COLUMNS)), dtype=np.int32)
+        for j, name in enumerate(_COLUMNS):
+            col = getattr(self, name)
+            groups[:, j] = np.frombuffer(col, dtype=np.int8 if col.typecode == "b" else np.int32)
+        tables = {"groups": groups, "stopped": self._np("_stopped")}
         return State(meta={"probed": self.probed, "mixed": self.mixed, "labels": list(self._labels),
                            "cont_obs": sorted(self._cont_obs.items()),
                            "cont_split": sorted(self._cont_split.items())}, tables=tables)
@@ -218,16 +221,16 @@ class GroupBook:
     def load_state(self, state: State) -> None:
         """Continue from :meth:`state` (on a book made with the same k, policy, probe and seed)."""
         m = state.meta
-        n = None
-        for name in _COUNTERS + ("split", "status"):
-            arr = state.array(name, np.int8 if name in ("split", "status") else np.int32)
-            n = len(arr) if n is None else n
-            if len(arr) != n:
-                raise ValueError(f"snapshot group column {name!r} has {len(arr)} rows, expected {n}")
-            setattr(self, name, array(getattr(self, name).typecode, arr.tobytes()))
+        table = state.array("groups", np.int32, width=len(_COLUMNS))
+        n = len(table)
         stopped = state.array("stopped", np.int64)
-        if n and (np.any(self._np("status") > COMPLETE) or len(stopped) and int(stopped.max()) >= n):
+        split, status = table[:, _COLUMNS.index("split")], table[:, _COLUMNS.index("status")]
+        if n and (split.min() < 0 or split.max() > 1 or status.min() < 0 or status.max() > COMPLETE) \
+                or len(stopped) and (stopped.min() < 0 or stopped.max() >= n):
             raise ValueError("snapshot group columns are out of range")
+        for j, name in enumerate(_COLUMNS):
+            code = getattr(self, name).typecode
+            setattr(self, name, array(code, table[:, j].astype(np.int8 if code == "b" else np.int32).tobytes()))
         self._stopped = array("q", stopped.tobytes())
         labels = m["labels"]
         if not isinstance(labels, list) or (n and int(self._np("label").max()) >= len(labels)):

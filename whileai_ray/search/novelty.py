@@ -28,8 +28,7 @@ from array import array
 import numpy as np
 
 from ..rng import draw
-from .columns import State
-from .columns import Column
+from ..core.columns import Column, State, prompt_digest
 
 __all__ = ["NoveltyIndex", "sketch"]
 
@@ -87,7 +86,7 @@ def sketch(text: str) -> np.ndarray:
 
 
 def _text_key(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(str(text).encode(), digest_size=8).digest(), "little")
+    return prompt_digest(str(text))
 
 
 class NoveltyIndex:
@@ -194,16 +193,18 @@ class NoveltyIndex:
         return out
 
     # ------------------------------------------------------------------ snapshot
-    def state(self) -> State:
-        """The sketches and text keys, in id order (views: rows once written never change).
+    def state(self, keys: bool = True) -> State:
+        """The sketches and (unless the caller keeps them: ``keys=False``) the text keys, the
+        ``prompt_digest`` of each text, in id order (views: rows once written never change).
         The buckets are not kept: :meth:`load_state` rebuilds them from the sketches."""
         sk = self._sk[:self._n]
         sk.flags.writeable = False
-        return State(meta={"bucket_cap": self.bucket_cap}, logs={"sk": sk, "key": self._keys.view()})
+        logs = {"sk": sk, "key": self._keys.view()} if keys else {"sk": sk}
+        return State(meta={"bucket_cap": self.bucket_cap}, logs=logs)
 
-    def load_state(self, state: State) -> None:
+    def load_state(self, state: State, keys: np.ndarray | None = None) -> None:
         sk = state.array("sk", np.uint32, width=K)
-        keys = state.array("key", np.uint64)
+        keys = state.array("key", np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
         if len(keys) != len(sk):
             raise ValueError("snapshot novelty: one text key per sketch")
         n = len(sk)

@@ -25,7 +25,7 @@ from ..situations.grid import CONDITION_FAULT_MODE
 from ..unit import Unit
 from .arms import ArmBandit
 from .cell_picker import CellPicker
-from .columns import Column, digest
+from ..core.columns import Column, prompt_digest
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
 from .groups import COMPLETE, GroupBook
@@ -113,6 +113,9 @@ class Planner:
         # failures to mutate from, oldest first: (wording id, aim) from _parent_head on
         self._parent_wid, self._parent_aim, self._parent_head = Column("int64"), Column("uint8"), 0
         self._pins: dict[int, int] = {}       # wording id -> times it waits in the parent queue
+        # every landed row observed, in order: its wording, rollout index and ordinal (a snapshot
+        # names the rows it settled by these; their keys are derived, see landed_keys())
+        self._landed_wid, self._landed_ri, self._landed_ordinal = Column("int64"), Column("int32"), Column("int64")
         self._mutations = 0
         self._mutation_round = -1
         self._probes = 0
@@ -143,12 +146,42 @@ class Planner:
     @classmethod
     def from_state(cls, state, settings: PlanSettings, writer, cells: list[dict]) -> "Planner":
         """A planner that continues from ``state``, with this call's settings, writer and cells."""
+        return cls(settings, writer, cells).restore(state)
+
+    def restore(self, state) -> "Planner":
+        """Continue from ``state`` (this freshly built planner is filled in; ValueError if it does not fit)."""
         from .planner_state import restore_planner
-        return restore_planner(cls(settings, writer, cells), state)
+        return restore_planner(self, state)
+
+    def encode_units(self, units):
+        """Units decided and not yet landed, as a table of ints (``planner_state.encode_units``)."""
+        from .planner_state import encode_units
+        return encode_units(self, units)
+
+    def decode_units(self, table) -> list:
+        from .planner_state import decode_units
+        return decode_units(self, table)
 
     def _group_key(self, wid: int) -> list:
         sit = self.words.situation(wid, self)
         return [sit.scenario_id, sit.phrasing_index]
+
+    def wording_key(self, wid: int) -> tuple[str, int]:
+        """``(scenario_id, phrasing_index)`` of a wording, from its recipe (nothing written)."""
+        return self.words.key(wid, self)
+
+    def landed_keys(self) -> list[tuple[tuple, int, int]]:
+        """``(row_key, ordinal, phrasing_index)`` of every landed row observed so far, in order."""
+        digests = self.words.digest.view()
+        keys = {}
+        out = []
+        for wid, ri, ordinal in zip(self._landed_wid.view().tolist(), self._landed_ri.view().tolist(),
+                                    self._landed_ordinal.view().tolist()):
+            k = keys.get(wid)
+            if k is None:
+                k = keys[wid] = (*self.wording_key(wid), f"{int(digests[wid]):016x}")
+            out.append(((k[0], k[2], ri, self.s.eval_run), ordinal, k[1]))
+        return out
 
     @property
     def _has_parents(self) -> bool:
@@ -275,7 +308,7 @@ class Planner:
             faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
             base, cell, instance, recipe = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
-        self._seen.add(digest(base.prompt))
+        self._seen.add(prompt_digest(base.prompt))
         if self._scored[0] is base.prompt:          # scored while choosing between candidates
             _, sk, nov = self._scored
         else:
@@ -293,13 +326,13 @@ class Planner:
             self.faulted_situations += 1
         self.arm_counts[base.arm] = self.arm_counts.get(base.arm, 0) + 1
         kind, a, b = recipe
-        wordings = [(base, self.words.add(base, kind, a, b, 0, nov_milli, faults, digest(base.prompt)))]
+        wordings = [(base, self.words.add(base, kind, a, b, 0, nov_milli, faults, prompt_digest(base.prompt)))]
         if cell is not None:
             for p in range(1, self.s.n):
                 sit = self.writer.write(cell, instance, p)
                 if self._fresh(sit.prompt):          # two wordings that came out the same run once
-                    self._seen.add(digest(sit.prompt))
-                    wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, digest(sit.prompt))))
+                    self._seen.add(prompt_digest(sit.prompt))
+                    wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, prompt_digest(sit.prompt))))
         for p, (sit, wid) in enumerate(wordings):
             for ri in self.book.open(wid):
                 self._backlog.append(self._unit_for(wid, ri))
@@ -360,7 +393,7 @@ class Planner:
         return sit, cell, instance, ("grid", ci, instance)
 
     def _fresh(self, prompt: str) -> bool:
-        if digest(prompt) in self._seen:
+        if prompt_digest(prompt) in self._seen:
             return False
         return not self.s.avoid_prompt_shas or prompt_sha(prompt) not in self.s.avoid_prompt_shas
 
@@ -392,6 +425,9 @@ class Planner:
             if o.row is not None:
                 if not (o.resumed and self.s.precounted):
                     self.landed += 1
+                self._landed_wid.append(wid)
+                self._landed_ri.append(u.rollout_index)
+                self._landed_ordinal.append(u.ordinal)
                 self.tracker.observe(o.row, None)
                 if self.shapes is not None:
                     self.shapes.observe(o.row.get("tools_used"))

@@ -21,7 +21,7 @@ from collections import deque
 import numpy as np
 
 from ..unit import Unit
-from .columns import Column, State
+from ..core.columns import Column, State, digest
 from .wordings import UNIT_FIELDS
 
 __all__ = ["planner_state", "restore_planner", "encode_units", "decode_units"]
@@ -34,11 +34,14 @@ _DICTS = ("rerolled_by", "lost_by", "arm_counts", "allocator", "failure_criteria
 
 def encode_units(planner, units) -> np.ndarray:
     """Units as an ``(n, 5)`` int64 table: group, rollout index, attempt, fault plan id, ordinal."""
-    out = np.zeros((len(units), len(UNIT_FIELDS)), dtype=np.int64)
-    plan_id = planner.words.plan_id
-    for i, u in enumerate(units):
-        out[i] = (u.group, u.rollout_index, u.attempt, plan_id(u.faults), u.ordinal)
-    return out
+    words = planner.words
+    rows = []
+    for u in units:
+        fp = int(words.fp[u.group]) if 0 <= u.group < len(words) else -1
+        if fp < 0 or words.plans[fp] is not u.faults:          # not its wording's own plan object
+            fp = words.plan_id(u.faults)
+        rows.append((u.group, u.rollout_index, u.attempt, fp, u.ordinal))
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), len(UNIT_FIELDS))
 
 
 def decode_units(planner, table: np.ndarray) -> list[Unit]:
@@ -61,13 +64,19 @@ def planner_state(p) -> State:
     meta["pinned_used"] = len(p.s.pinned) - len(p.pinned_left)
     meta["seeds_used"] = len(dict.fromkeys(p.s.seeds)) - len(p.seeds_left)
     out = State(meta=meta,
-                logs={"parent_wid": p._parent_wid.view(), "parent_aim": p._parent_aim.view()},
+                logs={"parent_wid": p._parent_wid.view(), "parent_aim": p._parent_aim.view(),
+                      "landed_wid": p._landed_wid.view(), "landed_ri": p._landed_ri.view(),
+                      "landed_ordinal": p._landed_ordinal.view()},
                 tables={"backlog": encode_units(p, p._backlog), "rerolls": encode_units(p, p._rerolls)})
     out.nest("words", p.words.state())          # after the units: they may add fault plans
-    for name in ("book", "picker", "bandit", "novelty", "family", "shapes", "tracker"):
+    for name in ("book", "picker", "bandit", "family", "shapes"):
         part = getattr(p, name)
         if part is not None:
             out.nest(name, part.state())
+    # derived from the wordings and the landed rows, not kept twice: the archive's text keys
+    # (the base wordings' digests) and the tracker's row prompts and scenario ids
+    out.nest("novelty", p.novelty.state(keys=False))
+    out.nest("tracker", p.tracker.state(row_sets=False))
     return out
 
 
@@ -77,7 +86,7 @@ def restore_planner(p, state: State):
     m = state.meta
     p.words.load_state(state.part("words"))
     n = len(p.words)
-    for name in ("book", "picker", "bandit", "novelty", "family", "shapes", "tracker"):
+    for name in ("book", "picker", "bandit", "family", "shapes"):
         part = getattr(p, name)
         if (part is None) != (name not in m):
             raise ValueError(f"snapshot and this run disagree on the planner's {name}")
@@ -85,6 +94,16 @@ def restore_planner(p, state: State):
             part.load_state(state.part(name))
     if len(p.book) != n:
         raise ValueError(f"snapshot holds {len(p.book)} groups for {n} wordings")
+    landed = [state.array(name, dtype) for name, dtype in
+              (("landed_wid", np.int64), ("landed_ri", np.int32), ("landed_ordinal", np.int64))]
+    if len({len(a) for a in landed}) != 1 or (len(landed[0]) and (landed[0].min() < 0 or landed[0].max() >= n)):
+        raise ValueError("snapshot landed rows are out of range")
+    p._landed_wid, p._landed_ri, p._landed_ordinal = (Column.of(a, a.dtype) for a in landed)
+    digests = p.words.digest.view()
+    p.novelty.load_state(state.part("novelty"), keys=digests[p.words.c.view() == 0])
+    wids = list(dict.fromkeys(landed[0].tolist()))
+    p.tracker.load_state(state.part("tracker"), prompts=list(dict.fromkeys(digests[wids].tolist())),
+                         scenario_ids=list(dict.fromkeys(digest(p.wording_key(w)[0]) for w in wids)))
     for name in _COUNTERS:
         value = m[name]
         setattr(p, name, value if name == "first_agent_error" else int(value))

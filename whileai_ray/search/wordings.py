@@ -30,7 +30,7 @@ import json
 import numpy as np
 
 from ..situations.situation import Situation
-from .columns import Column, State
+from ..core.columns import Column, State
 
 __all__ = ["KINDS", "Wordings", "UNIT_FIELDS"]
 
@@ -105,6 +105,19 @@ class Wordings:
                     else sit.arm)
             sit.selection_reason = f"{what} novelty={nov / 1000:.3f}"
         return sit
+
+    def key(self, wid: int, planner) -> tuple[str, int]:
+        """``(scenario_id, phrasing_index)`` without writing the wording: a grid wording's id is the
+        writer's ``scenario_id(cell, instance)``, a pinned one's comes from ``tasks=``, and every
+        other kind's id is ``probe_`` and the first 6 hex digits of its prompt's SHA-256 (the
+        template writer's rule for asks outside the grid)."""
+        kind, a, b = KINDS[int(self.kind[wid])], int(self.a[wid]), int(self.b[wid])
+        if kind == "grid":
+            return planner.writer.scenario_id(planner.picker.cells[a], b), int(self.c[wid])
+        if kind == "pinned":
+            sit = planner.s.pinned[a][0]
+            return sit.scenario_id, sit.phrasing_index
+        return "probe_" + f"{int(self.digest[wid]):016x}"[:6], 0
 
     def release(self, wid: int) -> None:
         self.held.pop(wid, None)

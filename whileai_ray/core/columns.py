@@ -12,7 +12,9 @@ numpy/array columns.
   taken in the driver's loop without copying: the snapshot thread reads the views.
 * :class:`DigestSet`: a set of 64-bit digests that also remembers the order they came in (a
   :class:`Column`), so a snapshot writes only the members added since the last one.
-* :func:`digest`: the 64-bit digest the sets hold (blake2b of the text; ``None`` is 0).
+* :func:`digest`: the 64-bit digest the sets hold (blake2b of the text; ``None`` is 0);
+  :func:`prompt_digest`: a prompt's, the first 64 bits of its SHA-256 (the ``prompt_sha`` of a
+  row key, as an int), so a row's key can be told from the planner's digest of its prompt.
 
 A part's state (``state()`` on the planner and on each of its parts) is a :class:`State`:
 ``meta`` (small JSON-able values, written whole every time), ``logs`` (append-only arrays:
@@ -27,10 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Column", "DigestSet", "State", "digest", "DTYPES"]
-
-# the only array types a snapshot holds (and the only ones its reader accepts)
-DTYPES = ("int8", "uint8", "int16", "int32", "int64", "uint32", "uint64", "float64")
+__all__ = ["Column", "DigestSet", "State", "digest", "prompt_digest"]
 
 
 def digest(value) -> int:
@@ -39,6 +38,11 @@ def digest(value) -> int:
         return 0
     return int.from_bytes(hashlib.blake2b(str(value).encode("utf-8", "surrogatepass"), digest_size=8).digest(),
                           "little")
+
+
+def prompt_digest(prompt: str) -> int:
+    """``int(prompt_sha(prompt), 16)``: the first 64 bits of the prompt's SHA-256."""
+    return int.from_bytes(hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).digest()[:8], "big")
 
 
 class Column:

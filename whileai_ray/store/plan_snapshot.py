@@ -107,6 +107,8 @@ class SnapshotFile:
             before = prev_logs.get(name)
             if before is None or len(arr) < len(before):
                 header["roles"][name], arrays[name] = "set", arr
+            elif len(arr) == len(before):
+                header["roles"][name] = "keep"
             else:
                 header["roles"][name], arrays[name] = "append", arr[len(before):]
         for name, arr in tables.items():
@@ -123,6 +125,9 @@ class SnapshotFile:
         if diff.ndim > 1:
             diff = diff.reshape(m, -1).any(axis=1)
         idx = np.concatenate((np.flatnonzero(diff), np.arange(m, len(arr)))).astype(np.int64)
+        if not len(idx):
+            header["roles"][name] = "keep"
+            return
         if 2 * len(idx) > len(arr):
             header["roles"][name], arrays[name] = "set", arr
             return
@@ -151,6 +156,8 @@ def merge(frames: list) -> tuple[dict, dict]:
         for name, role in roles.items():
             if role == "set":
                 nxt[name] = [arrays[name]]
+            elif role == "keep":
+                nxt[name] = cur[name]
             elif role == "append":
                 chunks, new = cur[name], arrays[name]
                 if new.dtype != chunks[0].dtype or new.shape[1:] != chunks[0].shape[1:]:

@@ -79,7 +79,7 @@ def _decode(payload: bytes) -> tuple[dict, dict]:
     except StopIteration:
         pass
     batch.validate(full=True)
-    if batch.num_rows != 1:
+    if batch.num_columns and batch.num_rows != 1:
         raise ValueError(f"{batch.num_rows} rows, expected 1")
     arrays = {}
     for field, column in zip(batch.schema, batch.columns):

@@ -116,6 +116,7 @@ class Planner:
         # every landed row observed, in order: its wording, rollout index and ordinal (a snapshot
         # names the rows it settled by these; their keys are derived, see landed_keys())
         self._landed_wid, self._landed_ri, self._landed_ordinal = Column("int64"), Column("int32"), Column("int64")
+        self._landed_keys = None              # landed_keys(), kept while no row lands
         self._mutations = 0
         self._mutation_round = -1
         self._probes = 0
@@ -172,15 +173,17 @@ class Planner:
 
     def landed_keys(self) -> list[tuple[tuple, int, int]]:
         """``(row_key, ordinal, phrasing_index)`` of every landed row observed so far, in order."""
-        digests = self.words.digest.view()
-        keys = {}
+        n = len(self._landed_wid)
+        if self._landed_keys is not None and len(self._landed_keys) == n:
+            return self._landed_keys
+        wids = self._landed_wid.view().tolist()
+        keys = self.words.keys(wids, self)
+        er = self.s.eval_run
         out = []
-        for wid, ri, ordinal in zip(self._landed_wid.view().tolist(), self._landed_ri.view().tolist(),
-                                    self._landed_ordinal.view().tolist()):
-            k = keys.get(wid)
-            if k is None:
-                k = keys[wid] = (*self.wording_key(wid), f"{int(digests[wid]):016x}")
-            out.append(((k[0], k[2], ri, self.s.eval_run), ordinal, k[1]))
+        for wid, ri, ordinal in zip(wids, self._landed_ri.view().tolist(), self._landed_ordinal.view().tolist()):
+            sid, phrasing, sha = keys[wid]
+            out.append(((sid, sha, ri, er), ordinal, phrasing))
+        self._landed_keys = out
         return out
 
     @property

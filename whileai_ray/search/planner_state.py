@@ -102,8 +102,10 @@ def restore_planner(p, state: State):
     digests = p.words.digest.view()
     p.novelty.load_state(state.part("novelty"), keys=digests[p.words.c.view() == 0])
     wids = list(dict.fromkeys(landed[0].tolist()))
+    p._landed_keys = None
+    sids = dict.fromkeys(key[0] for key, _, _ in p.landed_keys())
     p.tracker.load_state(state.part("tracker"), prompts=list(dict.fromkeys(digests[wids].tolist())),
-                         scenario_ids=list(dict.fromkeys(digest(p.wording_key(w)[0]) for w in wids)))
+                         scenario_ids=[digest(sid) for sid in sids])
     for name in _COUNTERS:
         value = m[name]
         setattr(p, name, value if name == "first_agent_error" else int(value))

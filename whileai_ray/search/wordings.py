@@ -17,7 +17,8 @@ kind          a, b, c                         written again by
 ============  ==============================  ======================================
 
 plus ``nov``: the novelty (in thousandths) the planner wrote into ``selection_reason``, or -1
-when it left the writer's reason alone. The Situation objects themselves are held only while
+when it left the writer's reason alone, and ``sid``: a grid wording's scenario id
+(``sc-`` + 10 hex digits) as an int, so its row keys are known without hashing its cell again. The Situation objects themselves are held only while
 they can still be needed (their group is open, or a failure waits to be mutated from them);
 after a restore from a snapshot they are written again from their recipe when first needed.
 A template writer is stateless (the same arguments give the same Situation), which is why
@@ -26,6 +27,7 @@ snapshots are taken only with one.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 
@@ -37,7 +39,8 @@ __all__ = ["KINDS", "Wordings", "UNIT_FIELDS"]
 KINDS = ("pinned", "seed", "mutation", "probe", "targeted", "grid")
 UNIT_FIELDS = ("group", "rollout_index", "attempt", "faults", "ordinal")   # a unit as a row of ints
 _COLS = (("kind", np.uint8), ("a", np.int64), ("b", np.int64), ("c", np.int32), ("nov", np.int16),
-         ("fp", np.int32), ("digest", np.uint64))
+         ("fp", np.int32), ("digest", np.uint64), ("sid", np.uint64))
+_GRID_SID = re.compile(r"sc-[0-9a-f]{10}")
 
 
 class Wordings:
@@ -69,6 +72,7 @@ class Wordings:
         self.a.append(a), self.b.append(b), self.c.append(c), self.nov.append(nov)
         self.fp.append(self.plan_id(faults))
         self.digest.append(prompt_digest)
+        self.sid.append(int(sit.scenario_id[3:], 16) if kind == "grid" and _GRID_SID.fullmatch(sit.scenario_id) else 0)
         self.held[wid] = sit
         return wid
 
@@ -113,11 +117,32 @@ class Wordings:
         template writer's rule for asks outside the grid)."""
         kind, a, b = KINDS[int(self.kind[wid])], int(self.a[wid]), int(self.b[wid])
         if kind == "grid":
-            return planner.writer.scenario_id(planner.picker.cells[a], b), int(self.c[wid])
+            code = int(self.sid[wid])
+            sid = f"sc-{code:010x}" if code else planner.writer.scenario_id(planner.picker.cells[a], b)
+            return sid, int(self.c[wid])
         if kind == "pinned":
             sit = planner.s.pinned[a][0]
             return sit.scenario_id, sit.phrasing_index
         return "probe_" + f"{int(self.digest[wid]):016x}"[:6], 0
+
+    def keys(self, wids, planner) -> dict[int, tuple[str, int, str]]:
+        """``{wid: (scenario_id, phrasing_index, prompt_sha)}`` for many wordings at once (what
+        ``key`` gives, read from the columns in bulk; ``prompt_sha`` as in a row key)."""
+        wids = list(dict.fromkeys(wids))
+        idx = np.asarray(wids, dtype=np.int64)
+        kinds, sids = self.kind.view()[idx].tolist(), self.sid.view()[idx].tolist()
+        phrasing, digests = self.c.view()[idx].tolist(), self.digest.view()[idx].tolist()
+        grid, pinned = KINDS.index("grid"), KINDS.index("pinned")
+        out = {}
+        for wid, kind, sid, p, d in zip(wids, kinds, sids, phrasing, digests):
+            sha = f"{d:016x}"
+            if kind == grid and sid:
+                out[wid] = (f"sc-{sid:010x}", p, sha)
+            elif kind == grid or kind == pinned:
+                out[wid] = (*self.key(wid, planner), sha)
+            else:
+                out[wid] = ("probe_" + sha[:6], 0, sha)
+        return out
 
     def release(self, wid: int) -> None:
         self.held.pop(wid, None)

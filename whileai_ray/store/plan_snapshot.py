@@ -12,10 +12,10 @@ The file is a run of frames (``plan_snapshot_frames.py``: JSON header + numeric 
 IPC, zstd, CRC). The first frame is a *base* (the whole state); each later snapshot appends a
 *delta*: the new tail of every append-only array (``logs``), the changed rows of every array
 that changes in place (``tables``) and the small ``meta`` whole. When the deltas outgrow a
-quarter of the base, the next snapshot rewrites the file (to a temporary name, then renamed
+fifth of the base, the next snapshot rewrites the file (to a temporary name, then renamed
 over the old one) as a base of the previous snapshot and a delta to this one (compaction: the
 step before the last is always kept). So a snapshot costs about what changed since the last
-one, and the file stays within about 1.25x of the state's compressed size.
+one, and the file stays within about 1.2x of the state's compressed size (zstd level 6).
 
 Reading (``read_snapshot``) checks the file and returns its whole frames; ``merge(frames)``
 applies them in order (the state after the last one given: a caller whose last state names
@@ -39,7 +39,7 @@ from .plan_snapshot_frames import MAGIC, encode_frame, read_frames
 __all__ = ["FORMAT", "snapshot_path", "SnapshotFile", "read_snapshot", "merge"]
 
 FORMAT = 2                         # 1 was a pickle (never read again)
-COMPACT_RATIO = 0.25
+COMPACT_RATIO = 0.2
 
 
 def snapshot_path(checkpoint_path) -> Path:
@@ -49,7 +49,7 @@ def snapshot_path(checkpoint_path) -> Path:
 class SnapshotFile:
     """Writes one run's snapshots (call ``write`` from one thread at a time)."""
 
-    def __init__(self, path, created, plan_fingerprint: str | None, level: int = 3):
+    def __init__(self, path, created, plan_fingerprint: str | None, level: int = 6):
         self.path, self.created, self.plan, self.level = Path(path), created, plan_fingerprint, level
         self._base = None                    # token of the base frame the file starts with
         self._seq = 0

@@ -37,7 +37,7 @@ _TYPES = {np.dtype(name): pa.from_numpy_dtype(np.dtype(name)) for name in DTYPES
 _BY_ARROW = {t: dt for dt, t in _TYPES.items()}
 
 
-def encode_frame(header: dict, arrays: dict, level: int = 3) -> bytes:
+def encode_frame(header: dict, arrays: dict, level: int = 6) -> bytes:
     """One frame: ``header`` (JSON-able; ``shapes`` is added) and ``arrays`` {name: ndarray}."""
     fields, columns, shapes, diffs = [], [], {}, []
     for name, arr in arrays.items():

@@ -98,13 +98,14 @@ class Column:
 
 
 class DigestSet:
-    """A set of 64-bit digests with their insertion order (for snapshots of what was added)."""
+    """A set of 64-bit digests with their insertion order (for snapshots of what was added;
+    ``logged=False`` keeps no order, for a set a snapshot derives instead of storing)."""
 
     __slots__ = ("_set", "log")
 
-    def __init__(self, members=()):
+    def __init__(self, members=(), logged: bool = True):
         self._set: set[int] = set()
-        self.log = Column(np.uint64)
+        self.log = Column(np.uint64) if logged else None
         for m in members:
             self.add(int(m))
 
@@ -119,14 +120,18 @@ class DigestSet:
         if d in self._set:
             return False
         self._set.add(d)
-        self.log.append(d)
+        if self.log is not None:
+            self.log.append(d)
         return True
 
     @classmethod
-    def of(cls, log: np.ndarray) -> "DigestSet":
-        out = cls()
-        out.log = Column.of(log, np.uint64)
-        out._set = set(out.log.view().tolist())
+    def of(cls, log, logged: bool = True) -> "DigestSet":
+        out = cls(logged=False)
+        if logged:
+            out.log = Column.of(log, np.uint64)
+            out._set = set(out.log.view().tolist())
+        else:
+            out._set = set(np.asarray(log, dtype=np.uint64).tolist())
         return out
 
 

@@ -75,8 +75,9 @@ class CoverageTracker:
         self.pairs_planned = (pairs_in(cells) if cells else all_pairs(axes)) if axes else set()
         self.pairs_covered: set = set()
         self.rows = 0
-        self.prompts = DigestSet()
-        self.scenario_ids = DigestSet()
+        # the planner derives prompts and scenario ids for its snapshot (state(row_sets=False))
+        self.prompts = DigestSet(logged=False)
+        self.scenario_ids = DigestSet(logged=False)
         self.signatures = DigestSet()
         self.cells: dict[str, int] = {}
         self.shapes: dict[str, int] = {}
@@ -227,7 +228,8 @@ class CoverageTracker:
                   "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
                   "shapes": list(self.shapes.items()), "cells_extra": extra, "points": len(self.curve)},
             logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
-                  **({"prompts": self.prompts.log.view(), "scenario_ids": self.scenario_ids.log.view()}
+                  **({"prompts": np.asarray(sorted(self.prompts._set), dtype=np.uint64),
+                      "scenario_ids": np.asarray(sorted(self.scenario_ids._set), dtype=np.uint64)}
                      if row_sets else {})},
             tables={"planned": np.asarray(list(self.planned.values()), dtype=np.int64),
                     "pairs": np.asarray(covered, dtype=np.int64)})
@@ -247,9 +249,9 @@ class CoverageTracker:
         if len(pairs) and (int(pairs.min()) < 0 or int(pairs.max()) >= len(order)):
             raise ValueError("snapshot tracker covers pairs this run does not plan")
         self.pairs_covered = {order[i] for i in pairs.tolist()}
-        self.prompts = DigestSet.of(state.array("prompts", np.uint64) if prompts is None else prompts)
+        self.prompts = DigestSet.of(state.array("prompts", np.uint64) if prompts is None else prompts, logged=False)
         self.scenario_ids = DigestSet.of(state.array("scenario_ids", np.uint64) if scenario_ids is None
-                                         else scenario_ids)
+                                         else scenario_ids, logged=False)
         self.signatures = DigestSet.of(state.array("signatures", np.uint64))
         curve = state.array("curve", np.uint8)
         self.curve = [json.loads(line) for line in curve.tobytes().decode().splitlines()]

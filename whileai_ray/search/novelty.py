@@ -100,7 +100,7 @@ class NoveltyIndex:
         # before it in that bucket (-1 at the end). Plain ints and an array: nothing for the
         # garbage collector to walk, so a large archive does not slow every collection.
         self._heads: list[dict[int, int]] = [{} for _ in range(BANDS)]
-        self._next = array("q")
+        self._next = array("i")                    # int32: 64 bytes a prompt
         self._exact: dict[int, int] = {}           # text key -> first id with that text
         self._keys = Column(np.uint64)             # text key per id (what a snapshot keeps of it)
 
@@ -216,7 +216,7 @@ class NoveltyIndex:
         ids = list(range(n))
         self._exact = dict(zip(keys.tolist()[::-1], ids[::-1]))       # the first id of each text wins
         self._heads, nxt = _buckets(sk)
-        self._next = array("q", nxt.tobytes())
+        self._next = array("i", nxt.astype(np.int32).tobytes())
 
 
 def _buckets(sk: np.ndarray) -> tuple[list[dict[int, int]], np.ndarray]:

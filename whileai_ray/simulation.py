@@ -1,28 +1,42 @@
 """simulate(): arguments -> RunConfig -> a job on Ray -> SimulationData.
 
 This module stays thin: validation lives in ``config``, the plan in ``search``, the writer in
-``situations``, the distributed loop in ``runtime``, the summary in ``report``.
+``situations``, the distributed loop in ``runtime``, the summary in ``result/report.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings as _warnings
 from functools import partial
 from typing import Any, Callable
 
-from .config import resolve_config
-from .data import SimulationData
-from .grading import fresh_scoring_run_id
+from .agents.backends import configured_ray_options
+from .agents.model_settings import ModelSettings
+from .config.arguments import resolve_config
+from .config.roles import resolve_roles
+from .core.defaults import TEMPERATURE
+from .core.identity import new_run_id, resumed_unit_key
+from .core.rng import stable_hash
+from .core.unit import RunMeta
+from .result.data import SimulationData
+from .result.progress import ProgressReporter, logger
+from .result.report import build_report
+from .score.conduct import conduct_grader
+from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
-from .progress import ProgressReporter
-from .report import build_report
-from .roles import resolve_roles
-from .search.planner import PlanSettings, Planner
+from .search.plan_settings import PlanSettings
+from .search.planner import Planner
+from .search.tasks import build_tasks
+from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
+from .situations.llm_writer import fallback_note
 from .situations.template_writer import TemplateWriter
-from .store.plan_snapshot import snapshot_path
-from .unit import RunMeta
+from .store.fingerprint import fingerprint
+from .store.jsonl import JsonlCheckpoint
+from .store.plan_snapshot_file import snapshot_path
+from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
 ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
@@ -87,7 +101,6 @@ def _seeds_that_fit(cfg, k) -> tuple[list, list]:
 
 def plan_fingerprint(cfg, settings) -> str:
     """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
-    from .rng import stable_hash
     pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
     return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
@@ -96,18 +109,15 @@ def plan_fingerprint(cfg, settings) -> str:
 
 
 def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
-    from .runtime.run import new_run_id
 
     t_start = time.monotonic()
     run_id = cfg.advanced.get("run_id") or new_run_id()
     axes = build_axes(cfg.tools, cfg.system_prompt, dims)
     cells = pairwise_cells(axes)
     if cfg.mode != "rl" and not keep_fault_cells:
-        from .situations.covering import fold_fault_cells
         cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
     pinned, k, pinned_info = [], cfg.repeats, None
     if cfg.tasks is not None:
-        from .search.tasks import build_tasks
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
         k = cfg.repeats if cfg.repeats_set else source_k
     seeds, dropped = _seeds_that_fit(cfg, k)
@@ -117,7 +127,6 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
-            from .search.tasks import build_tasks
             pinned, _, pinned_info = build_tasks(result["rows"])
             seeds = []
     rows = []
@@ -146,21 +155,19 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     _add_role_notes(data, cfg, roles, results)
     for w in data.warnings:
-        from .progress import logger
         logger.warning(w)
     for w in data.search.pop("_user_warnings", []):
         _warnings.warn(w, UserWarning, stacklevel=3)
     if cfg.llm_grade:
         data.llm_grade()
     if cfg.output:
-        from .store.parquet import write_parquet
+        from .store.parquet import write_parquet   # lazy: pyarrow, only when output= is set
         data.save(cfg.output, meta=True)
         write_parquet(list(data.rows), _parquet_path(cfg.output))
     return data
 
 
 def _with_repeats(cfg, k):
-    import dataclasses
     return dataclasses.replace(cfg, repeats=k)
 
 
@@ -186,12 +193,11 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
 
 
 def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
-    from .runtime.run import execute_job
+    from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
-        from .agents.model_unit import ModelSettings
-        sampling = {"temperature": cfg.temperature if cfg.temperature is not None else 0.8,
+        sampling = {"temperature": cfg.temperature if cfg.temperature is not None else TEMPERATURE,
                     "max_tokens": cfg.agent_max_tokens, "model": roles.agent.model, **(cfg.sampling or {})}
         model = ModelSettings(roles.agent, roles.user, max_turns=cfg.max_turns, avg_turns=cfg.avg_turns,
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
@@ -203,11 +209,9 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
                    world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout)
     grader = cfg.grader
     if cfg.grade == "conduct":
-        from .score.conduct import conduct_grader
         grader = conduct_grader
     elif cfg.grade is True and grader is None:
         grader = roles.judge
-    from .agents.backends import configured_ray_options
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     per_actor = int(ray_opts.pop("concurrency_per_actor", 0) or 0)
     n_actors = int(ray_opts.pop("rollout_actors", 0) or 0)
@@ -233,7 +237,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
         "label_source": "conduct" if cfg.grade == "conduct" else None,
         "stream_path": cfg.output if cfg.runs == 1 else None,
-        # planner snapshots (store/plan_snapshot.py): reproducible runs with a checkpoint and a
+        # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         "snapshot": (str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
                      and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
@@ -255,7 +259,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
             r = dict(r)
             r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
             r["_ordinal"] = len(rows) + 10**9
-            r["_key"] = [run_id, r.get("scenario_id"), 0, r.get("rollout_index", 0), eval_run]
+            r["_key"] = resumed_unit_key(run_id, r, eval_run)
             rows.append(r)
     cut = {tuple(g) for g in result["planner"]["group_cut"]}
     if cut and settings.k > 1:
@@ -321,7 +325,6 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
             line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
                      "(they stay in the file)")
             data.warnings.append(line)
-        from .progress import logger
         logger.info(line)
         data.search["resume"] = resume
     if cfg.tasks is not None and pinned_info is not None:
@@ -336,7 +339,6 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
 
 
 def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):
-    import dataclasses
     if overrides:
         settings = dataclasses.replace(settings, **overrides)
     writer = writer or TemplateWriter(tools, system_prompt, seed)
@@ -360,7 +362,6 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
                 by[reason] = by.get(reason, 0) + n
         data.search["writer_errors"] = {"errors": total["errors"], "by": by}
         data.search["writer"] = {**total, "by": by}
-        from .situations.llm_writer import fallback_note
         note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
         if note:
             data.warnings.append(note)
@@ -378,9 +379,6 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
 
 
 def _make_sink(cfg, plan_fp, roles=None):
-    from .store.fingerprint import fingerprint
-    from .store.jsonl import JsonlCheckpoint
-    from .store.sink import CheckpointSink
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
     return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))

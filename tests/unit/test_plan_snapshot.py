@@ -12,9 +12,9 @@ from whileai_ray.core.columns import State
 from whileai_ray.search.planner import Outcome, PlanSettings, Planner
 from whileai_ray.situations.grid import build_axes, pairwise_cells
 from whileai_ray.situations.template_writer import TemplateWriter
-from whileai_ray.store.plan_snapshot import SnapshotFile, merge, read_snapshot
+from whileai_ray.store.plan_snapshot_file import SnapshotFile, merge, read_snapshot
 from whileai_ray.store.plan_snapshot_frames import encode_frame, read_frames
-from whileai_ray.store.resume import unit_row_key
+from whileai_ray.core.identity import unit_row_key
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
     "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]

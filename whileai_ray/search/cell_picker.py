@@ -16,7 +16,7 @@ import heapq
 
 import numpy as np
 
-from ..rng import draw
+from ..core.rng import draw
 from ..situations.grid import HARD_TIERS, cell_key, tier_of
 from ..core.columns import State
 

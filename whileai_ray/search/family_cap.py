@@ -19,7 +19,7 @@ from array import array
 
 import numpy as np
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 from ..core.columns import Column, State
 
 __all__ = ["FamilyCap", "skeleton", "family_key"]

@@ -30,7 +30,7 @@ from array import array
 
 import numpy as np
 
-from ..rng import draw
+from ..core.rng import draw
 from ..core.columns import State
 
 EXPLORE_SHARE = 0.05

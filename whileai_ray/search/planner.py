@@ -9,84 +9,49 @@ rollout actors and nodes, in any completion order, while ``lag`` rounds stay in 
 Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
 
+What it is given is a ``PlanSettings`` (``plan_settings.py``), what it hears back is one
+``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``planner_stats``
+(``planner_stats.py``).
+
 State is kept compact (``wordings.py``: a recipe per opened wording instead of its Situation;
 ``groups.py``: counters in columns; digests instead of prompt strings), and ``state()`` /
 ``Planner.from_state()`` (``planner_state.py``) turn it into plain data and back, for the
-planner snapshot beside a checkpoint (``store/plan_snapshot.py``).
+planner snapshot beside a checkpoint (``store/plan_snapshot_file.py``).
 """
 from __future__ import annotations
 
+import copy
 from collections import deque
-from dataclasses import dataclass, field
 
-from ..rng import weyl, draw
-from ..store.row_key import prompt_sha
+from ..core.columns import Column, prompt_digest
+from ..core.defaults import REROLL_REASONS
+from ..core.identity import prompt_sha
+from ..core.rng import draw, weyl
+from ..core.unit import Unit
 from ..situations.grid import CONDITION_FAULT_MODE
-from ..unit import Unit
 from .arms import ArmBandit
 from .cell_picker import CellPicker
-from ..core.columns import Column, prompt_digest
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
 from .groups import COMPLETE, GroupBook
 from .novelty import NoveltyIndex, sketch
+from .outcome import Outcome
+from .parents import ParentQueue
+from .plan_settings import PlanSettings
+from .planner_state import PlannerState
 from .targeting import ShapeTargets
 from .wordings import Wordings
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
-REASONS = ("agent_error", "empty_reply", "tool_markup")
-AIMS = ("world_fault", "graded_failure")
+REASONS = REROLL_REASONS
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 
 
-@dataclass
-class PlanSettings:
-    run_id: str
-    seed: int = 0
-    budget: int = 1000
-    round_size: int = 64
-    n: int = 1
-    k: int = 1
-    repeat_policy: str = "none"
-    situations: int | None = None
-    hard_share: float = 0.4
-    fault_rate: float = 0.1
-    probe_share: float = 0.05
-    probe: int = 2
-    seeds: list = field(default_factory=list)
-    mutate: bool = True
-    mutate_graded: bool = True            # advanced={"mutate_graded_failures": False} turns it off
-    novelty_candidates: int = 2           # structured asks drawn per slot; the most novel is kept
-    dead_agent_errors: int = 16
-    eval_run: int = 0
-    pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
-    tools: list = field(default_factory=list)
-    axes: dict = field(default_factory=dict)
-    until: str = "compute"
-    arm_weights: dict | None = None               # advanced={"arm_weights": ...}: pinned, no reallocation
-    llm_writer: bool = False
-    family_cap: int = 3
-    copies_needed: int = 5
-    precounted: int = 0                           # rows on disk counted toward the budget up front
-    avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
+class Planner(PlannerState):
+    """Decides units round by round (see the module docstring); ``state()`` / ``from_state()`` /
+    ``restore()`` / ``landed_keys()`` and the unit codec come from :class:`PlannerState`."""
 
-
-@dataclass(slots=True)
-class Outcome:
-    """What came back for one unit: a row (landed) or the reason it is unusable."""
-    unit: Unit
-    row: dict | None
-    unusable: str | None = None
-    timed_out: bool = False
-    label: object = None
-    fault_parent: bool = False
-    resumed: bool = False
-    graded_failure: bool = False          # the judge scored it under the pass threshold
-    failed_markers: tuple = ()
-
-
-class Planner:
     def __init__(self, settings: PlanSettings, writer, cells: list[dict]):
         self.s = settings
         self.writer = writer
@@ -110,9 +75,7 @@ class Planner:
             self.picker = None
         self._backlog: deque = deque()        # units decided but not yet fitted into a round
         self._rerolls: deque = deque()
-        # failures to mutate from, oldest first: (wording id, aim) from _parent_head on
-        self._parent_wid, self._parent_aim, self._parent_head = Column("int64"), Column("uint8"), 0
-        self._pins: dict[int, int] = {}       # wording id -> times it waits in the parent queue
+        self._parents = ParentQueue()         # failures to mutate from, oldest first
         # every landed row observed, in order: its wording, rollout index and ordinal (a snapshot
         # names the rows it settled by these; their keys are derived, see landed_keys())
         self._landed_wid, self._landed_ri, self._landed_ordinal = Column("int64"), Column("int32"), Column("int64")
@@ -138,77 +101,14 @@ class Planner:
         self._seen: set[int] = set()          # digests of opened prompts: a prompt opens at most once
         self._scored = ("", None, 0.0)
 
-    # ---------------------------------------------------------------- snapshot
-    def state(self):
-        """The planner as plain data (``planner_state.py``), without its writer or settings."""
-        from .planner_state import planner_state
-        return planner_state(self)
-
-    @classmethod
-    def from_state(cls, state, settings: PlanSettings, writer, cells: list[dict]) -> "Planner":
-        """A planner that continues from ``state``, with this call's settings, writer and cells."""
-        return cls(settings, writer, cells).restore(state)
-
-    def restore(self, state) -> "Planner":
-        """Continue from ``state`` (this freshly built planner is filled in; ValueError if it does not fit)."""
-        from .planner_state import restore_planner
-        return restore_planner(self, state)
-
-    def encode_units(self, units):
-        """Units decided and not yet landed, as a table of ints (``planner_state.encode_units``)."""
-        from .planner_state import encode_units
-        return encode_units(self, units)
-
-    def decode_units(self, table) -> list:
-        from .planner_state import decode_units
-        return decode_units(self, table)
-
     def _group_key(self, wid: int) -> list:
         sit = self.words.situation(wid, self)
         return [sit.scenario_id, sit.phrasing_index]
 
-    def wording_key(self, wid: int) -> tuple[str, int]:
-        """``(scenario_id, phrasing_index)`` of a wording, from its recipe (nothing written)."""
-        return self.words.key(wid, self)
-
-    def landed_keys(self) -> list[tuple[tuple, int, int]]:
-        """``(row_key, ordinal, phrasing_index)`` of every landed row observed so far, in order."""
-        n = len(self._landed_wid)
-        if self._landed_keys is not None and len(self._landed_keys) == n:
-            return self._landed_keys
-        wids = self._landed_wid.view().tolist()
-        keys = self.words.keys(wids, self)
-        er = self.s.eval_run
-        out = []
-        for wid, ri, ordinal in zip(wids, self._landed_ri.view().tolist(), self._landed_ordinal.view().tolist()):
-            sid, phrasing, sha = keys[wid]
-            out.append(((sid, sha, ri, er), ordinal, phrasing))
-        self._landed_keys = out
-        return out
-
-    @property
-    def _has_parents(self) -> bool:
-        return self._parent_head < len(self._parent_wid)
-
-    def _pop_parent(self):
-        wid, aim = int(self._parent_wid[self._parent_head]), AIMS[int(self._parent_aim[self._parent_head])]
-        self._parent_head += 1
-        parent = self.words.situation(wid, self)
-        self._pins[wid] -= 1
-        if not self._pins[wid]:
-            del self._pins[wid]
-            self._release(wid)
-        return wid, parent, aim
-
-    def _push_parent(self, wid: int, aim: str) -> None:
-        self._parent_wid.append(wid)
-        self._parent_aim.append(AIMS.index(aim))
-        self._pins[wid] = self._pins.get(wid, 0) + 1
-
     def _release(self, wid: int) -> None:
         """Let go of a wording's Situation once nothing can ask for it (its group is complete and
         no failure waits to be mutated from it); it can be written again from its recipe."""
-        if wid not in self._pins and self.book.status[wid] == COMPLETE:
+        if not self._parents.pinned(wid) and self.book.status[wid] == COMPLETE:
             self.words.release(wid)
 
     # ---------------------------------------------------------------- deciding
@@ -253,12 +153,11 @@ class Planner:
             new = min(new, self.s.situations - self.situations_opened)
         if new <= 0:
             return
-        import copy
         picker, requests = copy.deepcopy(self.picker), []
         for ordinal in range(self.situations_opened + len(self.seeds_left),
                              self.situations_opened + len(self.seeds_left) + new):
             arm = self.bandit.peek(round_index, ordinal)
-            if (arm == "failure_mutation" and self.s.mutate and self._has_parents) or \
+            if (arm == "failure_mutation" and self.s.mutate and self._parents) or \
                     (arm == "open_ended" and self.s.n == 1 and ordinal > 0) or \
                     (arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1):
                 continue                   # written by the template side, no model call
@@ -276,7 +175,6 @@ class Planner:
         again), the picks most likely to come next are written with it, in one batch."""
         has = getattr(self.writer, "has", None)
         if has is not None and not has(cell, instance, 0):
-            import copy
             picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
             wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
             self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
@@ -345,8 +243,10 @@ class Planner:
         """A new situation from the arm the bandit draws for this slot:
         ``(situation, cell, instance, recipe)`` (the recipe as ``wordings.py`` keeps it)."""
         arm = self.bandit.choose(round_index, ordinal)
-        if arm == "failure_mutation" and self.s.mutate and self._has_parents:
-            pwid, parent, aim = self._pop_parent()
+        if arm == "failure_mutation" and self.s.mutate and self._parents:
+            pwid, aim = self._parents.pop()
+            parent = self.words.situation(pwid, self)
+            self._release(pwid)
             self.mutation_aims[aim]["rows"] += 1
             self._mutations += 1
             sit = self.writer.mutate(parent, self._mutations - 1)
@@ -436,11 +336,11 @@ class Planner:
                     self.shapes.observe(o.row.get("tools_used"))
                 more = self.book.observe(wid, o.label)
                 if o.fault_parent and self.s.mutate:
-                    self._push_parent(wid, "world_fault")
+                    self._parents.push(wid, "world_fault")
                     self.mutation_aims["world_fault"]["parents"] += 1
                 elif o.graded_failure and self.s.mutate and self.s.mutate_graded:
                     # the verdict steers like a tool fault: the failed ask is mutated into new ones
-                    self._push_parent(wid, "graded_failure")
+                    self._parents.push(wid, "graded_failure")
                     self.mutation_aims["graded_failure"]["parents"] += 1
                 for name in o.failed_markers:
                     self.failure_criteria[name] = self.failure_criteria.get(name, 0) + 1

@@ -20,15 +20,15 @@ from collections import deque
 
 import numpy as np
 
-from ..unit import Unit
+from ..core.unit import Unit
 from ..core.columns import Column, State, digest
 from .wordings import UNIT_FIELDS
 
-__all__ = ["planner_state", "restore_planner", "encode_units", "decode_units"]
+__all__ = ["PlannerState", "planner_state", "restore_planner", "encode_units", "decode_units", "landed_keys"]
 
 _COUNTERS = ("landed", "outstanding", "scheduled", "timed_out", "agent_errors", "first_agent_error",
              "situations_opened", "_mutations", "_mutation_round", "_probes", "_ordinal", "faulted_situations",
-             "_targeted", "_parent_head")
+             "_targeted")
 _DICTS = ("rerolled_by", "lost_by", "arm_counts", "allocator", "failure_criteria")
 
 
@@ -57,6 +57,22 @@ def decode_units(planner, table: np.ndarray) -> list[Unit]:
             for wid, ri, attempt, fp, ordinal in table.tolist()]
 
 
+def landed_keys(p) -> list[tuple[tuple, int, int]]:
+    """``(row_key, ordinal, phrasing_index)`` of every landed row the planner observed, in order
+    (what a snapshot settled): keys from the wording columns, kept while no new row lands."""
+    if p._landed_keys is not None and len(p._landed_keys) == len(p._landed_wid):
+        return p._landed_keys
+    wids = p._landed_wid.view().tolist()
+    keys = p.words.keys(wids, p)
+    er = p.s.eval_run
+    out = []
+    for wid, ri, ordinal in zip(wids, p._landed_ri.view().tolist(), p._landed_ordinal.view().tolist()):
+        sid, phrasing, sha = keys[wid]
+        out.append(((sid, sha, ri, er), ordinal, phrasing))
+    p._landed_keys = out
+    return out
+
+
 def planner_state(p) -> State:
     meta = {name: getattr(p, name) for name in _COUNTERS}
     meta.update({name: list(getattr(p, name).items()) for name in _DICTS})
@@ -64,11 +80,11 @@ def planner_state(p) -> State:
     meta["pinned_used"] = len(p.s.pinned) - len(p.pinned_left)
     meta["seeds_used"] = len(dict.fromkeys(p.s.seeds)) - len(p.seeds_left)
     out = State(meta=meta,
-                logs={"parent_wid": p._parent_wid.view(), "parent_aim": p._parent_aim.view(),
-                      "landed_wid": p._landed_wid.view(), "landed_ri": p._landed_ri.view(),
+                logs={"landed_wid": p._landed_wid.view(), "landed_ri": p._landed_ri.view(),
                       "landed_ordinal": p._landed_ordinal.view()},
                 tables={"backlog": encode_units(p, p._backlog), "rerolls": encode_units(p, p._rerolls)})
     out.nest("words", p.words.state())          # after the units: they may add fault plans
+    out.nest("parents", p._parents.state())
     for name in ("book", "picker", "bandit", "family", "shapes"):
         part = getattr(p, name)
         if part is not None:
@@ -114,16 +130,37 @@ def restore_planner(p, state: State):
     p.mutation_aims = {aim: {k: int(v) for k, v in counts.items()} for aim, counts in m["mutation_aims"].items()}
     p.pinned_left = deque(p.s.pinned[int(m["pinned_used"]):])
     p.seeds_left = deque(list(dict.fromkeys(p.s.seeds))[int(m["seeds_used"]):])
-    wid, aim = state.array("parent_wid", np.int64), state.array("parent_aim", np.uint8)
-    if len(wid) != len(aim) or (len(wid) and (wid.min() < 0 or wid.max() >= n or aim.max() > 1)) \
-            or not 0 <= p._parent_head <= len(wid):
-        raise ValueError("snapshot parent queue is out of range")
-    p._parent_wid, p._parent_aim = Column.of(wid, np.int64), Column.of(aim, np.uint8)
-    p._pins = {}
-    for w in wid[p._parent_head:].tolist():
-        p._pins[w] = p._pins.get(w, 0) + 1
+    p._parents.load_state(state.part("parents"), n)
     p._seen = set(p.words.digest.view().tolist())
     p._backlog = deque(decode_units(p, state.array("backlog", np.int64, width=len(UNIT_FIELDS))))
     p._rerolls = deque(decode_units(p, state.array("rerolls", np.int64, width=len(UNIT_FIELDS))))
     p._scored = ("", None, 0.0)
     return p
+
+
+class PlannerState:
+    """The planner's snapshot methods (``Planner`` inherits them; this module holds the logic)."""
+
+    def state(self) -> State:
+        """The planner as plain data, without its writer or settings."""
+        return planner_state(self)
+
+    @classmethod
+    def from_state(cls, state: State, settings, writer, cells: list[dict]):
+        """A planner that continues from ``state``, with this call's settings, writer and cells."""
+        return cls(settings, writer, cells).restore(state)
+
+    def restore(self, state: State):
+        """Continue from ``state`` (this freshly built planner is filled in; ValueError if it does not fit)."""
+        return restore_planner(self, state)
+
+    def encode_units(self, units) -> np.ndarray:
+        """Units decided and not yet landed, as a table of ints (see :func:`encode_units`)."""
+        return encode_units(self, units)
+
+    def decode_units(self, table: np.ndarray) -> list[Unit]:
+        return decode_units(self, table)
+
+    def landed_keys(self) -> list[tuple[tuple, int, int]]:
+        """``(row_key, ordinal, phrasing_index)`` of every landed row observed so far, in order."""
+        return landed_keys(self)

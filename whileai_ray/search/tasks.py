@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from ..situations.situation import Situation
+from ..store.reader import load_rows
 
 TAG_KEYS = ("texture", "length", "tone", "ask", "vagueness", "phrasing", "pressure", "user", "stance", "history")
 
@@ -21,7 +22,6 @@ def source_rows(tasks) -> tuple[list[dict], dict]:
         return list(tasks.trajectories), {"k": getattr(tasks, "rollouts_per_request", None),
                                           "system_prompt": getattr(tasks, "system_prompt", "")}
     if isinstance(tasks, (str, os.PathLike)):
-        from ..store.reader import load_rows
         rows, meta = load_rows(tasks)
         return rows, {"k": meta.get("rollouts_per_request"), "system_prompt": meta.get("system_prompt", "")}
     return [r for r in tasks if isinstance(r, dict)], {"k": None}

@@ -1,6 +1,6 @@
 """Frames of a planner snapshot file: a JSON header and named numeric arrays, as Arrow IPC.
 
-A snapshot file (``plan_snapshot.py``) is a run of frames, each one whole on its own::
+A snapshot file (``plan_snapshot_file.py``) is a run of frames, each one whole on its own::
 
     b"WAIPLANF"  u32 payload length  u32 CRC-32 of the payload  payload
 
@@ -24,7 +24,6 @@ import struct
 import zlib
 
 import numpy as np
-import pyarrow as pa
 
 __all__ = ["MAGIC", "DTYPES", "encode_frame", "read_frames"]
 
@@ -33,12 +32,19 @@ DTYPES = ("int8", "uint8", "int16", "int32", "int64", "uint32", "uint64", "float
 MAGIC = b"WAIPLANF"
 _HEAD = struct.Struct("<8sII")
 _META_KEY = b"whileai_ray_plan"
-_TYPES = {np.dtype(name): pa.from_numpy_dtype(np.dtype(name)) for name in DTYPES}
-_BY_ARROW = {t: dt for dt, t in _TYPES.items()}
+
+
+def _arrow():
+    """pyarrow and the type maps, imported when a snapshot is first read or written (so
+    ``import whileai_ray`` stays light)."""
+    import pyarrow as pa
+    types = {np.dtype(name): pa.from_numpy_dtype(np.dtype(name)) for name in DTYPES}
+    return pa, types, {t: dt for dt, t in types.items()}
 
 
 def encode_frame(header: dict, arrays: dict, level: int = 6) -> bytes:
     """One frame: ``header`` (JSON-able; ``shapes`` is added) and ``arrays`` {name: ndarray}."""
+    pa, _TYPES, _ = _arrow()
     fields, columns, shapes, diffs = [], [], {}, []
     for name, arr in arrays.items():
         arr = np.ascontiguousarray(arr)
@@ -65,6 +71,7 @@ def encode_frame(header: dict, arrays: dict, level: int = 6) -> bytes:
 
 
 def _decode(payload: bytes) -> tuple[dict, dict]:
+    pa, _, _BY_ARROW = _arrow()
     reader = pa.ipc.open_stream(pa.py_buffer(payload))
     raw = (reader.schema.metadata or {}).get(_META_KEY)
     if raw is None:
@@ -111,6 +118,7 @@ def _decode(payload: bytes) -> tuple[dict, dict]:
 def read_frames(data: bytes) -> tuple[list[tuple[dict, dict]], str | None]:
     """The whole frames at the start of ``data``: ``([(header, arrays)], why_it_stopped)``;
     ``why_it_stopped`` is None when every byte belonged to a good frame."""
+    import pyarrow as pa
     frames, pos = [], 0
     while pos < len(data):
         if len(data) - pos < _HEAD.size:

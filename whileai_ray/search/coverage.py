@@ -74,6 +74,8 @@ class CoverageTracker:
         # into success cells, the explore default) the pairs of the cells actually planned
         self.pairs_planned = (pairs_in(cells) if cells else all_pairs(axes)) if axes else set()
         self.pairs_covered: set = set()
+        self._pairs_sorted = None
+        self._pair_order()                       # sorted once here, not in a snapshot's pause
         self.rows = 0
         # the planner derives prompts and scenario ids for its snapshot (state(row_sets=False))
         self.prompts = DigestSet(logged=False)

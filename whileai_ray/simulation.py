@@ -327,7 +327,16 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
             data.warnings.append(note)
     if cfg.checkpoint:
         data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
-                                         "resumed_from_round": resume.get("snapshot_round")}
+                                         "resumed_from_round": resume.get("snapshot_round"),
+                                         "bytes": resume.get("snapshot_bytes", 0),
+                                         "longest_pause_ms": resume.get("snapshot_pause_max_ms", 0.0),
+                                         "longest_pause_cpu_ms": resume.get("snapshot_pause_cpu_max_ms", 0.0),
+                                         "restore_s": resume.get("snapshot_restore_s", 0.0)}
+        if resume.get("snapshot_ignored"):
+            data.warnings.append(f"the planner snapshot {snapshot_path(cfg.checkpoint)} {resume['snapshot_ignored']}; "
+                                 "this resume replayed its plan from the seed instead (same rows, slower start)")
+        for problem in resume.get("snapshot_errors", ()):
+            data.warnings.append(f"planner snapshot beside {cfg.checkpoint}: {problem}")
     if resume.get("loaded"):
         line = (f"resumed {resume['loaded']} rows from {cfg.checkpoint}: {resume['matched']} matched this run's "
                 f"plan ({resume['mode']} replay")

@@ -16,6 +16,7 @@ import gc
 import time
 from collections import deque
 
+from ..core.columns import State
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.outcome import Outcome
 from ..search.planner import Planner
@@ -31,7 +32,6 @@ from .driver_pool import DriverPool, await_ref
 from .metrics import run_metrics
 from .rollout_actor import _fault_parent
 
-STUCK_GRACE_S = 30.0
 
 
 class DriverWorker(DriverPool):
@@ -104,11 +104,9 @@ class DriverWorker(DriverPool):
         self.snapshots = PlanSnapshots(job.get("snapshot"), job.get("snapshot_every_s", 0.0),
                                        (self.sink.header or {}).get("created") if self.sink else None,
                                        job.get("plan_fingerprint"))
-        snap = await asyncio.to_thread(self.snapshots.restore, self._resume)
+        snap = await asyncio.to_thread(self.snapshots.restore, self._resume, self._build_from_snapshot)
         if snap is not None:
-            fresh = job["make_planner"]()
-            self.planner = planner = snap["planner"]
-            planner.writer, planner.s = fresh.writer, fresh.s   # this call's run id and budget
+            self.planner = planner = snap["planner"]       # with this call's settings (run id, budget)
         else:
             self.planner = planner = job["make_planner"](**self._resume.planner_overrides())
         actors = await self._start_actors(pending_actors)
@@ -166,7 +164,7 @@ class DriverWorker(DriverPool):
                     return
                 observe(outs)
                 if snapshots:
-                    self.snapshots.after_round(planner, book, round_units, outs)
+                    self.snapshots.after_round(planner, book, round_units)
 
         def observe(outcomes):
             planner.observe(outcomes)
@@ -311,7 +309,10 @@ class DriverWorker(DriverPool):
         self.inflight_units = 0
         self.metrics.finish(planner.rerolled_by, planner.lost_by)     # metrics: the run ended
         self.done = True
-        await self.snapshots.flush()
+        if snapshots and self.stopped_because != CALLER_GONE:   # an orphan writes nothing more
+            await self.snapshots.finish(planner, book, round_units)
+        else:
+            await self.snapshots.flush()
         if self.sink is not None:          # an orphan lets go at once: compaction is left to the resume
             await asyncio.to_thread(self.sink.close, self.stopped_because != CALLER_GONE)
         if self.stream is not None:
@@ -319,20 +320,17 @@ class DriverWorker(DriverPool):
         self.rows.sort(key=lambda r: r.get("_ordinal", 0))
         return self._result(actors)
 
-    def _watchdog(self, tasks: dict) -> None:
-        """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
-        actor or a node that died without Ray noticing yet. They stay in flight (re-issuing a unit
-        that may still land would break exactly-once); the report names them."""
-        limit = (self.job.get("timeout") or 300.0) + STUCK_GRACE_S
-        now = time.monotonic()
-        for t, sent in self._sent_at.items():
-            if now - sent > limit and t in tasks:
-                for _r, _i, u in tasks[t][2]:
-                    key = "|".join(map(str, u.key))
-                    if key not in self.stuck:
-                        print(f"whileai_ray watchdog: unit {key} in flight for {now - sent:.0f}s "
-                              f"(deadline {limit:.0f}s)", flush=True)
-                    self.stuck[key] = round(now - sent, 1)
+    def _build_from_snapshot(self, meta: dict, arrays: dict):
+        """A planner (this call's settings and writer) and the decided rounds, from snapshot data."""
+        planner = self.job["make_planner"]().restore(State({"planner": meta["planner"]}, logs=arrays).part("planner"))
+        rounds = arrays["pending_round"]
+        units = planner.decode_units(arrays["pending"])
+        if rounds.ndim != 1 or len(rounds) != len(units) or (len(rounds) and rounds.min() < 0):
+            raise ValueError("pending rounds do not match their units")
+        pending: dict = {}
+        for r, u in zip(rounds.tolist(), units):
+            pending.setdefault(r, []).append(u)
+        return planner, pending
 
     def _land_resumed(self, unit, row: dict) -> Outcome:
         """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
@@ -383,7 +381,7 @@ class DriverWorker(DriverPool):
     def _result(self, actors) -> dict:
         p = self.planner
         with gc_paused():
-            self.resumed_rows.extend(self.snapshots.deferred_rows(self._resume))
+            self.resumed_rows.extend(self.snapshots.deferred_rows(self._resume, p.s.run_id))
         rows = sorted(self.rows + self.resumed_rows, key=lambda r: r.get("_ordinal", 0))
         leftover = self._resume.leftover()
         return {

@@ -22,6 +22,7 @@ from .rollout_actor import RolloutWorker
 __all__ = ["DriverPool", "PLACEMENT_TIMEOUT_S", "await_ref"]
 
 PLACEMENT_TIMEOUT_S = 60.0
+STUCK_GRACE_S = 30.0
 
 
 async def await_ref(ref):
@@ -135,3 +136,18 @@ class DriverPool:
         judges = [self._new_judge() for _ in range(max(1, int(self.job.get("judge_actors", 1))))]
         await asyncio.wait_for(asyncio.gather(*(await_ref(j.ping.remote()) for j in judges)), PLACEMENT_TIMEOUT_S)
         return judges
+
+    def _watchdog(self, tasks: dict) -> None:
+        """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
+        actor or a node that died without Ray noticing yet. They stay in flight (re-issuing a unit
+        that may still land would break exactly-once); the report names them."""
+        limit = (self.job.get("timeout") or 300.0) + STUCK_GRACE_S
+        now = time.monotonic()
+        for t, sent in self._sent_at.items():
+            if now - sent > limit and t in tasks:
+                for _r, _i, u in tasks[t][2]:
+                    key = "|".join(map(str, u.key))
+                    if key not in self.stuck:
+                        print(f"whileai_ray watchdog: unit {key} in flight for {now - sent:.0f}s "
+                              f"(deadline {limit:.0f}s)", flush=True)
+                    self.stuck[key] = round(now - sent, 1)

@@ -21,7 +21,7 @@ def planner_stats(p: Planner, stopped_because=None) -> dict:
         "landed": p.landed, "scheduled": p.scheduled, "rerolled_by": dict(p.rerolled_by),
         "lost_by": dict(p.lost_by), "timed_out": p.timed_out, "agent_errors": p.agent_errors,
         "situations": p.situations_opened, "groups": p.book.stats(),
-        "group_cut": [list(g) for g in p.book.groups if p.book.cut(g)] if p.book.adaptive or p.book.k > 1 else [],
+        "group_cut": [p._group_key(g) for g in p.book.cut_groups()] if p.book.adaptive or p.book.k > 1 else [],
         "allocator": dict(p.allocator), "mutation_aims": p.mutation_aims, "arm_counts": dict(p.arm_counts),
         "hard_picks": p.picker.hard_picks if p.picker else 0, "picks": p.picker.picks if p.picker else 0,
         "faulted_situations": p.faulted_situations, "seeds_left": list(p.seeds_left),

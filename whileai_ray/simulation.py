@@ -24,6 +24,7 @@ from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
+from .result.run_notes import add_resume_and_replay_notes, add_role_notes
 from .result.report import build_report
 from .score.conduct import conduct_grader
 from .score.grader_health import add_grader_note
@@ -34,7 +35,6 @@ from .search.planner import Planner
 from .search.tasks import build_tasks
 from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
-from .situations.llm_writer import fallback_note
 from .situations.template_writer import TemplateWriter
 from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
@@ -151,13 +151,13 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
                  fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
-    _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
+    add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
     first = results[0]
     data.search["timings"] = {
         "driver_start_s": round(first["driver_started_at"] - t_start, 3),
         "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
-    _add_role_notes(data, cfg, roles, results)
+    add_role_notes(data, cfg, roles, results)
     add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         logger.warning(w)
@@ -312,92 +312,11 @@ def _merge_results(results: list) -> dict:
     return merged
 
 
-def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> None:
-    resumed = result.get("resumed_count", 0)
-    ro = data.search["rollouts"]
-    ro["resumed"] = resumed
-    ro["landed"] = len(data.trajectories) - resumed
-    data.coverage["resumed"] = resumed
-    resume = result.get("resume") or {}
-    retry = result.get("chunk_retry") or {}
-    if retry.get("suspected"):                   # chunks that failed as a whole: who was tried alone, who was lost
-        data.search["poison"] = retry
-    for note in result.get("checkpoint_warnings") or ():    # repairs made while opening it (issue 11)
-        if note not in data.warnings:
-            data.warnings.append(note)
-    if cfg.checkpoint:
-        data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
-                                         "resumed_from_round": resume.get("snapshot_round"),
-                                         "bytes": resume.get("snapshot_bytes", 0),
-                                         "longest_pause_ms": resume.get("snapshot_pause_max_ms", 0.0),
-                                         "longest_pause_cpu_ms": resume.get("snapshot_pause_cpu_max_ms", 0.0),
-                                         "restore_s": resume.get("snapshot_restore_s", 0.0)}
-        if resume.get("snapshot_ignored"):
-            data.warnings.append(f"the planner snapshot {snapshot_path(cfg.checkpoint)} {resume['snapshot_ignored']}; "
-                                 "this resume replayed its plan from the seed instead (same rows, slower start)")
-        for problem in resume.get("snapshot_errors", ()):
-            data.warnings.append(f"planner snapshot beside {cfg.checkpoint}: {problem}")
-    if resume.get("loaded"):
-        line = (f"resumed {resume['loaded']} rows from {cfg.checkpoint}: {resume['matched']} matched this run's "
-                f"plan ({resume['mode']} replay")
-        if resume.get("snapshot_round") is not None:
-            line += f", continued from the planner snapshot after round {resume['snapshot_round']}"
-        line += ")"
-        if resume["mode"] == "exact" and resume["unmatched"]:
-            line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
-                     "(they stay in the file)")
-            data.warnings.append(line)
-        logger.info(line)
-        data.search["resume"] = resume
-    if cfg.tasks is not None and pinned_info is not None:
-        ran = {r["prompt"] for r in data.trajectories}
-        data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],
-                                       "ran": len(ran), "missing": []}
-        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
-    if cfg.runs > 1:
-        data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
-            {"rows": len(r["rows"]), "stopped_because": r["stopped_because"]} for r in results]}
-        data.coverage["runs"] = cfg.runs
-
-
 def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):
     if overrides:
         settings = dataclasses.replace(settings, **overrides)
     writer = writer or TemplateWriter(tools, system_prompt, seed)
     return Planner(settings, writer, cells)
-
-
-def _add_role_notes(data, cfg, roles, results=()) -> None:
-    for token in roles.degraded:
-        if token not in data.degraded:
-            data.degraded.append(token)
-    data.warnings.extend(roles.warnings)
-    if roles.writer is not None:
-        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
-        data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
-        # the driver's copy of the writer did the writing: its counts come back with each result
-        stats = [r["writer"] for r in results if r.get("writer")] or [roles.writer.stats()]
-        total = {k: sum(s[k] for s in stats) for k in ("written", "errors", "prefetched", "requests")}
-        by: dict = {}
-        for s in stats:
-            for reason, n in s["by"].items():
-                by[reason] = by.get(reason, 0) + n
-        data.search["writer_errors"] = {"errors": total["errors"], "by": by}
-        data.search["writer"] = {**total, "by": by}
-        note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
-        if note:
-            data.warnings.append(note)
-    if roles.agent is not None:
-        rows = data.trajectories
-        data.user_model = roles.user.model if roles.user is not None else None
-        data.coverage["agent_model"] = roles.agent.model
-        data.coverage["user_model"] = data.user_model
-        asked = [r for r in rows if r.get("_ended_on_question")]
-        data.search["ended_on_question"] = {
-            "share": round(len(asked) / len(rows), 4) if rows else 0.0, "n": len(rows),
-            "user_left": sum(1 for r in asked if r.get("ended_by") == "user_left")}
-        turns = [r.get("_user_turns", 0) for r in rows]
-        data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
 
 
 def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):

@@ -9,9 +9,8 @@ rollout actors and nodes, in any completion order, while ``lag`` rounds stay in 
 Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
 
-What it is given is a ``PlanSettings`` (``plan_settings.py``), what it hears back is one
-``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``planner_stats``
-(``planner_stats.py``).
+It is given a ``PlanSettings`` (``plan_settings.py``), hears back one ``Outcome`` per unit
+(``outcome.py``) and reports ``planner_stats`` (``planner_stats.py``) at the end.
 
 State is kept compact (``wordings.py``: a recipe per opened wording instead of its Situation;
 ``groups.py``: counters in columns; digests instead of prompt strings), and ``state()`` /

@@ -19,13 +19,13 @@ from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id, resumed_unit_key
 from .core.rng import stable_hash
 from .core.rows import stored_row
-from .core.run_warning import RunWarning, drop, raised
+from .core.run_warning import raised
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
+from .result.run_notes import add_resume_and_replay_notes, add_role_notes
 from .result.report import build_report
-from .result.warnings_text import TEMPLATE_WRITER
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
@@ -37,7 +37,6 @@ from .search.planner import Planner
 from .search.tasks import build_tasks
 from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
-from .situations.llm_writer import fallback_note
 from .situations.template_writer import TemplateWriter
 from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
@@ -154,13 +153,13 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     notes = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
                          fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
-    _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
+    add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
     first = results[0]
     data.search["timings"] = {
         "driver_start_s": round(first.driver_started_at - t_start, 3),
         "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
-    _add_role_notes(data, cfg, roles, results)
+    add_role_notes(data, cfg, roles, results)
     add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         logger.warning(w)
@@ -268,7 +267,8 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
         meta=meta, agent=cfg.agent, execute=cfg.execute, grader=grader,
         grader_is_callers=grader is not None and grader is cfg.grader, model=model,
         agent_form="model" if model is not None else "sync",
-        make_sink=partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller) if cfg.checkpoint else None,
+        make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
+                   if cfg.checkpoint else None),
         checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
@@ -288,82 +288,11 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
         concurrency_per_actor=int(ray_opts.pop("concurrency_per_actor", 0) or 0), actor_options=ray_opts)
 
 
-def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> None:
-    resumed = result.resumed_count
-    ro = data.search["rollouts"]
-    ro["resumed"] = resumed
-    ro["landed"] = len(data.trajectories) - resumed
-    data.coverage["resumed"] = resumed
-    resume = result.resume
-    if result.chunk_retry.get("suspected"):     # chunks that failed as a whole: who was tried alone, who was lost
-        data.search["poison"] = result.chunk_retry
-    for note in result.checkpoint_warnings:      # repairs made while opening it (issue 11)
-        if note not in data.warnings:
-            data.warnings.append(note)
-    if cfg.checkpoint:
-        data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
-                                         "resumed_from_round": resume.get("snapshot_round")}
-    if resume.get("loaded"):
-        line = (f"resumed {resume['loaded']} rows from {cfg.checkpoint}: {resume['matched']} matched this run's "
-                f"plan ({resume['mode']} replay")
-        if resume.get("snapshot_round") is not None:
-            line += f", continued from the planner snapshot after round {resume['snapshot_round']}"
-        line += ")"
-        if resume["mode"] == "exact" and resume["unmatched"]:
-            line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
-                     "(they stay in the file)")
-            data.warnings.append(RunWarning(line, "resume_left_out"))
-        logger.info(line)
-        data.search["resume"] = resume
-    if cfg.tasks is not None and pinned_info is not None:
-        ran = {r["prompt"] for r in data.trajectories}
-        data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],
-                                       "ran": len(ran), "missing": []}
-        drop(data.warnings, TEMPLATE_WRITER)         # the tasks wrote the asks, not the template
-    if cfg.runs > 1:
-        data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
-            {"rows": len(r.rows), "stopped_because": r.stopped_because} for r in results]}
-        data.coverage["runs"] = cfg.runs
-
-
 def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):
     if overrides:
         settings = dataclasses.replace(settings, **overrides)
     writer = writer or TemplateWriter(tools, system_prompt, seed)
     return Planner(settings, writer, cells)
-
-
-def _add_role_notes(data, cfg, roles, results=()) -> None:
-    for token in roles.degraded:
-        if token not in data.degraded:
-            data.degraded.append(token)
-    data.warnings.extend(roles.warnings)
-    if roles.writer is not None:
-        drop(data.warnings, TEMPLATE_WRITER)         # an LLM wrote the asks, not the template
-        data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
-        # the driver's copy of the writer did the writing: its counts come back with each result
-        stats = [r.writer for r in results if r.writer] or [roles.writer.stats()]
-        total = {k: sum(s[k] for s in stats) for k in ("written", "errors", "prefetched", "requests")}
-        by: dict = {}
-        for s in stats:
-            for reason, n in s["by"].items():
-                by[reason] = by.get(reason, 0) + n
-        data.search["writer_errors"] = {"errors": total["errors"], "by": by}
-        data.search["writer"] = {**total, "by": by}
-        note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
-        if note:
-            data.warnings.append(RunWarning(note, "writer_fallback"))
-    if roles.agent is not None:
-        rows = data.trajectories
-        data.user_model = roles.user.model if roles.user is not None else None
-        data.coverage["agent_model"] = roles.agent.model
-        data.coverage["user_model"] = data.user_model
-        asked = [r for r in rows if r.get("_ended_on_question")]
-        data.search["ended_on_question"] = {
-            "share": round(len(asked) / len(rows), 4) if rows else 0.0, "n": len(rows),
-            "user_left": sum(1 for r in asked if r.get("ended_by") == "user_left")}
-        turns = [r.get("_user_turns", 0) for r in rows]
-        data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
 
 
 def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):

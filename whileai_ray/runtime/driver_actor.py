@@ -96,14 +96,16 @@ class DriverWorker:
             for pool in (rollouts, judges):
                 if pool is not None:
                     await pool.close()
-        await close_run(opened, compact=self.stopped_because != CALLER_GONE)   # an orphan lets go at once
+        orphan = self.stopped_because == CALLER_GONE
+        await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
+        await close_run(opened, compact=not orphan)         # and lets go at once
         return self._result(rollouts)
 
     def _result(self, rollouts) -> RunResult:
         loop, landing, opened = self.loop, self.landing, self.opened
         p = loop.planner
         with gc_paused():
-            landing.resumed_rows.extend(opened.snapshots.deferred_rows(opened.resume))
+            landing.resumed_rows.extend(opened.snapshots.deferred_rows(opened.resume, p.s.run_id))
         rows = sorted(landing.rows + landing.resumed_rows, key=lambda r: r.get("_ordinal", 0))
         return RunResult(
             rows=rows, leftover_rows=opened.resume.leftover(),

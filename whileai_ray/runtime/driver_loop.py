@@ -148,6 +148,16 @@ class DriverLoop:
         self.metrics.finish(self.planner.rerolled_by, self.planner.lost_by)     # metrics: the run ended
         return self.stopped_because
 
+    async def finish_snapshots(self, final: bool = True) -> None:
+        """After ``run()``: a last planner snapshot (``final``; an orphan writes none), else only
+        the one still being written."""
+        if self.snapshots is None:
+            return
+        if final and self._snapshotting:
+            await self.snapshots.finish(self.planner, self.book, self.round_units)
+        else:
+            await self.snapshots.flush()
+
     def _clock_ran_out(self) -> bool:
         return self.deadline is not None and self.clock() >= self.deadline
 
@@ -174,7 +184,7 @@ class DriverLoop:
                 return
             self._observe(outs)
             if self._snapshotting:
-                self.snapshots.after_round(self.planner, self.book, self.round_units, outs)
+                self.snapshots.after_round(self.planner, self.book, self.round_units)
 
     def _settle_or_queue(self, r: int, units: list) -> None:
         """Units of a decided round: settled from disk when their row is there, else queued."""

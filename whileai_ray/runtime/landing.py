@@ -94,6 +94,3 @@ class Landing:
         if self.stream is not None:
             self.stream.append(self.pending)
         self.pending = []
-
-    def landed_count(self) -> int:
-        return len(self.rows)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import gc
 from dataclasses import dataclass
+from functools import partial
 
+from ..core.columns import State
 from ..store.plan_snapshot_keeper import PlanSnapshots
 from ..store.resume import ResumeIndex
 from ..store.sink import StreamSink
@@ -44,21 +46,31 @@ async def open_run(spec) -> OpenedRun:
     resume = await asyncio.to_thread(ResumeIndex, loaded, header, spec.plan_fingerprint)
     snapshots = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, (header or {}).get("created") if sink else None,
                               spec.plan_fingerprint)
-    snap = await asyncio.to_thread(snapshots.restore, resume)
+    snap = await asyncio.to_thread(snapshots.restore, resume, partial(build_from_snapshot, spec))
     if snap is not None:
-        fresh = spec.make_planner()
-        planner = snap["planner"]
-        planner.writer, planner.s = fresh.writer, fresh.s       # this call's run id and budget
+        planner = snap["planner"]                   # with this call's settings (run id, budget)
     else:
         planner = spec.make_planner(**resume.planner_overrides())
     return OpenedRun(sink, stream, resume, snapshots, planner, snap, len(loaded))
 
 
+def build_from_snapshot(spec, meta: dict, arrays: dict):
+    """A planner (this call's settings and writer) and the decided rounds, from snapshot data."""
+    planner = spec.make_planner().restore(State({"planner": meta["planner"]}, logs=arrays).part("planner"))
+    rounds = arrays["pending_round"]
+    units = planner.decode_units(arrays["pending"])
+    if rounds.ndim != 1 or len(rounds) != len(units) or (len(rounds) and rounds.min() < 0):
+        raise ValueError("pending rounds do not match their units")
+    pending: dict = {}
+    for r, u in zip(rounds.tolist(), units):
+        pending.setdefault(r, []).append(u)
+    return planner, pending
+
+
 async def close_run(opened: OpenedRun, compact: bool = True) -> None:
-    """After the loop: a snapshot still being written, the checkpoint (Parquet compacted unless
-    ``compact`` is False: an orphaned Driver lets go at once and leaves that to the resume), the
-    stream."""
-    await opened.snapshots.flush()
+    """After the loop (and its last snapshot: ``DriverLoop.finish_snapshots``): the checkpoint
+    (Parquet compacted unless ``compact`` is False: an orphaned Driver lets go at once and leaves
+    that to the resume), the stream."""
     if opened.sink is not None:
         await asyncio.to_thread(opened.sink.close, compact)
     if opened.stream is not None:

@@ -1,9 +1,9 @@
 """PlannerStats: what the planner reports at the end of a run, as a typed record.
 
-``Planner.stats(stopped_because)`` fills it from the planner's own parts (coverage tracker, arm
-bandit, group book, cell picker); the Driver returns it inside the ``RunResult``, and
-``simulate()`` and ``result/report.py`` read its fields. A field renamed here breaks at import
-and type-check time, not in the middle of a report.
+``Planner.stats(stopped_because)`` (``PlannerStatsReport``, a base of the planner) fills it from
+the planner's own parts (coverage tracker, arm bandit, group book, cell picker); the Driver
+returns it inside the ``RunResult``, and ``simulate()`` and ``result/report.py`` read its fields.
+A field renamed here breaks at import and type-check time, not in the middle of a report.
 
 Several evaluation runs (``runs=``) are reported as one: :meth:`PlannerStats.plus` adds the
 counters of a later run to the first run's record; the figures that describe the search itself
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-__all__ = ["PlannerStats"]
+__all__ = ["PlannerStats", "PlannerStatsReport"]
 
 SUMMED = ("landed", "scheduled", "timed_out", "agent_errors", "situations")
 SUMMED_BY_REASON = ("rerolled_by", "lost_by")
@@ -64,3 +64,25 @@ class PlannerStats:
             a, b = getattr(self, name), getattr(other, name)
             summed[name] = {r: a.get(r, 0) + b.get(r, 0) for r in [*a, *(r for r in b if r not in a)]}
         return dataclasses.replace(self, **summed)
+
+
+class PlannerStatsReport:
+    """The planner's ``stats()`` (a base of ``Planner``): the figures come from its own parts."""
+
+    def stats(self, stopped_because: str | None = None) -> PlannerStats:
+        """The end-of-run figures (called once, when the run stops: the coverage curve is closed)."""
+        weights, picker, book = self.bandit.weights(), self.picker, self.book
+        return PlannerStats(
+            landed=self.landed, scheduled=self.scheduled, timed_out=self.timed_out,
+            agent_errors=self.agent_errors, situations=self.situations_opened,
+            rerolled_by=dict(self.rerolled_by), lost_by=dict(self.lost_by),
+            coverage_keys=self.tracker.report_keys(), coverage_curve=self.tracker.finish(stopped_because, weights),
+            arm_weights=weights, arm_initial=dict(self.bandit.initial), arms=self.bandit.stats(),
+            arm_counts=dict(self.arm_counts), uncovered_shapes=self.shapes.uncovered() if self.shapes else [],
+            family_cap=self.family.stats(), copy_deficit=self.tracker.copy_deficit(),
+            failure_criteria=dict(self.failure_criteria), groups=book.stats(),
+            group_cut=[self._group_key(g) for g in book.cut_groups()] if book.adaptive or book.k > 1 else [],
+            allocator=dict(self.allocator), mutation_aims=self.mutation_aims,
+            hard_picks=picker.hard_picks if picker else 0, picks=picker.picks if picker else 0,
+            faulted_situations=self.faulted_situations, seeds_left=list(self.seeds_left),
+            cell_opened=list(picker.opened) if picker else [])

@@ -41,3 +41,9 @@ def test_importing_the_package_does_not_import_ray():
     code = "import sys, whileai_ray; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_both_result_objects_write_an_html_report():
+    for cls in (wai.SimulationData, wai.ScoredData):
+        params = list(inspect.signature(cls.to_html).parameters)
+        assert params[:3] == ["self", "path", "baseline"] and "max_rows" in params

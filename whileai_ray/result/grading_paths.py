@@ -28,14 +28,16 @@ from numbers import Real
 from pathlib import Path
 
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
-from ..core.rows import HIDDEN_KEYS, export_row
+from ..core.rows import HIDDEN_KEYS, stored_row
+from ..score.grader_health import add_grader_note
 from ..score.grading import call_grader, fresh_scoring_run_id, grade_batch
 from ..score.judging import apply_verdict, judge_name
 from ..score.labels import TRUST_MODES, attach_labels, trust_check
 from ..score.leak import leak_report
 from ..score.llm_judge import Judge, build_judge, judge_rows
 from ..score.rank import rank
-from ..store.reader import load_rows, save_jsonl_atomic
+from ..store.reader import load_rows
+from ..store.run_files import write_rows
 from .batch_grading import (apply_llm_verdicts, attach_labels_stored, built_grader, grade_llm_stored,
                             grade_stored, llm_grade_stored, rank_stored, stamp_trust)
 from .row_store import is_arrow, open_large_path, row_store, spill_rows
@@ -66,17 +68,15 @@ def _stamp_trust(rows, trust: str) -> dict | None:
 
 def _export(row: dict) -> dict:
     try:
-        return export_row(row)
+        return stored_row(row)
     except ValueError:  # a foreign row without prompt/steps/final_text: write what it has
         return {k: v for k, v in row.items() if v is not None and k[:1] != "_" and k not in HIDDEN_KEYS}
 
 
-def _write(rows, path) -> str:
-    exported = (_export(r) for r in rows)      # streamed: rows on disk are written a row group at a time
-    if str(path).endswith(".parquet"):
-        from ..store.parquet import write_parquet   # lazy: pyarrow, only for a .parquet target
-        return write_parquet(exported, path)
-    return save_jsonl_atomic(exported, path)
+def _write(rows, path, source=None) -> str:
+    """Rows back to a file in its own format (a checkpoint stays one: ``store/run_files.py``);
+    streamed: rows on disk are written a row group at a time."""
+    return write_rows((_export(r) for r in rows), path, source=source)
 
 
 def _save_run(data, path) -> str | None:
@@ -95,7 +95,7 @@ def _write_back(source, rows, kind: str, target) -> str | None:
     if kind == "run":
         return _save_run(source, target)
     if kind == "path":
-        return _write(rows, target or source)
+        return _write(rows, target or source, source=source)
     return _write(rows, target) if target else None
 
 
@@ -272,6 +272,8 @@ def grade_run(data, grader=None, judge=None, llm: bool = False, llm_spec=None, s
             grade_batch(data.trajectories, built_grader(grader), judge_name(grader), fresh_scoring_run_id(),
                         concurrency)
             _stamp_trust(data.trajectories, trust)
+        if isinstance(getattr(data, "warnings", None), list):
+            add_grader_note(data.warnings, data.trajectories)
         _save_run(data, path)
         return data
     if llm:

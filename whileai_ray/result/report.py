@@ -1,19 +1,29 @@
 """The run's summary: ``report()`` (coverage), ``search`` (how the budget was spent),
 ``warnings`` (what to check before trusting a number). Pure functions over the rows' counts
 (``report_tally.py``: Arrow compute over their fact columns, the same for a list or a run on
-disk) and the planner's stats."""
+disk) and the planner's stats.
+
+What the run hands back is a ``RunResult`` (``runtime/run_result.py``), read by field; this
+module names it for type checking only (the result layer never imports the runtime).
+"""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from ..core.defaults import REROLL_REASONS
+from ..core.defaults import LOST_REASONS, POISON_REASONS
 from ..core.rng import stable_hash
+from ..core.run_warning import listed
 from ..situations.grid import all_pairs, cell_key, pairs_in
 from .report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS, ReportTally, report_tally
 from .row_store import row_store
 from .warnings_text import run_warnings
 
-REASONS = REROLL_REASONS
+if TYPE_CHECKING:
+    from ..core.run_warning import RunWarning
+    from ..runtime.run_result import RunResult
+
+REASONS = LOST_REASONS
 
 
 def _tier_mix(tally, cfg) -> dict:
@@ -27,12 +37,13 @@ def run_tally(data) -> ReportTally:
     return report_tally(row_store(data.trajectories).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS))
 
 
-def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_rate, run_id,
-                 t_start) -> ReportTally:
-    """Fill the run's coverage, search, timings and warnings; returns the rows' tally (for the
-    notes ``simulate()`` adds)."""
+def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
+                 t_start) -> tuple[list[RunWarning], ReportTally]:
+    """Fill ``data``'s report, search figures and warnings; return every note of the run (those
+    raised as ``UserWarning`` included: ``core/run_warning.raised``) and the rows' tally (for
+    the notes ``simulate()`` adds)."""
     tally = run_tally(data)
-    stats = result["planner"]
+    stats = result.planner
     n = tally.n
     tool_names = [t.get("function", t).get("name") for t in cfg.tools]
     planned = {cell_key(c) for c in cells}
@@ -45,7 +56,8 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     pairs_cov = pairs_in(seen_cells) & pairs_planned
     faulted_rows = tally.faulted
     fired = tally.fired
-    lost_by = {k: stats["lost_by"].get(k, 0) for k in REASONS}
+    # the three agent reasons always (zeros included, as the docs say); poison causes when they occur
+    lost_by = {k: stats.lost_by.get(k, 0) for k in REASONS if k not in POISON_REASONS or stats.lost_by.get(k, 0)}
     elapsed = time.monotonic() - t_start
     tier_mix = _tier_mix(tally, cfg)
     stance_mix = tally.stance_counts
@@ -85,57 +97,57 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
                       "tier_mix": tier_mix["counts"], "stance_mix": dict(sorted(stance_mix.items()))},
         "rollouts_requested": requested_rows, "rollouts_completed": n,
         "rollouts_lost": sum(lost_by.values()), "rollouts_lost_by": lost_by, "rollouts_over_cap": 0,
-        "n_situations": stats["situations"], "requests_per_situation": cfg.phrasings,
+        "n_situations": stats.situations, "requests_per_situation": cfg.phrasings,
         "rollouts_per_request": cfg.repeats, "tools": tools_report,
         "dead_tools": [], "run_id": run_id,
-        "placement": {"rollout_actors": result["n_actors"], "rows_by_node": result["node_rows"],
-                      "actor_nodes": result.get("actor_nodes", []),
-                      "chunks_reissued": result["chunks_reissued"]},
+        "placement": {"rollout_actors": result.n_actors, "rows_by_node": result.node_rows,
+                      "actor_nodes": result.actor_nodes, "chunks_reissued": result.chunks_reissued,
+                      "pool": result.pool},
     }
     rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,
-                "rerolled": sum(stats["rerolled_by"].values()),
-                "rerolled_by": {k: v for k, v in stats["rerolled_by"].items() if v},
-                "timed_out": stats["timed_out"], "lost": sum(lost_by.values()),
+                "rerolled": stats.rerolled,
+                "rerolled_by": {k: v for k, v in stats.rerolled_by.items() if v},
+                "timed_out": stats.timed_out, "lost": sum(lost_by.values()),
                 "lost_by": {k: v for k, v in lost_by.items() if v},
-                "situations": stats["situations"], "elapsed_s": round(elapsed, 1)}
+                "situations": stats.situations, "elapsed_s": round(elapsed, 1)}
     search = {
         "cell_counts": dict(cell_counts), "shape_counts": dict(tally.shape_counts),
         "region_counts": dict(tally.region_counts),
-        "arm_counts": stats["arm_counts"], "allocator": stats["allocator"], "mode": cfg.mode,
+        "arm_counts": stats.arm_counts, "allocator": stats.allocator, "mode": cfg.mode,
         "repeat_policy": cfg.repeat_policy, "n_req": cfg.phrasings, "k": cfg.repeats,
         "min_cell_copies": min_copies, "copies_needed": copies_needed,
-        "mutation_aims": stats["mutation_aims"], "failure_criteria": stats.get("failure_criteria", {}), "rollouts": rollouts,
+        "mutation_aims": stats.mutation_aims, "failure_criteria": stats.failure_criteria, "rollouts": rollouts,
         "strategy": {"requested": cfg.strategy, "resolved": "broad", "reason": "no traces -> broad exploration"},
         "tier_mix": tier_mix,
     }
     if cfg.repeat_policy in ("successive", "adaptive") and cfg.repeats > 1:
-        search["groups"] = stats["groups"]
+        search["groups"] = stats.groups
     if seeds or dropped:
         search["seeds_dropped"] = list(dropped)
-    if result.get("stuck_units"):
-        search["stuck_units"] = result["stuck_units"]
-    if stats["agent_errors"]:
-        search["agent_errors"] = stats["agent_errors"]
-        if result["errors"]:
-            search["first_agent_error"] = result["errors"][0]
-    keys = stats.get("coverage_keys") or {}
+    if result.stuck_units:
+        search["stuck_units"] = result.stuck_units
+    if stats.agent_errors:
+        search["agent_errors"] = stats.agent_errors
+        if result.errors:
+            search["first_agent_error"] = result.errors[0]
+    keys = stats.coverage_keys or {}
     for key in ("saturation", "predicted_to_saturation", "predicted_remaining"):
         if key in keys:
             coverage[key] = keys[key]
-    coverage["arm_weights"] = stats.get("arm_initial", {})
-    search["arm_weights"] = stats.get("arm_weights", {})
-    search["arms"] = stats.get("arms", {})
-    search["uncovered_shapes"] = stats.get("uncovered_shapes", [])
-    search["family_cap"] = stats.get("family_cap", {})
-    search["copy_deficit"] = stats.get("copy_deficit", 0)
+    coverage["arm_weights"] = stats.arm_initial
+    search["arm_weights"] = stats.arm_weights
+    search["arms"] = stats.arms
+    search["uncovered_shapes"] = stats.uncovered_shapes
+    search["family_cap"] = stats.family_cap
+    search["copy_deficit"] = stats.copy_deficit
     data.coverage = coverage
     data.search = search
     data.arm_weights = dict(search["arm_weights"])
     data.elapsed_seconds = elapsed
     data.rows_per_second = n / elapsed if elapsed > 0 else 0.0
-    data.first_row_seconds = result.get("first_row_s") or 0.0
+    data.first_row_seconds = result.first_row_s or 0.0
     data.row_seconds = list(tally.row_seconds)
-    data.rollout_seconds = result["elapsed_s"]
+    data.rollout_seconds = result.elapsed_s
     data.unique_prompts = coverage["unique_prompts"]
     data.unique_behavior_signatures = coverage["unique_signatures"]
     data.budget = max(0, cfg.budget)
@@ -143,19 +155,18 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.n_situations = cfg.situations
     data.requests_per_situation, data.rollouts_per_request = cfg.phrasings, cfg.repeats
     data.unique_situations = cfg.unique_situations
-    data.allocator = stats["allocator"]
+    data.allocator = stats.allocator
     data.writer_model = "template"
     data.declared_tools = set(tool_names)
     data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
     data.system_prompts = {stable_hash(cfg.system_prompt)[:16]: cfg.system_prompt}
-    data.coverage_curve = list(stats.get("coverage_curve") or [])
+    data.coverage_curve = list(stats.coverage_curve or [])
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",
                    "model rollout", "full tool trajectory", "behavior signature", "row stored"]
-    listed, user_warnings, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally)
-    data.warnings = listed
+    notes, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally)
+    data.warnings = listed(notes)
     data.degraded = degraded
-    data.search["_user_warnings"] = user_warnings
-    return tally
+    return notes, tally
 
 
 def data_model(rows) -> str | None:

@@ -16,7 +16,7 @@ from .agents.model_settings import ModelSettings
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
 from .core.defaults import TEMPERATURE
-from .core.identity import new_run_id, resumed_unit_key
+from .core.identity import new_run_id
 from .core.rng import stable_hash
 from .core.rows import stored_row
 from .core.run_warning import raised
@@ -27,7 +27,7 @@ from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
 from .result.run_notes import add_resume_and_replay_notes, add_role_notes
 from .result.report import build_report
-from .result.row_store import as_trajectories, landed_rows
+from .result.row_store import adopt_spilled, as_trajectories, landed_rows, row_spool, row_store
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
@@ -58,6 +58,10 @@ def _ray_data_runner(*args, **kwargs):
 
 install_cluster_runner(_ray_data_runner)
 LAND_BATCH = 1024                         # rows handed to the landed-rows store at a time
+# Rows a Driver hands back as a list; past it they come as Parquet files, and a run still under
+# advanced={"spill_rows": ...} is read back into a list here (a list of 50,000 rows held by the
+# Driver, pickled and held again here, was most of both processes' memory).
+DRIVER_LIST_ROWS = 10_000
 
 
 def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = None,
@@ -139,15 +143,16 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
         k = cfg.repeats if cfg.repeats_set else source_k
     seeds, dropped = _seeds_that_fit(cfg, k)
-    results = []
+    results, run_rows = [], []
     for eval_run in range(cfg.runs):
         settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None)
-        result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
+        result, rows = _run_once(cfg, settings, cells, run_id, eval_run, roles)
         results.append(result)
+        run_rows.append(rows)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
-            pinned, _, pinned_info = build_tasks(result.rows)
+            pinned, _, pinned_info = build_tasks(rows)
             seeds = []
-    data = SimulationData(trajectories=_land(cfg, results), stopped_because=results[0].stopped_because,
+    data = SimulationData(trajectories=_land(cfg, run_rows), stopped_because=results[0].stopped_because,
                           _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
     result = merge_results(results)
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
@@ -174,26 +179,34 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     return data
 
 
-def _land(cfg, results) -> Any:
-    """Every run's rows, in order, handed batch by batch to ``landed_rows``: they stay a list up
-    to ``advanced={"spill_rows": ...}`` rows and spill to a temporary run folder past it (the
-    result is then Arrow-backed)."""
-    landed = landed_rows(cfg.advanced["spill_rows"])
-    for eval_run, result in enumerate(results):
-        rows = result.rows
-        for r in rows:
-            if cfg.runs > 1:
-                lineage = r.setdefault("lineage", {})
-                lineage["eval_run"] = eval_run
-                if eval_run > 0:
-                    lineage["replayed"] = True
-                    lineage["replayed_from_run"] = 0
-            if cfg.tasks is not None:
-                r.setdefault("lineage", {})["replayed"] = True
-        for start in range(0, len(rows), LAND_BATCH):
-            landed.append(rows[start:start + LAND_BATCH])
-        del rows
+def _land(cfg, run_rows: list) -> Any:
+    """What the SimulationData holds: the one run's rows as the Driver handed them (a list, or
+    ``ArrowRows`` over its spill when past ``advanced={"spill_rows": ...}``), or, for ``runs=N``,
+    every run's rows in order through ``landed_rows`` (a list up to the threshold, a spill past it;
+    a run's own spill goes once it is copied)."""
+    threshold = cfg.advanced["spill_rows"]
+    if len(run_rows) == 1:
+        return run_rows[0]
+    landed = landed_rows(threshold)
+    for i, rows in enumerate(run_rows):
+        for batch in row_store(rows).batches():
+            for start in range(0, len(batch), LAND_BATCH):
+                landed.append(batch[start:start + LAND_BATCH])
+        run_rows[i] = None
+        del rows, batch
     return as_trajectories(landed)
+
+
+def _lineage(cfg, eval_run: int) -> dict | None:
+    """What every row of this evaluation run is stamped with (``lineage``), or None."""
+    stamp: dict = {}
+    if cfg.runs > 1:
+        stamp["eval_run"] = eval_run
+        if eval_run > 0:
+            stamp.update(replayed=True, replayed_from_run=0)
+    if cfg.tasks is not None:
+        stamp["replayed"] = True
+    return stamp or None
 
 
 def _with_repeats(cfg, k):
@@ -221,7 +234,9 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> RunResult:
+def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> tuple[RunResult, Any]:
+    """Play one evaluation run; return its ``RunResult`` and its rows (a list, or ``ArrowRows``
+    over the Driver's spill, whose folder this process now owns)."""
     from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
     spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles)
     knobs = cfg.advanced
@@ -238,25 +253,23 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> RunResult:
     except BaseException:
         reporter.close()
         raise
-    rows = result.rows
-    if result.resume.get("mode") == "precount":
-        for r in result.leftover_rows:
-            r = dict(r)
-            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
-            r["_ordinal"] = len(rows) + 10**9
-            r["_key"] = resumed_unit_key(run_id, r, eval_run)
-            rows.append(r)
+    rows = result.rows if result.spilled is None else adopt_spilled(result.spilled)
+    if result.spilled is not None and cfg.runs == 1 and result.row_count <= knobs["spill_rows"]:
+        rows = list(rows)                    # a run under spill_rows is a list, as it always was
+    result = dataclasses.replace(result, rows=[], spilled=None)
     cut = {tuple(g) for g in result.planner.group_cut}
     if cut and settings.k > 1:
-        for r in rows:
-            if (r.get("scenario_id"), r["_key"][2]) in cut:
-                r["group_cut"] = True
-    resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
-    final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
+        def mark(batch):
+            for r in batch:
+                if (r.get("scenario_id"), r["_key"][2]) in cut:
+                    r["group_cut"] = True
+        row_store(rows).update(mark)         # rows on disk: rewritten a batch at a time
+    n, resumed = result.row_count, result.resumed_count
+    final = {**last, "rows": n, "landed": n - resumed, "resumed": resumed, "inflight": 0,
              "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1)}
     reporter.emit(final)
     reporter.close(final)
-    return dataclasses.replace(result, resumed_count=resumed)
+    return result, rows
 
 
 def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
@@ -295,6 +308,9 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 else None,
+        # rows: a list up to spill_rows (a Driver keeps at most DRIVER_LIST_ROWS), Parquet past it
+        make_spool=partial(row_spool, min(knobs["spill_rows"], DRIVER_LIST_ROWS)),
+        lineage=_lineage(cfg, eval_run),
         # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         snapshot=(str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible

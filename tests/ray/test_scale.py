@@ -5,6 +5,7 @@ import dataclasses
 import gc
 import json
 import os
+import shutil
 
 import pytest
 
@@ -114,3 +115,58 @@ def test_grading_a_large_path_with_the_llm_judge_runs_on_the_cluster(ray_local, 
 def test_the_knobs_are_checked_before_anything_runs(knob):
     with pytest.raises(ValueError, match=knob):
         wai.simulate(wai.seeded_agent(TOOLS), **RUN, advanced={knob: 0})
+
+
+def test_the_driver_hands_back_files_not_rows_and_a_resume_keeps_the_order(ray_local, tmp_path):
+    """Past spill_rows the Driver's rows arrive as Parquet files (the RunResult holds none); a run
+    resumed from its checkpoint's planner snapshot (the snapshot's rows come first, the new ones
+    after) gives the rows the in-memory resume of the same checkpoint gives, in the same order."""
+    from whileai_ray import simulation
+    first, second = tmp_path / "a", tmp_path / "b"
+    wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "budget": 96}, checkpoint=str(first / "run.jsonl"),
+                 advanced=QUIET)
+    shutil.copytree(first, second)
+    kept = []
+    real = simulation._run_once
+
+    def spy(*args, **kwargs):
+        result, rows = real(*args, **kwargs)
+        kept.append(result)
+        return result, rows
+
+    simulation._run_once = spy
+    try:
+        mem = wai.simulate(wai.seeded_agent(TOOLS), **RUN, checkpoint=str(first / "run.jsonl"), advanced=QUIET)
+        disk = wai.simulate(wai.seeded_agent(TOOLS), **RUN, checkpoint=str(second / "run.jsonl"),
+                            advanced={**QUIET, "spill_rows": 40})
+    finally:
+        simulation._run_once = real
+    assert kept[1].rows == [] and kept[1].row_count == 160 and kept[1].resumed_count == 96
+    assert disk.search["resume"]["snapshot_round"] is not None and disk.search["resume"]["matched"] == 96
+    assert not is_arrow(mem.trajectories) and is_arrow(disk.trajectories)
+    assert [_stable(r) for r in disk] == [_stable(r) for r in mem]
+    assert disk.search["rollouts"]["resumed"] == mem.search["rollouts"]["resumed"] == 96
+    same = lambda rep: {k: v for k, v in rep.items() if k not in ("run_id", "knobs")}   # noqa: E731
+    assert same(disk.report()) == same(mem.report()) and str(disk.pass_at) == str(mem.pass_at)
+
+
+def test_a_run_under_spill_rows_is_a_list_though_the_driver_spilled(ray_local, monkeypatch):
+    from whileai_ray import simulation
+    monkeypatch.setattr(simulation, "DRIVER_LIST_ROWS", 50)       # the Driver spills past 50 rows
+    data = wai.simulate(wai.seeded_agent(TOOLS), **RUN, advanced=QUIET)
+    assert type(data.trajectories) is list and len(data) == 160
+    ordinals = [r["_ordinal"] for r in data.trajectories]
+    assert ordinals == sorted(ordinals)
+
+
+def test_runs_and_tasks_stamp_lineage_on_rows_on_disk(ray_local):
+    run = {**RUN, "budget": 64, "runs": 2}
+    mem = wai.simulate(wai.seeded_agent(TOOLS), **run, advanced=QUIET)
+    disk = wai.simulate(wai.seeded_agent(TOOLS), **run, advanced={**QUIET, "spill_rows": 40})
+    assert is_arrow(disk.trajectories) and len(disk) == len(mem) == 128
+    assert [_stable(r) for r in disk] == [_stable(r) for r in mem]
+    assert {r["lineage"]["eval_run"] for r in disk} == {0, 1}
+    assert all(bool(r["lineage"].get("replayed")) == (r["lineage"]["eval_run"] == 1) for r in disk)
+    replay = wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "budget": 64}, tasks=mem,
+                          advanced={**QUIET, "spill_rows": 40})
+    assert is_arrow(replay.trajectories) and all(r["lineage"]["replayed"] for r in replay)

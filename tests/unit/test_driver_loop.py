@@ -106,7 +106,18 @@ def run(plan, rollouts, judges=None, resume=None, clock=None, **settings):
     loop = DriverLoop(LoopSettings(**settings), plan, rollouts, landing, resume or ResumeIndex([], None, None),
                       judges=judges, **({"clock": clock} if clock else {}))
     asyncio.run(loop.run())
-    return loop, landing
+    return loop, Landed(landing)
+
+
+class Landed:
+    """What a Landing handed on, read back from its spool: ``every`` row in the order the spool
+    keeps, the ``rows`` played here and the ``resumed_rows`` settled from disk."""
+
+    def __init__(self, landing):
+        self.every = landing.spool.finish()
+        self.rows = [r for r in self.every if not (r.get("lineage") or {}).get("resumed")]
+        self.resumed_rows = [r for r in self.every if (r.get("lineage") or {}).get("resumed")]
+        self.errors, self.landed, self.resumed_count = landing.errors, landing.landed, landing.resumed_count
 
 
 def played(landing):
@@ -136,14 +147,17 @@ def test_dispatch_goes_to_the_least_loaded_lane_until_every_lane_is_full():
 
 # --------------------------------------------------------------------------- the loop
 def test_rows_are_the_same_whatever_the_lanes_and_the_completion_order():
-    one, _ = run(planner(), rollout_lanes(lanes=1))
+    one, one_rows = run(planner(), rollout_lanes(lanes=1))
     draw = random.Random(11)
     delays = {}
     shuffled = rollout_lanes(lanes=3, slots=4, delay=lambda lane, n: delays.setdefault(n, draw.random() * 0.01))
-    three, _ = run(planner(), shuffled)
-    assert len(played(one.landing)) == 120 and one.stopped_because == "budget"
-    assert played(three.landing) == played(one.landing)
-    assert {r["_node"] for r in three.landing.rows} == {"lane-0", "lane-1", "lane-2"}
+    three, three_rows = run(planner(), shuffled)
+    assert len(played(one_rows)) == 120 and one.stopped_because == "budget"
+    assert played(three_rows) == played(one_rows)
+    assert {r["_node"] for r in three_rows.rows} == {"lane-0", "lane-1", "lane-2"}
+    # the spool hands them on in schedule order, though they landed in another
+    ordinals = [r["_ordinal"] for r in three_rows.every]
+    assert ordinals == sorted(ordinals) and three_rows.landed == 120
 
 
 def test_round_r_plus_lag_is_decided_only_once_round_r_is_observed():
@@ -166,12 +180,12 @@ def test_round_r_plus_lag_is_decided_only_once_round_r_is_observed():
 
 
 def test_a_lane_that_dies_has_its_chunks_sent_again_and_every_key_lands_once():
-    clean, _ = run(planner(), rollout_lanes(lanes=2, slots=4))
+    clean, clean_rows = run(planner(), rollout_lanes(lanes=2, slots=4))
     dying = rollout_lanes(lanes=2, slots=4, fail=lambda lane, n: n in (1, 4))
     loop, landing = run(planner(), dying)
     keys = [row_key(r) for r in landing.rows]
     assert len(keys) == len(set(keys)) == 120
-    assert played(landing) == played(clean.landing)
+    assert played(landing) == played(clean_rows)
     assert loop.chunks_reissued == 2 and len(dying.replaced) == 2
     assert any("died on chunk 1" in e for e in landing.errors)
 
@@ -223,11 +237,11 @@ def test_graded_rows_land_with_their_verdict_and_steer_the_search():
 
 
 def test_a_resumed_run_settles_rows_on_disk_and_plays_only_the_rest():
-    full, _ = run(planner(), rollout_lanes())
-    on_disk = [export_row(r) for r in full.landing.rows[:50]]
+    full, full_rows = run(planner(), rollout_lanes())
+    on_disk = [export_row(r) for r in full_rows.rows[:50]]
     loop, landing = run(planner(), rollout_lanes(), resume=ResumeIndex(on_disk, None, None))
     assert len(landing.resumed_rows) == 50 and len(landing.rows) == 70
-    assert played(landing) == played(full.landing)
+    assert played(landing) == played(full_rows) and landing.resumed_count == 50
     assert all(r["lineage"]["resumed"] for r in landing.resumed_rows)
 
 

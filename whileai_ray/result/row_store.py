@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from .row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
 
-__all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "as_trajectories", "open_parquet",
+__all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "as_trajectories", "open_parquet", "row_spool",
+           "adopt_spilled",
            "MemoryStore", "ArrowStore", "new_writer", "rows_table", "open_large_path", "count_rows", "parent_of"]
 
 
@@ -148,6 +149,21 @@ def landed_rows(threshold: int, parent: str | None = None):
     (``store/spill.LandedRows``). ``as_trajectories(landed)`` gives what a SimulationData holds."""
     from ..store.spill import LandedRows
     return LandedRows(threshold, new_writer, parent)
+
+
+def row_spool(threshold: int, parent: str | None = None):
+    """What the Driver lands rows into (``store/row_spool.RowSpool``): kept in ordinal order, a
+    list up to ``threshold`` rows, spilled with this layer's fact columns past it. ``simulate()``
+    hands ``partial(row_spool, n)`` to the runtime, which calls it on the Driver."""
+    from ..store.row_spool import RowSpool
+    return RowSpool(threshold, new_writer, parent)
+
+
+def adopt_spilled(spilled):
+    """A Driver's ``SpilledRows`` as ``ArrowRows`` owning its folder (removed when they go)."""
+    from ..store.arrow_rows import ArrowRows
+    from ..store.spill import OwnedFolder
+    return ArrowRows(spilled.files, owner=OwnedFolder.adopt(spilled.folder))
 
 
 def as_trajectories(landed):

@@ -7,11 +7,17 @@ where every decision lives), and returns a ``RunResult``. ``poll()`` answers the
 progress questions while the loop runs (each poll also tells it the caller is still there:
 ``caller_watch.py``); ``pull()`` / ``push()`` are how the caller's own pool takes chunks and
 brings back their results. It feeds the run's Ray metrics (``metrics.py``).
+
+Rows: the Driver keeps none. Each landed batch goes to the checkpoint and then to the run's
+spool (``store/row_spool.py``, made by ``spec.make_spool``): a list while the run is small,
+Parquet files in a temporary folder past ``spec.spill_rows``. The ``RunResult`` carries that list
+or where the files are (``SpilledRows``), never a list of a large run's rows.
 """
 from __future__ import annotations
 
 import time
 
+from ..core.identity import resumed_unit_key
 from ..store.disk_rows import gc_paused
 from .actor_pool import judge_pool, rollout_pool
 from .caller_pool import CallerOutbox, CallerPool
@@ -59,9 +65,9 @@ class DriverWorker:
                     "inflight": 0, "situations": 0, "elapsed_s": elapsed,
                     "done": self.done, "stopped_because": self.stopped_because}
         p, opened = loop.planner, self.opened
-        return {"rows": len(landing.rows) + len(landing.resumed_rows) + len(opened.snapshots.deferred) +
+        return {"rows": landing.landed + landing.resumed_count + len(opened.snapshots.deferred) +
                 opened.resume.leftover_count(),
-                "cap": self.spec.cap, "landed": len(landing.rows),
+                "cap": self.spec.cap, "landed": landing.landed,
                 "resumed": self.resumed, "rerolled": p.rerolled,
                 "rerolled_by": {k: v for k, v in p.rerolled_by.items() if v},
                 "timed_out": p.timed_out, "lost": p.lost,
@@ -84,13 +90,18 @@ class DriverWorker:
                       if plan.judges_where == "caller" else judge_pool(spec))
             await judges.start()
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
-                               label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0)
+                               label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0,
+                               spool=spec.make_spool() if spec.make_spool is not None else None,
+                               lineage=spec.lineage)
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
                           judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
                           should_stop=self.watch.gone, metrics=self.metrics)
         self.loop = loop
         try:
             self.stopped_because = await loop.run()
+        except BaseException:
+            self.landing.spool.discard()                     # nothing will read its folder
+            raise
         finally:
             self.done = True
             for pool in (rollouts, judges):
@@ -104,11 +115,21 @@ class DriverWorker:
     def _result(self, rollouts) -> RunResult:
         loop, landing, opened = self.loop, self.landing, self.opened
         p = loop.planner
+        resumed = landing.resumed_count + len(opened.snapshots.deferred)
         with gc_paused():
-            landing.resumed_rows.extend(opened.snapshots.deferred_rows(opened.resume, p.s.run_id))
-        rows = sorted(landing.rows + landing.resumed_rows, key=lambda r: r.get("_ordinal", 0))
+            # the rows a restored snapshot settled come first (smaller ordinals than any the loop
+            # decided); rows on disk no unit matched come last, kept in precount mode
+            landing.spool.head(landing.stamped(opened.snapshots.iter_deferred_rows(opened.resume, p.s.run_id)))
+            if opened.resume.mode == "precount":
+                leftover = opened.resume.leftover()
+                resumed += len(leftover)
+                base = landing.spool.count + 10**9
+                landing.spool.tail(landing.stamped(self._leftover(leftover, base, p.s.run_id, p.s.eval_run)))
+        kept = landing.spool.finish()
+        spilled = None if isinstance(kept, list) else kept
         return RunResult(
-            rows=rows, leftover_rows=opened.resume.leftover(),
+            rows=kept if spilled is None else [], spilled=spilled, row_count=landing.spool.count,
+            resumed_count=resumed,
             resume={**opened.resume.summary(), **opened.snapshots.summary()},
             stopped_because=self.stopped_because, elapsed_s=time.monotonic() - self.t0,
             first_row_s=landing.first_row_s, planner=p.stats(self.stopped_because),
@@ -118,3 +139,13 @@ class DriverWorker:
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
             writer=p.writer.stats() if hasattr(p.writer, "stats") else None)
+
+    @staticmethod
+    def _leftover(rows, base: int, run_id: str, eval_run: int):
+        """Rows on disk no planned unit matched (precount mode): kept, after every other row."""
+        for n, r in enumerate(rows):
+            r = dict(r)
+            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
+            r["_ordinal"] = base + n
+            r["_key"] = resumed_unit_key(run_id, r, eval_run)
+            yield r

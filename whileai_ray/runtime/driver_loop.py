@@ -183,6 +183,8 @@ class DriverLoop:
             if outs is None:
                 return
             self._observe(outs)
+            # every unit of this round and the ones before is settled: their rows leave in order
+            self.landing.release(max(o.unit.ordinal for o in outs))
             if self._snapshotting:
                 self.snapshots.after_round(self.planner, self.book, self.round_units)
 
@@ -297,14 +299,14 @@ class DriverLoop:
                 landed.append((r, i, res))
         if to_judge:
             self._send_to_judges(to_judge)
-        batch, n_before = [], len(self.landing.rows)
+        batch = []
         for r, i, res in landed:
             o = self.landing.played(res)
             if self.s.reproducible:
                 self.book.record(r, i, o)
             else:
                 batch.append(o)
-        self.metrics.landed(self.landing.rows[n_before:])      # metrics: once per landed batch
+        self.metrics.landed(self.landing.pending)      # metrics: once per landed batch
         self.landing.flush()
         if batch:
             self._observe(batch)

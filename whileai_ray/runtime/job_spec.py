@@ -43,6 +43,8 @@ class JobSpec:
     metrics: dict | None = None                # Ray metrics tags {"run_id", "mode"}; None: metrics off
     plan_fingerprint: str | None = None        # what decides the plan (an exact resume replays it)
     stream_path: str | None = None             # output=: landed rows appended while the run goes
+    make_spool: Callable | None = None         # () -> RowSpool the Driver lands rows into (None: a list)
+    lineage: dict | None = None                # stamped on every row handed back (runs=N, tasks=)
     snapshot: str | None = None                # planner snapshot file (None: no snapshots)
     snapshot_every_s: float = 0.0
     reproducible: bool = True                  # decide round r + lag from what landed by round r only

@@ -1,12 +1,14 @@
 """RunResult: what one run hands back to ``simulate()``, as one typed record.
 
 The Driver builds it when its loop stops (``driver_actor.py``); the caller's side adds when the
-Driver started (``run.py``) and ``simulate()`` how many rows were resumed. ``simulate()`` and
+Driver started (``run.py``). The rows are where the Driver's spool left them
+(``store/row_spool.py``): ``rows`` for a small run, else ``spilled`` says which Parquet files in
+which temporary folder hold them (the caller adopts the folder); ``row_count`` either way. ``simulate()`` and
 ``result/report.py`` read its fields by name (the report imports it for type checking only: the
 result layer never imports the runtime).
 
-``runs=N`` plays N evaluation runs; :func:`merge_results` reports them as one: every row, the
-planner's counters summed (``PlannerStats.plus``), rows per node summed, and the first run's
+``runs=N`` plays N evaluation runs; :func:`merge_results` reports them as one (its rows are
+read from each run's own result, never merged here): the planner's counters summed (``PlannerStats.plus``), rows per node summed, and the first run's
 stop reason.
 """
 from __future__ import annotations
@@ -15,18 +17,20 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..search.planner_stats import PlannerStats
+from ..store.row_spool import SpilledRows
 
 __all__ = ["RunResult", "merge_results"]
 
 
 @dataclass(frozen=True)
 class RunResult:
-    rows: list                                  # landed and resumed rows, in schedule order
+    rows: list                                  # landed and resumed rows, in schedule order (a small run)
     stopped_because: str | None
     elapsed_s: float                            # the Driver's loop, start to stop
     planner: PlannerStats
     first_row_s: float | None = None            # from the Driver's start to its first landed row
-    leftover_rows: list = field(default_factory=list)   # rows on disk no planned unit matched (precount)
+    spilled: SpilledRows | None = None          # a large run: where its rows are, in the same order
+    row_count: int = 0                          # rows in ``rows`` or ``spilled``
     resume: dict = field(default_factory=dict)  # ResumeIndex.summary() + PlanSnapshots.summary()
     node_rows: dict = field(default_factory=dict)        # node id -> rows played there
     errors: list = field(default_factory=list)  # the first agent errors and chunk failures, as text
@@ -41,11 +45,7 @@ class RunResult:
     stuck_units: dict = field(default_factory=dict)      # unit key -> seconds in flight past the watchdog
     writer: dict | None = None                  # the situation writer's counts (an LLM writer)
     driver_started_at: float = 0.0              # caller's monotonic clock when the Driver was started
-    resumed_count: int = 0                      # rows settled from the checkpoint (set by simulate())
-
-    @property
-    def row_count(self) -> int:
-        return len(self.rows)
+    resumed_count: int = 0                      # rows settled from the checkpoint (leftovers included)
 
 
 def merge_results(results: list[RunResult]) -> RunResult:
@@ -60,5 +60,6 @@ def merge_results(results: list[RunResult]) -> RunResult:
         for node, n in res.node_rows.items():
             node_rows[node] = node_rows.get(node, 0) + n
     return dataclasses.replace(
-        results[-1], rows=[r for res in results for r in res.rows], planner=planner, node_rows=node_rows,
-        resumed_count=sum(res.resumed_count for res in results), stopped_because=results[0].stopped_because)
+        results[-1], rows=[], spilled=None, row_count=sum(res.row_count for res in results), planner=planner,
+        node_rows=node_rows, resumed_count=sum(res.resumed_count for res in results),
+        stopped_because=results[0].stopped_because)

@@ -160,14 +160,16 @@ class PlanSnapshots:
 
     def deferred_rows(self, resume, run_id: str) -> list[dict]:
         """The rows a restored snapshot settled, decoded now and marked resumed."""
-        rows = []
-        for key, ordinal, phrasing in self.deferred:
+        return list(self.iter_deferred_rows(resume, run_id))
+
+    def iter_deferred_rows(self, resume, run_id: str):
+        """``deferred_rows`` one at a time (a large resume never holds them all), in order."""
+        deferred, self.deferred = self.deferred, []
+        for key, ordinal, phrasing in deferred:
             row = dict(resume.claimed_row(key))
             row["lineage"] = {**(row.get("lineage") or {}), "resumed": True}
             row["_key"], row["_ordinal"], row["_landed_s"] = [run_id, key[0], phrasing, key[2], key[3]], ordinal, 0.0
-            rows.append(row)
-        self.deferred = []
-        return rows
+            yield row
 
     def summary(self) -> dict:
         out = {"snapshot_round": self.from_round, "snapshots_written": self.written,

@@ -78,6 +78,14 @@ class OwnedFolder:
         self.path = tempfile.mkdtemp(prefix=prefix, dir=parent)
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, True)
 
+    @classmethod
+    def adopt(cls, path: str) -> "OwnedFolder":
+        """Own a folder made elsewhere (a Driver's spool, handed over when its run ended)."""
+        folder = cls.__new__(cls)
+        folder.path = os.fspath(path)
+        folder._finalizer = weakref.finalize(folder, shutil.rmtree, folder.path, True)
+        return folder
+
     def keep(self) -> str:
         self._finalizer.detach()
         return self.path

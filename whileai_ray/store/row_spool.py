@@ -1,0 +1,152 @@
+"""RowSpool: where the Driver puts the rows it lands, so that no process holds them all.
+
+The Driver lands rows out of order (chunks come back as they finish) and used to keep every
+one as a dict until the run ended, then hand the whole list to the caller: ~28 KB a row across
+the two processes, so a million-row run could not finish. A spool instead:
+
+* takes each landed row (``add``) into a small reorder buffer keyed by ``_ordinal``;
+* moves rows out of the buffer in ordinal order once nothing before them can still land
+  (``release(upto)``: the loop calls it when a round is observed, so a reproducible run's rows
+  leave in exactly the order an in-memory sort gives); past ``window`` buffered rows the
+  smallest leave anyway (a run that is not reproducible has no such bound);
+* keeps released rows as a list while there are at most ``threshold``, and past that writes
+  them to a temporary run folder as Parquet part files (``make_writer(folder)``: a
+  ``SpillWriter`` with the caller's fact columns) and drops them from memory;
+* ``head(rows)``: rows that come before every other (a restored planner snapshot settled them
+  before the loop began: their ordinals are all smaller), written to a front segment of the
+  folder so the files read back in order; ``tail(rows)`` rows after every other (rows on disk
+  no planned unit matched).
+
+``finish()`` returns the rows as a list (few) or a ``SpilledRows`` (where they are). The
+folder is then the caller's: the spool detaches its clean-up, the caller adopts the folder
+(``OwnedFolder.adopt``) and removes it when its result goes. A spool that never finishes (the
+run failed) removes its folder when it is garbage collected or the process exits.
+"""
+from __future__ import annotations
+
+import heapq
+import os
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Callable, Iterable
+
+__all__ = ["RowSpool", "SpilledRows", "DEFAULT_WINDOW"]
+
+DEFAULT_WINDOW = 8192        # rows held for reordering when no round bound is given (8x a full lag)
+
+
+@dataclass(frozen=True)
+class SpilledRows:
+    """Where a finished spool's rows are: ``files`` in row order inside ``folder``."""
+    folder: str
+    files: list = field(default_factory=list)
+    count: int = 0
+
+
+class RowSpool:
+    def __init__(self, threshold: int, make_writer: Callable[[str], object], parent: str | None = None,
+                 window: int = DEFAULT_WINDOW):
+        if threshold < 0 or window < 1:
+            raise ValueError(f"RowSpool: need threshold >= 0 and window >= 1, got {threshold}, {window}")
+        self.threshold, self.make_writer, self.parent, self.window = threshold, make_writer, parent, window
+        self._heap: list = []
+        self._seq = count()
+        self._rows: list | None = []      # released rows while few; None once spilled
+        self._head: list = []             # head rows while few
+        self._owner = None
+        self._writer = None
+        self._head_writer = None
+        self.count = 0                    # rows taken so far (buffered, released, head and tail)
+        self._finished = False
+
+    # --------------------------------------------------------------- taking rows
+    def add(self, rows: Iterable[dict]) -> None:
+        """Rows landed in any order; each needs its ``_ordinal``."""
+        for row in rows:
+            heapq.heappush(self._heap, (row.get("_ordinal", 0), next(self._seq), row))
+            self.count += 1
+        if len(self._heap) > self.window:
+            self._emit(len(self._heap) - self.window)
+
+    def release(self, upto: int) -> None:
+        """Every row with ``_ordinal <= upto`` leaves the buffer, in order."""
+        heap, out = self._heap, []
+        while heap and heap[0][0] <= upto:
+            out.append(heapq.heappop(heap)[2])
+        self._put(out)
+
+    def head(self, rows: Iterable[dict]) -> None:
+        """Rows that come before every other (see the module docstring)."""
+        for row in rows:
+            self.count += 1
+            if self._head_writer is not None:
+                self._head_writer.append([row])
+                continue
+            self._head.append(row)
+            if len(self._head) + self._released() > self.threshold:
+                self._spill()
+
+    def tail(self, rows: Iterable[dict]) -> None:
+        """Rows that come after every other; the buffer is emptied first."""
+        self._emit(len(self._heap))
+        batch = []
+        for row in rows:
+            self.count += 1
+            batch.append(row)
+            if len(batch) >= 1024:
+                self._put(batch)
+                batch = []
+        self._put(batch)
+
+    # ------------------------------------------------------------------ output
+    @property
+    def spilled(self) -> bool:
+        return self._writer is not None
+
+    def _released(self) -> int:
+        return len(self._rows) if self._rows is not None else 0
+
+    def _emit(self, n: int) -> None:
+        if n > 0:
+            self._put([heapq.heappop(self._heap)[2] for _ in range(n)])
+
+    def _put(self, rows: list) -> None:
+        if not rows:
+            return
+        if self._writer is not None:
+            self._writer.append(rows)
+            return
+        self._rows.extend(rows)
+        if len(self._rows) + len(self._head) > self.threshold:
+            self._spill()
+
+    def _spill(self) -> None:
+        """Past the threshold: everything released so far goes to disk, and all that follows."""
+        if self._writer is not None:
+            return
+        from .spill import OwnedFolder      # lazy: pyarrow, only once a run is large
+        self._owner = OwnedFolder(parent=self.parent)
+        self._head_writer = self.make_writer(os.path.join(self._owner.path, "head"))
+        self._head_writer.append(self._head)
+        self._writer = self.make_writer(self._owner.path)
+        self._writer.append(self._rows)
+        self._head, self._rows = [], None
+
+    def finish(self):
+        """Every row, in order: a list, or a ``SpilledRows`` whose folder the caller now owns."""
+        if self._finished:
+            raise RuntimeError("RowSpool.finish() was already called")
+        self._finished = True
+        self._emit(len(self._heap))
+        if self._writer is None:
+            rows = sorted(self._head, key=lambda r: r.get("_ordinal", 0)) + self._rows
+            self._head, self._rows = [], []
+            return rows
+        files = self._head_writer.close() + self._writer.close()
+        folder = self._owner.keep()          # the caller adopts it (OwnedFolder.adopt)
+        return SpilledRows(folder=folder, files=files, count=self.count)
+
+    def discard(self) -> None:
+        """The run failed: remove the folder now (nothing will read it)."""
+        if self._owner is not None and self._owner.alive:
+            self._owner.remove()

@@ -8,7 +8,8 @@
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
     whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench/lines.py)
-    whileai-ray bench --scale [--rows N]    a result too large to hold (see whileai_ray/bench/scale.py)
+    whileai-ray bench --scale [--rows N] [--runs 10000,100000,1000000]
+                                            a result too large to hold; whole runs of those sizes
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -59,7 +60,11 @@ def _demo(args) -> int:
 def _bench(args) -> int:
     if args.scale:
         from .bench.scale import run_scale_bench
-        return run_scale_bench(rows=args.rows, ray=args.with_run)
+        code = run_scale_bench(rows=args.rows, ray=args.with_run)
+        if args.runs:
+            from .bench.scale_runs import run_scale_runs
+            run_scale_runs(tuple(int(n) for n in args.runs.split(",")), json_path=args.json)
+        return code
     return run_bench(quick=args.quick)
 
 
@@ -246,6 +251,10 @@ def main(argv=None) -> int:
     b.add_argument("--scale", action="store_true", help="the large-result lines: a million rows on disk")
     b.add_argument("--rows", type=int, default=1_000_000, help="rows of the --scale result (default 1,000,000)")
     b.add_argument("--with-run", action="store_true", help="--scale: also a spilled simulate() run (starts Ray)")
+    b.add_argument("--runs", default=None, metavar="N,N,...",
+                   help="--scale: whole checkpointed runs of these sizes and their resumes, e.g. 10000,100000,1000000 "
+                        "(see whileai_ray/bench/scale_runs.py)")
+    b.add_argument("--json", default=None, help="--runs: also write the figures to this JSON file")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)
     args = parser.parse_args(argv)

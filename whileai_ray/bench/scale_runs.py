@@ -67,14 +67,19 @@ def _peak_mb(pid: int) -> float | None:
 class DriverWatch:
     """The peak RSS of this process's Driver actor(s), sampled in a thread."""
 
-    def __init__(self):
+    def __init__(self, say=None):
+        self.say = say                      # say(driver_peak_mb) every 30 s, or None
         self.peaks: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         me = os.getpid()
+        said = time.monotonic()
         while not self._stop.is_set():
+            if self.say is not None and time.monotonic() - said >= 30:    # a long run says how far it got
+                said = time.monotonic()
+                self.say(self.peak_mb)
             for pid in _descendants(me):
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -137,7 +142,14 @@ def _child(mode: str, n: int, ck: str, out_path: str, extra: int) -> None:
         samples.append((time.monotonic() - t0, snap.get("landed") or 0))
 
     budget = n if mode == "run" else n + extra
-    with DriverWatch() as watch:
+
+    def say(driver_mb):
+        landed = samples[-1][1] if samples else 0
+        print(f"[scale_runs] {time.monotonic() - t0:.0f}s: {landed:,} rows landed; caller peak "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, Driver peak {driver_mb:.0f} MB",
+              file=sys.stderr, flush=True)
+
+    with DriverWatch(say) as watch:
         t0 = time.monotonic()
         data = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, seed=0, budget=budget,
                             checkpoint=ck, on_progress=seen,

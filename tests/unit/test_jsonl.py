@@ -1,5 +1,6 @@
 """JSONL checkpoint: rows land on disk at once, resume exactly once, foreign files refused."""
 import json
+import os
 
 import pytest
 
@@ -152,3 +153,32 @@ def test_non_checkpoint_file_and_folder_are_refused(tmp_path):
         JsonlCheckpoint(tmp_path, FP).open()
     with pytest.raises(RuntimeError, match="open"):
         JsonlCheckpoint(tmp_path / "x.jsonl", FP).append([make_row(1)])
+
+
+def test_a_checkpoint_is_scanned_a_block_at_a_time_and_its_rows_read_by_offset(tmp_path):
+    """Whatever the block size (a line cut by a block's end, a line longer than a block), the
+    scan finds what a scan of the whole bytes finds; the rows on disk are read back from the file
+    by offset, and a rewrite of the path later does not change what an open resume reads."""
+    from whileai_ray.store.jsonl_lines import _scan, scan_file
+    path = tmp_path / "ck.jsonl"
+    ck = JsonlCheckpoint(path, FP)
+    ck.open()
+    rows = [make_row(i) for i in range(20)]
+    ck.append(rows)
+    ck.close()
+    with open(path, "ab") as fh:
+        fh.write(b'{"prompt": "torn')                       # a torn last line
+    whole = _scan(path.read_bytes(), path)
+    for block in (5, 97, 1000, 1 << 25):
+        got = scan_file(path, block=block)
+        assert (got.header, got.spans, got.keys, got.entries, got.good_bytes, got.index_stale, got.warnings) == \
+            (whole.header, whole.spans, whole.keys, whole.entries, whole.good_bytes, whole.index_stale, whole.warnings)
+        assert got.size == path.stat().st_size and got.good_bytes < got.size
+    again = JsonlCheckpoint(path, FP)
+    loaded = again.open()                                    # cuts the torn line, keeps the 20 rows
+    assert loaded.keys == [row_key(r) for r in rows] and loaded[7] == rows[7]
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(b"\n" * path.stat().st_size)
+    os.replace(other, path)                                  # the path rewritten (as save() does) under a resume
+    assert loaded[3] == rows[3] and list(loaded) == rows
+    again.close()

@@ -1,15 +1,19 @@
 """DiskRows: the rows of a checkpoint, known by key at once and decoded only when used.
 
-``JsonlCheckpoint.open()`` returns one. It holds the checkpoint's bytes, where each kept row's
-line starts and ends, and each row's ``row_key``. ``rows[i]`` decodes one row; iterating (or
-comparing with a list) decodes them all, once. A resumed run looks rows up by key and decodes
-only those it settles, so the first new row does not wait for 100,000 rows to be parsed.
+``JsonlCheckpoint.open()`` returns one. It holds where each kept row's line starts and ends in
+the checkpoint, and each row's ``row_key``; the bytes stay on disk (``DiskRows.at``: a line is
+read by its offset when its row is used, through a file handle opened with the checkpoint, so a
+later rewrite of the path does not move what it reads). ``rows[i]`` decodes one row; iterating
+(or comparing with a list) decodes them all, once. A resumed run looks rows up by key and
+decodes only those it settles, so the first new row does not wait for 100,000 rows to be parsed,
+and a million-row checkpoint's 2 GB are never held.
 """
 from __future__ import annotations
 
 import contextlib
 import gc
 import json
+import os
 from collections.abc import Sequence
 
 from ..core.identity import row_key
@@ -46,6 +50,33 @@ class DiskRows(Sequence):
         self.keys = keys                     # [row_key] in file order
         self._decoded = dict(decoded or {})  # index -> row already decoded while opening
         self._all: list | None = None
+        self._fd: int | None = None          # DiskRows.at: lines are read from this file
+
+    @classmethod
+    def at(cls, path, spans: list, keys: list, decoded: dict | None = None) -> "DiskRows":
+        """Rows whose lines are in the file at ``path`` (read by offset when used)."""
+        rows = cls(b"", spans, keys, decoded)
+        if spans:
+            rows._fd = os.open(path, os.O_RDONLY)
+        return rows
+
+    def _line(self, i: int) -> bytes:
+        start, end = self._spans[i]
+        if self._fd is not None:
+            return os.pread(self._fd, end - start, start)
+        return self._data[start:end]
+
+    def close(self) -> None:
+        """Let go of the file (every row has been decoded, or none is needed any more)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
     @classmethod
     def of(cls, rows: list) -> "DiskRows":
@@ -65,8 +96,7 @@ class DiskRows(Sequence):
             i += len(self.keys)
         row = self._decoded.get(i)
         if row is None:
-            start, end = self._spans[i]
-            row = _DECODE(self._data[start:end].decode("utf-8", "replace"))
+            row = _DECODE(self._line(i).decode("utf-8", "replace"))
         return row
 
     def decode_all(self) -> list:
@@ -75,6 +105,7 @@ class DiskRows(Sequence):
             with gc_paused():
                 self._all = [self[i] for i in range(len(self.keys))]
             self._data, self._decoded = b"", {}
+            self.close()
         return self._all
 
     def __iter__(self):

@@ -35,7 +35,7 @@ from .atomic import write_error
 from .checkpoint_lock import CheckpointLock
 from .disk_rows import DiskRows, gc_paused
 from .fingerprint import fingerprint_mismatch
-from .jsonl_lines import HEADER_KEY, JsonlContents, _scan, dump_line, parse_jsonl
+from .jsonl_lines import HEADER_KEY, JsonlContents, dump_line, parse_jsonl, scan_file
 from .key_index import entry_line, index_path, line_crc, write_index
 
 __all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line"]
@@ -118,33 +118,34 @@ class JsonlCheckpoint:
             raise ValueError(f"checkpoint={str(self.path)!r} is a folder; pass a file path such as "
                              f"{str(self.path / 'checkpoint.jsonl')!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data, scan = self._read_and_verify()            # raises before anything is written
+        scan = self._read_and_verify()                   # raises before anything is written
         if self.lock is not None:
             self.lock.acquire()                          # CheckpointBusy: another run appends here
             try:
-                if self.path.exists() and self.path.stat().st_size != len(data):
-                    data, scan = self._read_and_verify()     # it moved while we waited: read it again
+                if self.path.exists() and self.path.stat().st_size != scan.size:
+                    scan = self._read_and_verify()           # it moved while we waited: read it again
             except BaseException:
                 self.lock.release()
                 raise
         try:
-            return self._open_locked(data, scan)
+            return self._open_locked(scan)
         except BaseException:
             if self.lock is not None:
                 self.lock.release()
             raise
 
     def _read_and_verify(self):
-        data = self.path.read_bytes() if self.path.exists() else b""
+        """Scan the file a block at a time (its bytes are never all held: rows are read back by
+        offset when used, ``DiskRows``)."""
         with gc_paused():
-            scan = _scan(data, self.path)
+            scan = scan_file(self.path)
         self._verify(scan.header, bool(scan.keys), scan.bad_lines)
         if scan.header is None:
             _refuse_foreign_rows(self.path, scan.decoded)
-        return data, scan
+        return scan
 
-    def _open_locked(self, data: bytes, scan) -> DiskRows:
-        if scan.good_bytes < len(data):
+    def _open_locked(self, scan) -> DiskRows:
+        if scan.good_bytes < scan.size:
             with open(self.path, "r+b") as fh:
                 fh.truncate(scan.good_bytes)
                 fh.flush()
@@ -167,11 +168,11 @@ class JsonlCheckpoint:
                                      f"rebuilt from the {len(scan.entries)} rows of the checkpoint")
             write_index(self._index_path, created, scan.entries)
         self._ix = open(self._index_path, "ab", buffering=0)
-        rows = self._kept(scan, data)
+        rows = self._kept(scan)
         self.rows_loaded = len(rows)
         return rows
 
-    def _kept(self, scan, data: bytes) -> DiskRows:
+    def _kept(self, scan) -> DiskRows:
         """Each key once (the first line wins); duplicates counted and said."""
         keys, spans, kept_keys, decoded = self._keys, [], [], {}
         for i, key in enumerate(scan.keys):
@@ -185,7 +186,7 @@ class JsonlCheckpoint:
             kept_keys.append(key)
         if len(kept_keys) < len(scan.keys):
             self.warnings.append(f"{self.path}: {len(scan.keys) - len(kept_keys)} duplicate rows on disk ignored")
-        return DiskRows(data, spans, kept_keys, decoded)
+        return DiskRows.at(self.path, spans, kept_keys, decoded)
 
     def _verify(self, header: dict | None, has_rows: bool, bad_lines: int) -> None:
         if header is None:

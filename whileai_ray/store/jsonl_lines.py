@@ -2,8 +2,9 @@
 
 ``dump_line(row)`` is the one row encoder (strict JSON, see ``strict_json.py``). ``_scan``
 splits a checkpoint's bytes into row lines and keys each one, from the ``.keys`` index when an
-entry vouches for the line (``key_index.py``), else by decoding it; ``parse_jsonl`` is the
-tolerant parser ``wai.load`` uses.
+entry vouches for the line (``key_index.py``), else by decoding it; ``scan_file`` does the same
+reading the file a block at a time (a million-row checkpoint is 2 GB: its bytes are never all
+held); ``parse_jsonl`` is the tolerant parser ``wai.load`` uses.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ class _Scan:
     needs_newline: bool = False
     bad_lines: int = 0
     index_stale: bool = False
+    size: int = 0                                 # bytes scanned (the file's size when it was read)
 
 
 def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
@@ -75,19 +77,81 @@ def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
     when ``use_index`` is False). A torn last line is dropped with a warning; a whole last line
     without its newline is kept (``needs_newline``); complete lines that are not JSON objects
     are skipped and counted."""
-    out = _Scan(good_bytes=len(data))
-    if not data:
-        return out
-    cut = data.rfind(b"\n") + 1
-    view = memoryview(data)
-    first_end = data.find(b"\n")
-    if first_end > 0 and data.find(HEADER_KEY.encode(), 0, first_end) >= 0:
+    return _scan_blocks([data] if data else [], path, use_index)
+
+
+def scan_file(path, use_index: bool = True, block: int = 1 << 25) -> _Scan:
+    """``_scan`` of the file at ``path``, read ``block`` bytes at a time."""
+    def blocks():
         try:
-            out.header = _DECODE(data[:first_end].decode("utf-8"))
+            fh = open(path, "rb")
+        except FileNotFoundError:
+            return
+        with fh:
+            while True:
+                chunk = fh.read(block)
+                if not chunk:
+                    return
+                yield chunk
+    return _scan_blocks(blocks(), path, use_index)
+
+
+def _scan_blocks(blocks, path, use_index: bool) -> _Scan:
+    """The scan over consecutive blocks of the file: whole lines of each are scanned with their
+    offsets in the file, a line cut by a block's end waits for the next block."""
+    out = _Scan()
+    buf, base, index, seen_first = b"", 0, None, False
+    state = {"hits": 0, "number": 0}
+    for block in blocks:
+        buf = buf + block if buf else block
+        if not seen_first:
+            first_end = buf.find(b"\n")
+            if first_end < 0:
+                continue                                  # the first line is longer than a block
+            seen_first = True
+            if first_end > 0 and buf.find(HEADER_KEY.encode(), 0, first_end) >= 0:
+                try:
+                    out.header = _DECODE(buf[:first_end].decode("utf-8"))
+                except ValueError:
+                    out.header = None
+            index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
+        cut = buf.rfind(b"\n") + 1
+        _scan_lines(buf, cut, base, index, use_index, path, out, state)
+        buf, base = buf[cut:], base + cut
+    index = index or {}
+    total = base + len(buf)
+    out.good_bytes = out.size = total
+    tail = buf
+    if tail.strip():
+        try:
+            obj = json.loads(tail)
         except ValueError:
-            out.header = None
-    index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
-    hits, pos, number = 0, 0, 0
+            obj = None
+        if isinstance(obj, dict):
+            if HEADER_KEY in obj:
+                out.header = out.header or obj
+            else:
+                key = row_key(obj)
+                out.decoded[len(out.keys)] = obj
+                out.spans.append((base, total))
+                out.keys.append(key)
+                out.entries.append((total, line_crc(tail), key))
+            out.needs_newline = True
+        else:
+            out.good_bytes = base
+            out.warnings.append(
+                f"{path}: dropped a torn last line ({len(tail)} bytes, no trailing newline); "
+                "it was being written when the run stopped and will be redone"
+            )
+    out.index_stale = state["hits"] != len(out.entries) or state["hits"] != len(index)
+    return out
+
+
+def _scan_lines(data: bytes, cut: int, base: int, index: dict, use_index: bool, path, out: _Scan,
+                state: dict) -> None:
+    """Scan the whole lines of ``data[:cut]`` (``base``: where ``data`` starts in the file)."""
+    view = memoryview(data)
+    hits, number, pos = state["hits"], state["number"], 0
     find, crc32 = data.find, line_crc
     while pos < cut:
         end = find(b"\n", pos)
@@ -96,7 +160,7 @@ def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
             pos += 1
             continue
         crc = crc32(view[pos:end]) if use_index else 0       # only the index needs it
-        hit = index.get(end)
+        hit = index.get(base + end)
         if hit is not None and hit[0] == entry_crc(crc, hit[1]):
             key = hit[1]
             hits += 1
@@ -120,31 +184,8 @@ def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
                 continue
             key = row_key(obj)
             out.decoded[len(out.keys)] = obj
-        out.spans.append((pos, end))
+        out.spans.append((base + pos, base + end))
         out.keys.append(key)
-        out.entries.append((end, crc, key))
+        out.entries.append((base + end, crc, key))
         pos = end + 1
-    tail = data[cut:]
-    if tail.strip():
-        try:
-            obj = json.loads(tail)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            if HEADER_KEY in obj:
-                out.header = out.header or obj
-            else:
-                key = row_key(obj)
-                out.decoded[len(out.keys)] = obj
-                out.spans.append((cut, len(data)))
-                out.keys.append(key)
-                out.entries.append((len(data), crc32(tail), key))
-            out.needs_newline = True
-        else:
-            out.good_bytes = cut
-            out.warnings.append(
-                f"{path}: dropped a torn last line ({len(tail)} bytes, no trailing newline); "
-                "it was being written when the run stopped and will be redone"
-            )
-    out.index_stale = hits != len(out.entries) or hits != len(index)
-    return out
+    state["hits"], state["number"] = hits, number

@@ -27,7 +27,7 @@ from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
 from .result.run_notes import add_resume_and_replay_notes, add_role_notes
 from .result.report import build_report
-from .result.row_store import adopt_spilled, as_trajectories, landed_rows, row_spool, row_store
+from .result.row_store import adopt_spilled, as_trajectories, grader_note_rows, landed_rows, row_spool, row_store
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
@@ -165,7 +165,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     add_role_notes(data, cfg, roles, results, tally)
-    add_grader_note(data.warnings, data.trajectories)
+    add_grader_note(data.warnings, grader_note_rows(data.trajectories))
     for w in data.warnings:
         logger.warning(w)
     for w in raised(notes):

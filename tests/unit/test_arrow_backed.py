@@ -251,3 +251,21 @@ def test_the_spill_folder_goes_with_its_data_and_a_save_keeps_the_rows(tmp_path)
     gc.collect()
     assert not os.path.exists(new_folder)
     assert len(load_rows(saved)[0]) == len(ROWS)
+
+
+def test_the_grader_failure_note_is_the_same_on_disk():
+    from whileai_ray.result.row_store import grader_note_rows
+    mem, disk = twins()
+
+    def broken(row):
+        raise RuntimeError("grader down")
+
+    mem.grade(broken)
+    disk.grade(broken)
+    notes = [str(w) for w in mem.warnings if "grader failed on every row" in str(w)]
+    assert len(notes) == 1 and "grader down" in notes[0]
+    assert [str(w) for w in disk.warnings] == [str(w) for w in mem.warnings]
+    mem.grade(lambda row: 1.0)
+    disk.grade(lambda row: 1.0)
+    assert not any("grader failed" in str(w) for w in mem.warnings + disk.warnings)
+    assert grader_note_rows(disk.trajectories) == [{"judge_status": "ok"}]    # read from the facts

@@ -40,7 +40,7 @@ from ..store.reader import load_rows
 from ..store.run_files import write_rows
 from .batch_grading import (apply_llm_verdicts, attach_labels_stored, built_grader, grade_llm_stored,
                             grade_stored, llm_grade_stored, rank_stored, stamp_trust)
-from .row_store import is_arrow, open_large_path, row_store, spill_rows
+from .row_store import grader_note_rows, is_arrow, open_large_path, row_store, spill_rows
 from .scored import ScoredData
 
 __all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of",
@@ -273,7 +273,7 @@ def grade_run(data, grader=None, judge=None, llm: bool = False, llm_spec=None, s
                         concurrency)
             _stamp_trust(data.trajectories, trust)
         if isinstance(getattr(data, "warnings", None), list):
-            add_grader_note(data.warnings, data.trajectories)
+            add_grader_note(data.warnings, grader_note_rows(data.trajectories))
         _save_run(data, path)
         return data
     if llm:

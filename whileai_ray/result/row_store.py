@@ -21,7 +21,7 @@ from __future__ import annotations
 from .row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
 
 __all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "as_trajectories", "open_parquet", "row_spool",
-           "adopt_spilled",
+           "adopt_spilled", "grader_note_rows",
            "MemoryStore", "ArrowStore", "new_writer", "rows_table", "open_large_path", "count_rows", "parent_of"]
 
 
@@ -164,6 +164,21 @@ def adopt_spilled(spilled):
     from ..store.arrow_rows import ArrowRows
     from ..store.spill import OwnedFolder
     return ArrowRows(spilled.files, owner=OwnedFolder.adopt(spilled.folder))
+
+
+def grader_note_rows(rows):
+    """What ``grader_health.add_grader_note`` needs to read: the rows themselves for a list; for
+    rows on disk, nothing when no row was graded or one graded ok (the ``judge_status`` fact
+    says so without decoding a million rows), else the rows (every graded one failed)."""
+    if not is_arrow(rows):
+        return rows
+    import pyarrow.compute as pc
+    status = ArrowStore(rows).facts(["judge_status"]).column(0)
+    if status.null_count == len(status):
+        return []
+    if pc.any(pc.equal(status, "ok")).as_py():
+        return [{"judge_status": "ok"}]
+    return rows
 
 
 def as_trajectories(landed):

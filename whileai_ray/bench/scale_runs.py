@@ -153,7 +153,9 @@ def _child(mode: str, n: int, ck: str, out_path: str, extra: int) -> None:
         t0 = time.monotonic()
         data = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, seed=0, budget=budget,
                             checkpoint=ck, on_progress=seen,
-                            advanced={"progress_every_s": _SAMPLE_S, "progress_every_rows": 10**6})
+                            # a shared machine can starve a process for seconds: the orphan check waits longer
+                            advanced={"progress_every_s": _SAMPLE_S, "progress_every_rows": 10**6,
+                                      "caller_timeout_s": 120.0})
         wall = time.monotonic() - t0
         time.sleep(2 * _SAMPLE_S)
     timings = data.search.get("timings", {})

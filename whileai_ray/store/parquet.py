@@ -216,13 +216,13 @@ class ParquetSink:
         sources = ([target] if target.is_file() else []) + parts
         with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
             pending, count = [], 0
-            for source in sources:
-                table = pq.read_table(source)
-                pending.append(table)
-                count += table.num_rows
-                if count >= self.row_group_size:  # merge short parts into full row groups
-                    writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
-                    pending, count = [], 0
+            for source in sources:                # a row group at a time: a million rows are never all read
+                for batch in pq.ParquetFile(source).iter_batches(batch_size=self.row_group_size):
+                    pending.append(pa.Table.from_batches([batch]))
+                    count += batch.num_rows
+                    if count >= self.row_group_size:  # merge short parts into full row groups
+                        writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
+                        pending, count = [], 0
             if pending:
                 writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
         for part in parts:

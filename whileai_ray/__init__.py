@@ -17,7 +17,9 @@ from .score.llm_judge import Judge
 from .loading import load
 from .notebook import notebook_progress
 from .score.compare import compare_runs, delta_report, format_delta_report
+from .score.evaluate import evaluate
 from .score.pass_at import PassAt, pass_at
+from .score.run_judge import run_judge
 from .score.variance import eval_variance, noise_band
 from .simulation import simulate
 from .store.row_builder import conversation
@@ -41,6 +43,7 @@ __all__ = [
     "current_rollout",
     "delta_report",
     "eval_variance",
+    "evaluate",
     "format_delta_report",
     "grade",
     "grade_llm",
@@ -50,6 +53,7 @@ __all__ = [
     "notebook_progress",
     "pass_at",
     "rank",
+    "run_judge",
     "seeded_agent",
     "simulate",
     "world",

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 from pathlib import Path
 
 from .grading import fresh_scoring_run_id, grade_in_place
-from .score.judging import apply_verdict, judge_name, normalize_judge_result
+from .score.judging import apply_verdict
 from .score.labels import TRUST_MODES, trust_check
 from .score.leak import leak_report
 from .score.llm_judge import Judge, judge_rows
@@ -88,62 +87,18 @@ def _write_back(source, rows, kind: str, target) -> str | None:
     return _write(rows, target) if target else None
 
 
-def _copy(row: dict) -> dict:
-    out = dict(row)
-    if isinstance(out.get("lineage"), dict):
-        out["lineage"] = dict(out["lineage"])
-    return out
-
-
-def _scaled(value, scale):
-    lo, hi = scale
-
-    def m(x):
-        return (x - lo) / (hi - lo) if isinstance(x, Real) and not isinstance(x, bool) else x
-    if isinstance(value, dict):
-        return {k: (m(v) if k in ("reward", "score") else v) for k, v in value.items()}
-    return m(value)
-
-
 def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None = None, scale=None,
                      trust: str = "warn") -> ScoredData:
-    """The contract path: copies of the run's rows graded by ``judge``; the run is untouched."""
+    """The contract path: copies of the run's rows graded by ``judge`` (``score.run_judge``, the one
+    engine behind it and ``evaluate``), plus the trust check; the run is untouched."""
+    from .score.run_judge import run_judge
     _check_trust(trust)
     if not callable(judge):
         raise TypeError("judge= takes a callable row -> {'reward': 0 or 1, 'reason': str, 'markers': {...}} "
                         "(a bare number works too) or a wai.Judge")
-    if scale is not None and (len(scale) != 2 or not all(isinstance(v, Real) for v in scale)
-                              or scale[1] <= scale[0]):
-        raise ValueError(f"scale= is (lo, hi) with hi > lo, mapping the judge's ratings onto 0..1; got {scale!r}")
-    copies = [_copy(t) for t in data.trajectories]
-    name, workers = judge_name(judge), max(1, min(int(concurrency), 32))
-    if isinstance(judge, Judge):
-        verdicts = judge_rows(judge, copies, workers)
-        version = version or judge.version
-    else:
-        internal = bool(getattr(judge, "wants_internal_row", False))
-
-        def one(row):
-            try:
-                raw = judge(row if internal else export_row(row))
-            except Exception as exc:  # marked per row as error/timeout, never a 0
-                return normalize_judge_result(exc)
-            raw = _scaled(raw, scale) if scale is not None else raw
-            verdict = normalize_judge_result(raw)
-            if isinstance(raw, dict) and isinstance(raw.get("judge_meta"), dict):
-                verdict["judge_meta"] = raw["judge_meta"]
-            return verdict
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            verdicts = list(pool.map(one, copies))
-    run_id = fresh_scoring_run_id()
-    for row, verdict in zip(copies, verdicts):
-        apply_verdict(row, verdict, name, run_id)
-        row["judge_meta"] = dict(verdict.get("judge_meta") or {"trust": None})
-        if version:
-            row["lineage"]["judge_version"] = version
-    _stamp_trust(copies, trust)
-    return ScoredData(trajectories=copies, judge_name=name, scoring_run_id=run_id, judge_version=version,
-                      system_prompt=getattr(data, "system_prompt", ""), tools=list(getattr(data, "tools", [])))
+    scored = run_judge(data, judge, concurrency=max(1, int(concurrency)), version=version, scale=scale)
+    _stamp_trust(scored.trajectories, trust)
+    return scored
 
 
 def _source_rows(source, policy, tools):

@@ -55,6 +55,9 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     cfg = resolve_config(agent, explicit, passed)
+    from .warnings_text import rubric_unused_note
+    if rubric_unused_note(cfg):
+        _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
     roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
@@ -200,7 +203,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
                               min_user_turns=knobs.get("min_user_turns"))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
-                   world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout)
+                   world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout,
+                   scaffold=(cfg.scaffold or "") if roles.agent is not None else "")
     grader = cfg.grader
     if cfg.grade == "conduct":
         from .score.conduct import conduct_grader
@@ -334,7 +338,22 @@ def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **ov
     return Planner(settings, writer, cells)
 
 
+def _scaffold_note(data, cfg, roles) -> None:
+    """scaffold= reaches a model-backed agent's system prompt (and an LLM writer's); a callable
+    agent never sees it, which ``warnings`` says. ``scaffold_chars`` counts what was applied."""
+    if not cfg.scaffold:
+        return
+    data.scaffold_chars = len(cfg.scaffold) if (roles.agent is not None or roles.writer is not None) else 0
+    if roles.agent is None:
+        data.warnings.append(
+            "scaffold= was ignored for the agent: it is generation-only guidance appended to a model-backed "
+            "agent's system prompt, and this agent is a Python callable"
+            + (" (the situation writer still read it)" if roles.writer is not None else "")
+            + "; put the guidance in your agent's own prompt instead")
+
+
 def _add_role_notes(data, cfg, roles, results=()) -> None:
+    _scaffold_note(data, cfg, roles)
     for token in roles.degraded:
         if token not in data.degraded:
             data.degraded.append(token)

@@ -5,6 +5,18 @@ from __future__ import annotations
 from .situations.grid import HARD_TIERS
 
 
+def rubric_unused_note(cfg) -> str | None:
+    """rubric= is read only by the LLM judge of grade=True: said, never ignored silently."""
+    if not cfg.rubric or cfg.grade is True:
+        return None
+    how = {False: "grade=False", "conduct": "grade='conduct'"}.get(cfg.grade, f"grade={cfg.grade!r}")
+    if cfg.grader is not None:
+        how += " with a grader= callable, which does not read it"
+    return (f"rubric= was given but this run did not grade with it ({how}): the rubric is read by the LLM "
+            "judge of grade=True; pass grade=True to grade against it in the loop, or data.grade(rubric=...) "
+            "afterwards")
+
+
 def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, list, list]:
     rows = data.trajectories
     n = len(rows)
@@ -59,6 +71,9 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, li
         if abs(share - asked) > 0.05:
             user.append(f"fault_rate={cfg.fault_rate:g} asked but {share:.0%} of rows carry a fault; compare "
                         "report()['delivered'] with report()['requested']")
+    unused = rubric_unused_note(cfg)
+    if unused:
+        listed.append(unused)       # the UserWarning was raised when the run started
     for note in cfg.notes:
         user.append(note)
     return listed, user, degraded

@@ -71,7 +71,7 @@ class LLMWriter:
 
     def __init__(self, backend, tools, system_prompt: str = "", seed: int = 0, temperature: float = 0.9,
                  completions_per_request: int = 1, fallback=TemplateWriter, *, concurrency: int = 16,
-                 max_tokens: int = 400, timeout: float = 120.0):
+                 max_tokens: int = 400, timeout: float = 120.0, scaffold: str | None = None):
         self.backend = parse_spec(backend, argument="simulator")
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
             raise ValueError(f"temperature must be a number in [0, 2]; got {temperature!r}")
@@ -82,6 +82,7 @@ class LLMWriter:
         self.tools, self.system_prompt, self.seed = list(tools or []), system_prompt or "", int(seed)
         self.temperature, self.completions_per_request = float(temperature), completions_per_request
         self.concurrency, self.max_tokens, self.timeout = concurrency, max_tokens, float(timeout)
+        self.scaffold = (scaffold or "").strip()    # simulate(scaffold=): appended to the writer's system message
         self.fallback = fallback(self.tools, self.system_prompt, self.seed) if isinstance(fallback, type) else fallback
         intents = getattr(self.fallback, "intents", None) or intents_for(self.tools)
         self._intents = {i.name: i for i in intents}
@@ -141,6 +142,8 @@ class LLMWriter:
             async with sem:
                 return await self.complete(system, user)
         client = await self._ready()
+        if self.scaffold:
+            system = f"{system}\n\nGuidance for this run:\n{self.scaffold}"
         kw = {"n": self.completions_per_request} if self.completions_per_request > 1 else {}
         self.requests += 1
         try:

@@ -25,7 +25,7 @@ import argparse
 import asyncio
 import json
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from ..rng import draw, short_hash
@@ -67,6 +67,7 @@ class ScriptedServer:
         self.options = options
         self.seen: Counter = Counter()   # request fingerprint -> times seen (failure draws)
         self.requests = 0
+        self.recent: deque = deque(maxlen=512)   # the last chat request bodies (parsed), for tests
 
     def respond(self, method: str, path: str, headers: dict, body: bytes) -> tuple[int, bytes]:
         """(status, body bytes) for one request; pure apart from the seen-counter."""
@@ -88,6 +89,7 @@ class ScriptedServer:
                 raise ValueError("messages must be a list")
         except ValueError as exc:
             return 400, json.dumps(_error(f"invalid request body: {exc}", "invalid_request_error")).encode()
+        self.recent.append(request)
         fingerprint = short_hash(body.decode("utf-8", "replace"), n=16)
         self.seen[fingerprint] += 1
         nth = self.seen[fingerprint]

@@ -118,3 +118,13 @@ def test_groupbook_hazard_prior_then_the_runs_own_split_rate():
     assert stopped >= 34                                     # about 5% continue, to keep learning the hazard
     reopened = book.reopen(3)
     assert len(reopened) == 3 and all(book.groups[g].status == "stopped_unanimous" for g, _ in reopened)
+
+
+def test_successive_keeps_budget_for_split_asks_to_reach_k():
+    """budget=32 at k=4: split asks are filled to k before new asks are opened (the docs'
+    tasks= example inherits k=4 only when some ask of the base run reached it)."""
+    p = make(budget=32)
+    units = drive(p, label_of=lambda u: u.rollout_index % 2)             # every probe splits
+    groups = per_prompt(units)
+    assert len(units) == 32
+    assert sorted(len(v) for v in groups.values()) == [4] * 8

@@ -121,6 +121,10 @@ class GroupBook:
             self._stopped.append(gid)
         return []
 
+    def reserved(self) -> int:
+        """Rollouts the asks still probing may yet need to reach k (not handed out yet)."""
+        return sum(self.k - g.scheduled for g in self.groups.values() if g.status == "probe")
+
     def reopen(self, limit: int) -> list[tuple[tuple, int]]:
         """Nothing fresh is left: give stopped groups one more rollout each, oldest first."""
         out = []

@@ -145,7 +145,7 @@ class Planner:
             out.append(self._take(self._rerolls.popleft())); room -= 1
         while room > 0 and self._backlog:
             out.append(self._take(self._backlog.popleft())); room -= 1
-        while room > 0 and self._can_open():
+        while room > 0 and self._can_open() and self._budget_covers_a_group(out):
             self._open_next(round_index)
             while room > 0 and self._backlog:
                 out.append(self._take(self._backlog.popleft())); room -= 1
@@ -209,6 +209,21 @@ class Planner:
         self.outstanding += 1
         self.scheduled += 1
         return unit
+
+    def _budget_covers_a_group(self, decided: list) -> bool:
+        """Successive / adaptive policies: open a new ask only while the budget not yet spent covers
+        its k rollouts on top of what the probing asks may still need, so an ask that splits is
+        filled to k ("repeats is a floor") instead of being cut by the budget (budget=32 at k=4:
+        mixed asks reach 4 and ``tasks=`` inherits k=4, not 2). When nothing else is pending the
+        last asks open anyway, so the whole budget is spent."""
+        book = self.book
+        if not book.adaptive:
+            return True
+        pending = len(decided) + len(self._backlog) + len(self._rerolls)
+        if self.outstanding == 0 and pending == 0:
+            return True
+        reserved = book.reserved()
+        return self.capacity() - pending - reserved >= book.k
 
     def _can_open(self) -> bool:
         if self.s.situations is not None and self.situations_opened >= self.s.situations:

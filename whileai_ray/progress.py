@@ -5,6 +5,9 @@ plus one at the end, in the seeds' format::
 
     120/2404 rollouts, 601 situations written, 1h2m elapsed, ~19h left, 96 re-rolled, 3 lost (3 agent error)
 
+The last line has no ETA: it says the run ended and why (``..., ended: tasks_done (every pinned
+task has its rollouts)``), and its ``on_progress`` dict carries ``stopped_because`` too.
+
 Lines go to the ``whileai_ray`` logger at INFO, and to stderr when no handler listens.
 ``on_progress`` receives the same numbers as a dict on every line, whatever the budget.
 """
@@ -39,11 +42,23 @@ def eta(seconds: float) -> str:
     return clock(seconds)
 
 
+STOP_WORDS = {
+    "budget": "the budget is spent", "time_budget": "time_budget ran out",
+    "tasks_done": "every pinned task has its rollouts",
+    "situations_exhausted": "every situation asked for has its rollouts",
+    "writer_exhausted": "the situation writer has nothing new to ask",
+    "saturation": "every planned cell has its copies", "agent_failed": "the agent failed on every rollout",
+    "empty_replies": "the agent returned empty replies", "writer_failed": "no situation could be written",
+}
+
+
 def format_line(snap: dict) -> str:
+    """One progress line; the last one (``stopped_because`` set) says the run ended and why, with no ETA."""
     parts = [f"{snap['rows']}/{snap['cap']} rollouts" + (f" ({snap['resumed']} resumed)" if snap.get("resumed") else ""),
              f"{snap.get('situations', 0)} situations written", f"{clock(snap.get('elapsed_s', 0))} elapsed"]
     landed = snap.get("landed", 0)
-    if landed >= 5 and snap["rows"] < snap["cap"] and snap.get("elapsed_s", 0) > 0:
+    ended = snap.get("stopped_because")
+    if not ended and landed >= 5 and snap["rows"] < snap["cap"] and snap.get("elapsed_s", 0) > 0:
         rate = landed / snap["elapsed_s"]
         parts.append(f"~{eta((snap['cap'] - snap['rows']) / rate)} left")
     if snap.get("rerolled"):
@@ -51,6 +66,8 @@ def format_line(snap: dict) -> str:
     if snap.get("lost"):
         why = ", ".join(f"{n} {REASON_WORDS.get(k, k)}" for k, n in sorted(snap.get("lost_by", {}).items()))
         parts.append(f"{snap['lost']} lost ({why})")
+    if ended:
+        parts.append(f"ended: {ended} ({STOP_WORDS.get(ended, ended.replace('_', ' '))})")
     return ", ".join(parts)
 
 
@@ -96,4 +113,5 @@ class ProgressReporter:
             if not _someone_listens(logger):
                 print(line, file=sys.stderr, flush=True)
         if self.on_progress is not None:
-            self.on_progress({k: snap.get(k) for k in DICT_KEYS})
+            keys = DICT_KEYS + (("stopped_because",) if snap.get("stopped_because") else ())
+            self.on_progress({k: snap.get(k) for k in keys})

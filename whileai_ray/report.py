@@ -131,6 +131,8 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
         search["groups"] = stats["groups"]
     if seeds or dropped:
         search["seeds_dropped"] = list(dropped)
+    if result.get("clock"):
+        search["clock"] = result["clock"]        # how a time_budget stop landed (search/clock.py)
     if result.get("stuck_units"):
         search["stuck_units"] = result["stuck_units"]
     if stats["agent_errors"]:

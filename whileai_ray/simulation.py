@@ -54,6 +54,7 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     ``simulate.md``. Nothing is spent before every argument has been checked.
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
+    started = time.time()                   # time_budget= counts from this call (search/clock.py)
     cfg = resolve_config(agent, explicit, passed)
     from .warnings_text import rubric_unused_note
     if rubric_unused_note(cfg):
@@ -61,7 +62,7 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
     roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
-    return _run(cfg, dims, roles, keep_fault_cells)
+    return _run(cfg, dims, roles, keep_fault_cells, started)
 
 
 def resolve_fault_rate(cfg) -> float:
@@ -98,7 +99,7 @@ def plan_fingerprint(cfg, settings) -> str:
                        cfg.advanced.get("lag"), cfg.reproducible)[:16]
 
 
-def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
+def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None) -> SimulationData:
     from .runtime.run import new_run_id
 
     t_start = time.monotonic()
@@ -117,7 +118,8 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     results, datas = [], []
     for eval_run in range(cfg.runs):
         settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None)
-        result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
+        result = _run_once(cfg, settings, cells, run_id, eval_run, roles,
+                           started if eval_run == 0 and started is not None else time.time())
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
             from .search.tasks import build_tasks
@@ -188,7 +190,7 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
+def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> dict:
     from .runtime.run import execute_job
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
@@ -231,6 +233,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
         "chunk_size": knobs["chunk_size"], "lag": knobs["lag"], "reproducible": cfg.reproducible,
         "concurrency": cfg.concurrency, "time_budget": cfg.time_budget, "timeout": cfg.timeout,
+        "started_at": started,
+        "deadline_at": (started or time.time()) + cfg.time_budget if cfg.time_budget else None,
         "judge_timeout": knobs.get("judge_timeout") or None, "ray": ray_opts,
         "judge_concurrency": knobs["judge_concurrency"], "judge_actors": int(ray_opts.pop("judge_actors", 1)),
         "judge_name": judge_name(grader) if grader is not None else None,
@@ -268,7 +272,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
                 r["group_cut"] = True
     resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
     final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
-             "cap": max(0, cfg.budget), "elapsed_s": round(result["elapsed_s"], 1)}
+             "cap": max(0, cfg.budget), "elapsed_s": round(result["elapsed_s"], 1),
+             "stopped_because": result["stopped_because"]}        # the last line says it ended, and why
     reporter.emit(final)
     result["resumed_count"] = resumed
     return result

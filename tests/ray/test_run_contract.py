@@ -80,3 +80,74 @@ def test_rubric_without_grade_true_warns(ray_local, tools):
     said = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
     assert any("rubric= was given but this run did not grade with it" in m for m in said)
     assert any("grade=True" in w and "rubric=" in w for w in data.warnings)
+
+
+# ---- item 5: tasks= inherits k the same way from every form; the docs' example runs at k=4 ----
+
+def test_the_docs_tasks_example_runs_as_written_at_k4(ray_local, tools, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    TOOLS = tools
+    agent = wai.seeded_agent(TOOLS)  # an offline demo agent, no key
+    base = wai.simulate(agent, tools=TOOLS, simulator=False, seed=0,
+                        mode="rl", repeats=4, budget=32)
+    rerun = wai.simulate(agent, tools=TOOLS, simulator=False, seed=0,
+                         tasks=base, mode="rl",  # same tasks, k=4 inherited
+                         checkpoint="rerun.jsonl",  # rows land here as they finish
+                         on_progress=print)  # or watch the whileai.simulations logger
+    print(base.stopped_because, len(base.rows()), base.warnings)
+    print(rerun.search["rollouts"])  # landed, resumed, rerolled_by, lost_by
+    per_prompt = Counter(r["prompt"] for r in base.rows())
+    assert max(per_prompt.values()) == 4 and len(base.rows()) == 32       # a split ask reached k
+    assert rerun.rollouts_per_request == 4 and rerun.stopped_because == "tasks_done"
+    assert set(Counter(r["prompt"] for r in rerun.rows()).values()) == {4}
+    assert "k=4" in str(rerun.pass_at)
+    assert (tmp_path / "rerun.jsonl").exists()
+    out = capsys.readouterr().out
+    assert "'landed':" in out and "'rows':" in out                   # on_progress=print got the dicts
+    by_rows = wai.simulate(agent, tools=TOOLS, simulator=False, seed=0, tasks=base.rows(), mode="rl", budget=8)
+    base.save(str(tmp_path / "base.jsonl"))
+    by_path = wai.simulate(agent, tools=TOOLS, simulator=False, seed=0, tasks=str(tmp_path / "base.jsonl"),
+                           mode="rl", budget=8)
+    assert by_rows.rollouts_per_request == by_path.rollouts_per_request == 4
+
+
+def test_k_is_the_most_rollouts_any_pinned_prompt_has(ray_local, tools):
+    agent = wai.seeded_agent(tools)
+    base = wai.simulate(agent, tools=tools, simulator=False, seed=3, mode="rl", repeats=4, budget=12,
+                        repeat_policy="fixed")
+    cut = [r for r in base.rows() if r["rollout_index"] < 2]            # every prompt at 2 rollouts
+    for form in (cut, base.__class__(trajectories=[t for t in base.trajectories if t["rollout_index"] < 2],
+                                     rollouts_per_request=4)):
+        rerun = wai.simulate(agent, tools=tools, simulator=False, seed=3, tasks=form, budget=40)
+        assert rerun.rollouts_per_request == 2                          # the rows, not the source's setting
+
+
+# ---- item 10: a clock stop lands within one rollout's time; the last line says it ended -------
+
+def test_time_budget_stops_dispatch_at_the_deadline_and_the_last_line_says_so(ray_local, tools):
+    inner = wai.seeded_agent(tools)
+
+    def slow_agent(message):
+        time.sleep(0.3)
+        return inner(message)
+
+    got = []
+    # the clock counts from the call, actor start-up included (seconds on a loaded 2-core machine)
+    data = wai.simulate(slow_agent, tools=tools, simulator=False, time_budget=12, budget=100_000,
+                        on_progress=got.append)
+    assert data.stopped_because == "time_budget" and data.rows()
+    clock = data.search["clock"]
+    assert clock["time_budget"] == 12.0 and clock["cut"] == 0
+    assert clock["overrun_s"] < 0.3 + 1.5          # one rollout's time, plus slack for a loaded machine
+    assert clock["skipped"] > 0                      # queued units were not started after the deadline
+    assert got[-1]["stopped_because"] == "time_budget"
+
+
+def test_an_early_end_prints_a_last_line_without_an_eta(ray_local, tools, caplog):
+    import logging
+    caplog.set_level(logging.INFO, logger="whileai_ray")
+    data = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=200, situations=5)
+    assert data.stopped_because == "situations_exhausted"
+    lines = [r.getMessage() for r in caplog.records if "rollouts" in r.getMessage()]
+    assert lines[-1].endswith("ended: situations_exhausted (every situation asked for has its rollouts)")
+    assert "left" not in lines[-1]

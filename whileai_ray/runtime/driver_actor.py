@@ -17,6 +17,7 @@ from collections import deque
 import ray
 
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
+from ..search.clock import RunClock
 from ..search.planner import Outcome, Planner
 from ..search.rounds import RoundBook
 from ..store.plan_snapshots import PlanSnapshots
@@ -110,7 +111,7 @@ class DriverWorker:
         queue: deque = deque()                  # (round, index, unit) ready to dispatch
         tasks: dict = {}                        # asyncio task -> (actor index, items)
         load = [0] * len(actors)
-        deadline = self.t0 + job["time_budget"] if job.get("time_budget") else None
+        clock = self.clock = RunClock(job.get("deadline_at"), job.get("timeout"))    # search/clock.py
         state = {"blocked": False}
         target = job["concurrency"] + chunk * len(actors)
 
@@ -185,9 +186,14 @@ class DriverWorker:
         pump()
         while True:
             reason = planner.stop_reason()
-            if deadline is not None and time.monotonic() >= deadline:
+            if clock.expired():
                 reason = "time_budget"
-            if reason is not None and ((self.inflight_units == 0 and self.judging == 0) or reason != "budget"):
+                queue.clear()                        # nothing new is dispatched; what is in flight may land
+                if not tasks or clock.drain_over():
+                    clock.stop()
+                    self.stopped_because = reason
+                    break
+            elif reason is not None and ((self.inflight_units == 0 and self.judging == 0) or reason != "budget"):
                 self.stopped_because = reason
                 break
             # dispatch: fill every actor up to its slots plus one chunk of prefetch
@@ -196,7 +202,7 @@ class DriverWorker:
                 if load[a] >= per_actor + chunk:
                     break
                 items = [queue.popleft() for _ in range(min(chunk, len(queue)))]
-                ref = actors[a].run_chunk.remote([u for _, _, u in items])
+                ref = actors[a].run_chunk.remote([u for _, _, u in items], clock.deadline_at)
                 t = asyncio.ensure_future(_await(ref))
                 tasks[t] = ("roll", a, items)
                 self._sent_at[t] = time.monotonic()
@@ -208,7 +214,7 @@ class DriverWorker:
                     continue
                 self.stopped_because = planner.stop_reason() or "writer_exhausted"
                 break
-            wait_s = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            wait_s = clock.wait_s()
             done, _ = await asyncio.wait(list(tasks), timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
             self._watchdog(tasks)
             for t in done:
@@ -234,6 +240,9 @@ class DriverWorker:
                     continue
                 landed, to_judge = [], []
                 for item, res in zip(items, results):
+                    if res.get("skipped"):           # the clock ran out before the actor started it
+                        clock.skipped += 1
+                        continue
                     if kind == "judge":
                         item[2]["verdict"] = res
                         landed.append(item)
@@ -263,6 +272,7 @@ class DriverWorker:
         for t in tasks:
             t.cancel()
             self.abandoned += len(tasks[t][2])
+            clock.cut += len(tasks[t][2]) if clock.expired() else 0
         self.inflight_units = 0
         self.done = True
         await self.snapshots.flush()
@@ -414,6 +424,7 @@ class DriverWorker:
             "abandoned": self.abandoned, "n_actors": len(actors),
             "actor_nodes": list(getattr(self, "actor_nodes", [])), "stuck_units": dict(self.stuck),
             "writer": p.writer.stats() if hasattr(p.writer, "stats") else None,
+            "clock": self.clock.summary(self.job.get("started_at")) if getattr(self, "clock", None) else None,
         }
 
 

@@ -54,12 +54,16 @@ class RolloutWorker:
     def ping(self) -> str:
         return self.node_id
 
-    async def run_chunk(self, units: list) -> list[dict]:
-        return list(await asyncio.gather(*(self._one(u) for u in units)))
+    async def run_chunk(self, units: list, deadline_at: float | None = None) -> list[dict]:
+        """Play ``units``; past ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet started
+        comes back ``{"skipped": True}`` unplayed (search/clock.py)."""
+        return list(await asyncio.gather(*(self._one(u, deadline_at) for u in units)))
 
-    async def _one(self, unit) -> dict:
+    async def _one(self, unit, deadline_at: float | None = None) -> dict:
         loop = asyncio.get_running_loop()
         async with self.sem:
+            if deadline_at is not None and time.time() >= deadline_at:
+                return {"unit": unit, "row": None, "skipped": True}
             t0 = time.monotonic()
             if self.model is not None:
                 from ..agents.model_unit import play_model_row

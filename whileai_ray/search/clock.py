@@ -1,0 +1,60 @@
+"""The run's clock: when ``time_budget=`` stops dispatching and how long what is in flight may land.
+
+``time_budget`` seconds count from the moment ``simulate()`` was called (a wall-clock instant,
+``deadline_at``, so the driver actor on the same node reads the same deadline whatever its own
+start-up cost). At the deadline the driver dispatches nothing new and rollout actors skip the
+units they had not started (``skip(at)``); the rollouts already playing may land until
+``deadline + grace``, where ``grace`` is the agent's call ``timeout``: a rollout never runs past
+its own timeout, so the stop lands within one rollout's time of the deadline, and a hung actor
+is cut at ``deadline + timeout`` at most. ``summary()`` is ``search["clock"]``.
+"""
+from __future__ import annotations
+
+import time
+
+__all__ = ["RunClock"]
+
+
+class RunClock:
+    def __init__(self, deadline_at: float | None, grace_s: float | None, *, now=time.time):
+        self.deadline_at = deadline_at           # wall-clock (time.time()) instant, None: no clock
+        self.grace_s = float(grace_s or 300.0)
+        self._now = now
+        self.stopped_at: float | None = None
+        self.skipped = 0                          # units an actor never started: the clock had run out
+        self.cut = 0                              # units still in flight at deadline + grace: abandoned
+
+    @property
+    def on(self) -> bool:
+        return self.deadline_at is not None
+
+    def expired(self) -> bool:
+        return self.on and self._now() >= self.deadline_at
+
+    def drain_over(self) -> bool:
+        """Past the deadline plus the grace: what is still in flight is cut."""
+        return self.on and self._now() >= self.deadline_at + self.grace_s
+
+    def wait_s(self, longest: float = 0.5) -> float:
+        """How long the loop may wait for a result before looking at the clock again."""
+        if not self.on:
+            return longest
+        now = self._now()
+        edge = self.deadline_at if now < self.deadline_at else self.deadline_at + self.grace_s
+        return max(0.0, min(longest, edge - now))
+
+    def stop(self) -> None:
+        if self.stopped_at is None:
+            self.stopped_at = self._now()
+
+    def summary(self, started_at: float | None = None) -> dict | None:
+        """``{"time_budget", "stopped_after_s", "overrun_s", "skipped", "cut"}`` (None without a clock)."""
+        if not self.on:
+            return None
+        stopped = self.stopped_at if self.stopped_at is not None else self._now()
+        out = {"overrun_s": round(max(0.0, stopped - self.deadline_at), 3), "skipped": self.skipped,
+               "cut": self.cut}
+        if started_at is not None:
+            out = {"time_budget": round(self.deadline_at - started_at, 3),
+                   "stopped_after_s": round(stopped - started_at, 3), **out}
+        return out

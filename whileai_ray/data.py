@@ -29,6 +29,7 @@ class SimulationData(RowsView, RunActions):
     degraded: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     semantic: bool = False
+    profile: Any = None                     # agents.profile.AgentProfile: the agent as exports see it
     embedder_name: str = ""
     elapsed_seconds: float = 0.0
     rows_per_second: float = 0.0
@@ -38,7 +39,10 @@ class SimulationData(RowsView, RunActions):
     rollout_seconds: float = 0.0
     row_seconds: list = field(default_factory=list)
     unique_prompts: int = 0
+    scene_brief: str = ""                   # what every situation is written from (search/explain.py)
+    scene_brief_seconds: float = 0.0
     first_row_seconds: float = 0.0
+    semantic_duplicate_rate: float | None = None   # lexical near-copies among distinct prompts
     unique_behavior_signatures: int = 0
     coverage_curve: list = field(default_factory=list)
     coverage: dict = field(default_factory=dict)
@@ -109,7 +113,10 @@ class SimulationData(RowsView, RunActions):
             "elapsed_seconds": self.elapsed_seconds,
             "timings": {"scenario_generation_seconds": self.scenario_generation_seconds,
                         "embedding_selection_seconds": self.embedding_selection_seconds,
-                        "rollout_seconds": self.rollout_seconds, "first_row_seconds": self.first_row_seconds},
+                        "rollout_seconds": self.rollout_seconds, "first_row_seconds": self.first_row_seconds,
+                        "scene_brief_seconds": self.scene_brief_seconds},
+            "profile": self.profile.to_dict() if self.profile is not None else None,
+            "scene_brief": self.scene_brief, "semantic_duplicate_rate": self.semantic_duplicate_rate,
             "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model,
             "degraded": self.degraded, "warnings": self.warnings, "stages": self.stages,
             "mode": self.mode, "repeat_policy": self.repeat_policy,

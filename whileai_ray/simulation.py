@@ -202,7 +202,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
                               timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience,
                               tool_choice=knobs.get("tool_choice"),
-                              min_user_turns=knobs.get("min_user_turns"))
+                              min_user_turns=knobs.get("min_user_turns"),
+                              user_temperature=knobs.get("user_temperature"))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
                    world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout,
@@ -287,7 +288,8 @@ def _merge_results(results: list) -> dict:
     p = {k: v for k, v in results[0]["planner"].items()}
     for res in results[1:]:
         q = res["planner"]
-        for key in ("landed", "scheduled", "timed_out", "agent_errors", "situations"):
+        for key in ("landed", "scheduled", "timed_out", "agent_errors", "situations", "decide_seconds",
+                    "writer_seconds"):
             p[key] = p[key] + q[key]
         for key in ("rerolled_by", "lost_by"):
             p[key] = {r: p[key].get(r, 0) + q[key].get(r, 0) for r in set(p[key]) | set(q[key])}
@@ -358,7 +360,10 @@ def _scaffold_note(data, cfg, roles) -> None:
 
 
 def _add_role_notes(data, cfg, roles, results=()) -> None:
+    from .agents.profile import profile_of
     _scaffold_note(data, cfg, roles)
+    data.profile = profile_of(cfg, agent_model_version(cfg, roles), roles.agent is not None,
+                              len(cfg.scaffold or "") if roles.agent is not None else 0)
     for token in roles.degraded:
         if token not in data.degraded:
             data.degraded.append(token)
@@ -384,6 +389,10 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
         data.user_model = roles.user.model if roles.user is not None else None
         data.coverage["agent_model"] = roles.agent.model
         data.coverage["user_model"] = data.user_model
+        if roles.user is not None:         # the simulated person sampled at this temperature
+            from .agents.user_sim import USER_TEMPERATURE
+            temp = cfg.advanced.get("user_temperature")
+            data.coverage["user_temperature"] = USER_TEMPERATURE if temp is None else float(temp)
         asked = [r for r in rows if r.get("_ended_on_question")]
         data.search["ended_on_question"] = {
             "share": round(len(asked) / len(rows), 4) if rows else 0.0, "n": len(rows),

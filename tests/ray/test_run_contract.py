@@ -151,3 +151,62 @@ def test_an_early_end_prints_a_last_line_without_an_eta(ray_local, tools, caplog
     lines = [r.getMessage() for r in caplog.records if "rollouts" in r.getMessage()]
     assert lines[-1].endswith("ended: situations_exhausted (every situation asked for has its rollouts)")
     assert "left" not in lines[-1]
+
+
+# ---- item 11: every field the docs list carries a measured value --------------------------------
+
+def test_simulation_data_fields_carry_measured_values(ray_local, tools):
+    policy = "You are the order desk. Never share another customer's order. Always look orders up first."
+    data = wai.simulate(wai.seeded_agent(tools), tools=tools, system_prompt=policy, simulator=False, budget=120,
+                        grader=lambda r: 0.0 if r["seeded"] else 1.0)
+    rows = data.rows()
+    prof = data.profile
+    assert prof.policy == policy and prof.tool_names == ["lookup_order"] and prof.kind == "callable"
+    assert len(prof.rules) == 2 and prof.model_version == "seeded_agent"
+    assert "lookup_order(order_id: string, required)" in data.scene_brief and "stance:" in data.scene_brief
+    assert data.scene_brief_seconds > 0
+    assert 0.0 <= data.semantic_duplicate_rate <= 1.0
+    assert data.scenario_generation_seconds > 0 and data.embedding_selection_seconds > 0
+    assert data.embedder_name
+    assert sum(a["executed"] for a in data.arm_yield.values()) == len(rows)
+    assert sum(a["failing"] for a in data.arm_yield.values()) == sum(1 for r in rows if r["reward"] < 0.5)
+    rep = data.report()
+    assert "user_temperature" in rep and rep["user_temperature"] is None        # no simulated person played
+    assert "mock world answered every tool call" in rep["world_note"]
+    s = data.search
+    assert set(s["avoid"]) == {"near_copy_families_refused", "prompts_on_disk", "trace_near_copies"}
+    assert isinstance(s["underexplored"], list) and isinstance(s["axis_gaps"], list)
+    assert all({"axis", "value", "nudge"} <= set(g) for g in s["axis_gaps"])
+    assert isinstance(s["plateau_batches"], int) and s["plateau_batches"] >= 0
+    assert s["user_think"] == {"user_turns": 0, "stripped": 0, "unclosed": 0, "stripped_share": 0.0,
+                               "unclosed_share": 0.0}
+    g = s["grader"]
+    assert g["judge"] == "<lambda>" or g["judge"] == "lambda_judge"
+    assert g["judged_in_loop"] == len(rows) and g["scored"] == len(rows)
+    assert g["passes"] + g["failures"] == len(rows) and g["errors"] == g["unjudged"] == 0
+    after = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=20,
+                         execute=lambda tool, args: {"status": "ok", "data": {"tool": tool}})
+    assert "execute=<lambda> answered every tool call" in after.report()["world_note"]
+    assert after.arm_yield == {}
+    after.grade(lambda r: 0.0)
+    assert sum(a["failing"] for a in after.arm_yield.values()) == 20
+    assert after.search["grader"]["judged_after"] == 20 and after.search["grader"]["failures"] == 20
+
+
+def test_model_runs_report_the_user_temperature_and_strip_user_think(ray_local, tools):
+    host, port, stop = start_server(port=0, seed=4, ask_rate=1.0, model="thinker", user_think=True)
+    try:
+        url = f"http://{host}:{port}/v1"
+        data = wai.simulate(f"vllm:thinker@{url}", tools=tools, system_prompt=SYSTEM, simulator=False, budget=6,
+                            avg_turns=3, max_turns=3, patience="endless", seed=4,
+                            advanced={"user_temperature": 0.3})
+        user_requests = [r for r in stop.server.recent
+                         if any("You are the user" in (m.get("content") or "") for m in r["messages"])]
+    finally:
+        stop()
+    assert data.report()["user_temperature"] == 0.3
+    assert user_requests and all(r["temperature"] == 0.3 for r in user_requests)
+    think = data.search["user_think"]
+    assert think["user_turns"] > 0 and think["stripped"] == think["user_turns"] and think["stripped_share"] == 1.0
+    said = [s["user"] for r in data.rows() for s in r["steps"] if "user" in s]
+    assert said and not any("<think>" in u or "</think>" in u for u in said)

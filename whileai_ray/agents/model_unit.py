@@ -5,7 +5,7 @@ from __future__ import annotations
 from .callable import agent_error, unusable_reason
 from .model_play import play_model_unit
 from .play import context_for
-from .user_sim import SimulatedUser
+from .user_sim import USER_TEMPERATURE, SimulatedUser
 from ..store.row_builder import build_row
 from ..world.context import activate
 from ..world.mock import World
@@ -17,7 +17,7 @@ class ModelSettings:
 
     def __init__(self, backend, user_backend=None, max_turns=None, avg_turns=None, temperature=None,
                  max_tokens=None, timeout=None, logprobs=False, patience=None, endpoint_concurrency=64,
-                 tool_choice=None, min_user_turns=None):
+                 tool_choice=None, min_user_turns=None, user_temperature=None):
         self.backend = backend
         self.user_backend = user_backend
         self.max_turns = max_turns
@@ -30,13 +30,15 @@ class ModelSettings:
         self.endpoint_concurrency = endpoint_concurrency
         self.tool_choice = tool_choice
         self.min_user_turns = min_user_turns
+        self.user_temperature = USER_TEMPERATURE if user_temperature is None else float(user_temperature)
 
 
 async def play_model_row(client, user_client, settings: ModelSettings, unit, meta, execute=None) -> dict:
     ctx = context_for(unit, meta, execute)
     world = World(meta.tools, seed=meta.seed, options=meta.world_options or None)
     user = SimulatedUser(settings.user_backend, settings.patience, seed=unit.seed, unit_key=unit.draw_key(),
-                         opening=unit.prompt, client=user_client if settings.user_backend else None)
+                         opening=unit.prompt, client=user_client if settings.user_backend else None,
+                         temperature=getattr(settings, "user_temperature", USER_TEMPERATURE))
     with activate(ctx):
         try:
             traj = await play_model_unit(
@@ -53,4 +55,5 @@ async def play_model_row(client, user_client, settings: ModelSettings, unit, met
     for key in ("ended_on_question", "user_turns"):
         if key in traj:
             row["_" + key] = traj[key]
+    row["_user_think"] = dict(user.think)
     return row

@@ -447,4 +447,5 @@ def _planner_stats(p: Planner, stopped_because=None) -> dict:
         "hard_picks": p.picker.hard_picks if p.picker else 0, "picks": p.picker.picks if p.picker else 0,
         "faulted_situations": p.faulted_situations, "seeds_left": list(p.seeds_left),
         "cell_opened": list(p.picker.opened) if p.picker else [],
+        "decide_seconds": p.decide_seconds, "writer_seconds": getattr(p.writer, "seconds", 0.0),
     }

@@ -11,12 +11,14 @@ can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
 from ..rng import weyl, draw
 from ..store.row_key import prompt_sha
 from ..situations.grid import CONDITION_FAULT_MODE
+from ..situations.timed_writer import TimedWriter
 from ..unit import Unit
 from .arms import ArmBandit
 from .cell_picker import CellPicker
@@ -81,7 +83,8 @@ class Outcome:
 class Planner:
     def __init__(self, settings: PlanSettings, writer, cells: list[dict]):
         self.s = settings
-        self.writer = writer
+        self.writer = TimedWriter(writer)     # scenario_generation_seconds (situations/timed_writer.py)
+        self.decide_seconds = 0.0             # writing + selection; selection = this - writer seconds
         self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
         self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed)
         self.landed = settings.precounted
@@ -136,6 +139,13 @@ class Planner:
         return max(0, self.s.budget - self.landed - self.outstanding)
 
     def decide(self, round_index: int) -> list[Unit]:
+        t0 = time.perf_counter()
+        try:
+            return self._decide(round_index)
+        finally:
+            self.decide_seconds = getattr(self, "decide_seconds", 0.0) + time.perf_counter() - t0
+
+    def _decide(self, round_index: int) -> list[Unit]:
         room = min(self.s.round_size, self.capacity())
         if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
             room = 0                       # until= says coverage is done: finish what is in flight

@@ -2,14 +2,15 @@
 
 File layout (one JSON object per line, UTF-8, ``\\n`` terminated)::
 
-    {"_whileai_ray_checkpoint": 1, "fingerprint": {...}, "created": "2025-...+00:00"}
     {<exported row>}
     {<exported row>}
     ...
 
-The first line is a header holding the run's ``fingerprint`` (tools, system prompt, agent;
-see ``fingerprint.py``). Every other line is one exported row exactly as ``rows()`` shows it:
-no extra bookkeeping keys. A row's identity is recomputed from its content with
+Every line is one exported row exactly as ``rows()`` shows it: no header, no bookkeeping keys,
+so any JSONL reader sees rows only. The run's ``fingerprint`` (tools, system prompt, agent;
+see ``fingerprint.py``) and ``created`` stamp live in the sidecar ``<path>.meta.json``
+(``checkpoint_meta.py``). A checkpoint written before the sidecar existed carries that dict as
+its first line; it is still read (and resumed) as it is. A row's identity is recomputed from its content with
 ``schema.row_key``, so a resumed run (with a new run id) matches the rows already on disk.
 
 ``JsonlCheckpoint.open()`` loads what is on disk, refuses a file written by a different
@@ -30,6 +31,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .checkpoint_meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows
 from .fingerprint import fingerprint_mismatch
 from .key_index import entry_line, index_path, line_crc, read_index, write_index
@@ -108,13 +110,13 @@ class _Scan:
     index_stale: bool = False
 
 
-def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
+def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None) -> _Scan:
     """Split JSONL bytes into row lines and key each one: from the ``.keys`` index beside
     ``path`` when the line's end offset and CRC match it, else by decoding the line (every line
     when ``use_index`` is False). A torn last line is dropped with a warning; a whole last line
     without its newline is kept (``needs_newline``); complete lines that are not JSON objects
     are skipped and counted."""
-    out = _Scan(good_bytes=len(data))
+    out = _Scan(good_bytes=len(data), header=header)      # the sidecar's; an old file's first line wins
     if not data:
         return out
     cut = data.rfind(b"\n") + 1
@@ -124,7 +126,7 @@ def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
         try:
             out.header = _DECODE(data[:first_end].decode("utf-8"))
         except ValueError:
-            out.header = None
+            pass
     index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
     hits, pos, number = 0, 0, 0
     find, crc32 = data.find, line_crc
@@ -247,8 +249,11 @@ class JsonlCheckpoint:
                              f"{str(self.path / 'checkpoint.jsonl')!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = self.path.read_bytes() if self.path.exists() else b""
+        side = read_sidecar(self.path, HEADER_KEY)
         with gc_paused():
-            scan = _scan(data, self.path)
+            scan = _scan(data, self.path, header=side)
+        if not scan.keys and scan.header is side:
+            scan.header = None      # a sidecar left beside an empty or missing rows file speaks for nothing
         self._verify(scan.header, bool(scan.keys), scan.bad_lines)  # raises before anything is written
         if scan.good_bytes < len(data):
             with open(self.path, "r+b") as fh:
@@ -313,10 +318,11 @@ class JsonlCheckpoint:
             )
 
     def _write_header(self) -> None:
+        """The run's identity, in the sidecar (never a line of the rows file), before any row."""
         header = {HEADER_KEY: 1, "fingerprint": self.fingerprint,
                   "created": _dt.datetime.now(_dt.timezone.utc).isoformat()}
         self._written_header = header
-        self._fh.write(dump_line(header))
+        write_sidecar(self.path, header)
         self._fh.flush()
         os.fsync(self._fh.fileno())
         _fsync_dir(self.path.parent)

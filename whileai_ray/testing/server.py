@@ -46,6 +46,7 @@ class ServerOptions:
     require_key: str | None = None
     model: str = "scripted"
     ask_rate: float = 0.25
+    user_think: bool = False          # the simulated person's replies open with <think>...</think>
 
     def __post_init__(self):
         for name in ("error_rate", "malformed_rate", "ask_rate"):
@@ -97,7 +98,8 @@ class ScriptedServer:
             return 500, json.dumps(_error("scripted server error", "server_error")).encode()
         if opts.malformed_rate and draw(opts.seed, "malformed", fingerprint, nth) < opts.malformed_rate:
             return 200, b'{"id": "chatcmpl-broken", "choices": [ {"message": '
-        reply = scripted_completion(request, seed=opts.seed, model=opts.model, ask_rate=opts.ask_rate)
+        reply = scripted_completion(request, seed=opts.seed, model=opts.model, ask_rate=opts.ask_rate,
+                                    user_think=opts.user_think)
         return 200, json.dumps(reply).encode()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

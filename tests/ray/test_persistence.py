@@ -189,7 +189,7 @@ def test_an_exact_resume_continues_from_the_planner_snapshot_and_equals_the_unin
     lines = ck.read_text().splitlines(keepends=True)
 
     def resume_from(kept_rows):
-        ck.write_text("".join(lines[:1 + kept_rows]))           # the run "died" here
+        ck.write_text("".join(lines[:kept_rows]))               # the run "died" here
         return wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=4, checkpoint=str(ck),
                             advanced=adv, concurrency=32)
 

@@ -173,7 +173,11 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     report = {"graded": statuses.get("ok", 0), "n0": rewards.get(0, 0), "n1": rewards.get(1, 0),
               "backend": f"{judge.backend.provider}:{judge.model}@{judge.backend.base_url}",
               "judge_version": judge.version, "warnings": warnings,
-              "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary}
+              "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary,
+              "structured_output": judge.dialect}
+    from .agents.structured import dialect_note
+    if dialect_note("judge", judge.backend.base_url, judge.dialect):
+        warnings.append(dialect_note("judge", judge.backend.base_url, judge.dialect))
     if not judge.rubric:
         report["note"] = "no rubric given: the judge graded the conduct floor only"
     written = _write_back(source, rows, kind, output or path)

@@ -84,6 +84,4 @@ def resolve_roles(cfg) -> Roles:
             roles.judge.check()
         except RuntimeError as exc:
             raise RuntimeError(f"{arg}: {exc}") from None
-    if cfg.traces is not None:
-        raise NotImplementedError("traces= is not implemented in this build yet")
     return roles

@@ -19,6 +19,8 @@ from .progress import ProgressReporter
 from .report import build_report
 from .roles import resolve_roles
 from .search.planner import PlanSettings, Planner
+from .search.trace_steering import plan_traces
+from .search.trace_report import apply_trace_plan, drop_trace_copies
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
 from .store.plan_snapshot import snapshot_path
@@ -61,8 +63,21 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
         _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
+    # traces= read and planned now: a file that holds no trace stops the run before any budget
+    trace_plan = plan_traces(cfg, *_grid(cfg, dims, keep_fault_cells), keep_fault_cells) if cfg.traces is not None \
+        else None
     roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
-    return _run(cfg, dims, roles, keep_fault_cells, started)
+    return _run(cfg, dims, roles, keep_fault_cells, started, trace_plan)
+
+
+def _grid(cfg, dims, keep_fault_cells: bool):
+    """The grid's axes and its pairwise cells (fault cells folded outside rl unless asked)."""
+    axes = build_axes(cfg.tools, cfg.system_prompt, dims)
+    cells = pairwise_cells(axes)
+    if cfg.mode != "rl" and not keep_fault_cells:
+        from .situations.covering import fold_fault_cells
+        cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
+    return axes, cells
 
 
 def resolve_fault_rate(cfg) -> float:
@@ -96,19 +111,18 @@ def plan_fingerprint(cfg, settings) -> str:
     return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
                        settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
-                       cfg.advanced.get("lag"), cfg.reproducible)[:16]
+                       cfg.advanced.get("lag"), cfg.reproducible, settings.traces_key)[:16]
 
 
-def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None) -> SimulationData:
+def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
+         trace_plan=None) -> SimulationData:
     from .runtime.run import new_run_id
 
     t_start = time.monotonic()
     run_id = cfg.advanced.get("run_id") or new_run_id()
-    axes = build_axes(cfg.tools, cfg.system_prompt, dims)
-    cells = pairwise_cells(axes)
-    if cfg.mode != "rl" and not keep_fault_cells:
-        from .situations.covering import fold_fault_cells
-        cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
+    axes, cells = _grid(cfg, dims, keep_fault_cells)
+    traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
+    cells = traces.cells
     pinned, k, pinned_info = [], cfg.repeats, None
     if cfg.tasks is not None:
         from .search.tasks import build_tasks
@@ -117,7 +131,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     seeds, dropped = _seeds_that_fit(cfg, k)
     results, datas = [], []
     for eval_run in range(cfg.runs):
-        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None)
+        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces)
         result = _run_once(cfg, settings, cells, run_id, eval_run, roles,
                            started if eval_run == 0 and started is not None else time.time())
         results.append(result)
@@ -139,10 +153,12 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
         for r in rows:
             r.setdefault("lineage", {})["replayed"] = True
     result = _merge_results(results)
+    rows, leaked = drop_trace_copies(rows, traces)
     data = SimulationData(trajectories=rows, stopped_because=result["stopped_because"])
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                 fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
+                 fault_rate=_fault_rate(cfg, traces), run_id=run_id, t_start=t_start)
+    apply_trace_plan(data, cfg, traces, leaked)
     _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
     first = results[0]
     data.search["timings"] = {
@@ -173,7 +189,7 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False) -> PlanSettings:
+def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None) -> PlanSettings:
     knobs = cfg.advanced
     situations_cap = cfg.situations
     if situations_cap is not None and seeds:
@@ -182,12 +198,23 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs["round_size"],
         n=cfg.phrasings, k=k, repeat_policy="fixed" if pinned else cfg.repeat_policy,
         situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
-        fault_rate=resolve_fault_rate(cfg), probe=knobs["probe"], seeds=[] if pinned else seeds,
+        fault_rate=_fault_rate(cfg, traces), probe=knobs["probe"], seeds=[] if pinned else seeds,
         mutate=knobs.get("mutate_failures", True) is not False and not pinned,
         mutate_graded=knobs.get("mutate_graded_failures") is not False,
         dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned),
         tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
-        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
+        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"],
+        trace_guard=traces.guard if traces is not None else None,
+        aimed_cells=traces.aimed_cells if traces is not None else None,
+        steering_weight=traces.steering_weight if traces is not None else 0.0,
+        traces_key=traces.key if traces is not None else "")
+
+
+def _fault_rate(cfg, traces=None) -> float:
+    """The caller's fault_rate, else the traces' fault share, else the mode's default."""
+    if traces is not None and traces.fault_rate is not None:
+        return traces.fault_rate
+    return resolve_fault_rate(cfg)
 
 
 def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> dict:
@@ -359,6 +386,16 @@ def _scaffold_note(data, cfg, roles) -> None:
             + "; put the guidance in your agent's own prompt instead")
 
 
+def _note_dialect(data, role: str, url: str, dialect) -> None:
+    """search["structured_output"][role]: the dialect the endpoint spoke (agents/structured.py);
+    "none" (free text, parsed leniently) is also said in ``warnings``."""
+    from .agents.structured import dialect_note
+    data.search.setdefault("structured_output", {})[role] = dialect
+    note = dialect_note(role, url, dialect)
+    if note and note not in data.warnings:
+        data.warnings.append(note)
+
+
 def _add_role_notes(data, cfg, roles, results=()) -> None:
     from .agents.profile import profile_of
     _scaffold_note(data, cfg, roles)
@@ -379,11 +416,17 @@ def _add_role_notes(data, cfg, roles, results=()) -> None:
             for reason, n in s["by"].items():
                 by[reason] = by.get(reason, 0) + n
         data.search["writer_errors"] = {"errors": total["errors"], "by": by}
-        data.search["writer"] = {**total, "by": by}
+        dialect = next((st.get("structured_output") for st in stats if st.get("structured_output")), None)
+        data.search["writer"] = {**total, "by": by, "structured_output": dialect}
+        _note_dialect(data, "writer", roles.writer.backend.base_url, dialect)
         from .situations.llm_writer import fallback_note
         note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
         if note:
             data.warnings.append(note)
+    judged = [t["judge_meta"].get("structured_output") for t in data.trajectories
+              if isinstance(t.get("judge_meta"), dict) and "structured_output" in t["judge_meta"]]
+    if judged and getattr(roles.judge, "backend", None) is not None:
+        _note_dialect(data, "judge", roles.judge.backend.base_url, next((d for d in judged if d), judged[0]))
     if roles.agent is not None:
         rows = data.trajectories
         data.user_model = roles.user.model if roles.user is not None else None

@@ -448,4 +448,5 @@ def _planner_stats(p: Planner, stopped_because=None) -> dict:
         "faulted_situations": p.faulted_situations, "seeds_left": list(p.seeds_left),
         "cell_opened": list(p.picker.opened) if p.picker else [],
         "decide_seconds": p.decide_seconds, "writer_seconds": getattr(p.writer, "seconds", 0.0),
+        "trace_near_copies": getattr(p, "trace_near_copies", 0),
     }

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..rng import weyl, draw
 from ..store.row_key import prompt_sha
-from ..situations.grid import CONDITION_FAULT_MODE
+from ..situations.grid import CONDITION_FAULT_MODE, cell_key
 from ..situations.timed_writer import TimedWriter
 from ..unit import Unit
 from .arms import ArmBandit
@@ -32,6 +32,7 @@ FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = ("agent_error", "empty_reply", "tool_markup")
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
+TRACE_RETRIES = 58                # more picks before falling back to a non-fresh ask when traces= guards
 
 
 @dataclass
@@ -64,6 +65,10 @@ class PlanSettings:
     copies_needed: int = 5
     precounted: int = 0                           # rows on disk counted toward the budget up front
     avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
+    trace_guard: object = None                    # traces=: a NearCopyGuard; near-copies of a trace are never drawn
+    aimed_cells: list | None = None               # strategy="targeted": the trace cells (search/trace_steering.py)
+    steering_weight: float = 0.0
+    traces_key: str = ""                          # what the traces changed in the plan (plan fingerprint)
 
 
 @dataclass(slots=True)
@@ -86,6 +91,12 @@ class Planner:
         self.writer = TimedWriter(writer)     # scenario_generation_seconds (situations/timed_writer.py)
         self.decide_seconds = 0.0             # writing + selection; selection = this - writer seconds
         self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
+        if cells and settings.aimed_cells:
+            from .trace_steering import SteeredPicker
+            aimed = {cell_key(c) for c in settings.aimed_cells}
+            self.picker = SteeredPicker(settings.aimed_cells, [c for c in cells if cell_key(c) not in aimed],
+                                        settings.seed, settings.hard_share, settings.steering_weight)
+        self.trace_near_copies = 0            # generated asks refused for near-copying a trace
         self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed)
         self.landed = settings.precounted
         self.outstanding = 0
@@ -308,7 +319,8 @@ class Planner:
                 if self._fresh(sit.prompt):
                     return sit, None, None
         best = None
-        for attempt in range(6):
+        tries = 6 if self.s.trace_guard is None else 6 + TRACE_RETRIES   # a trace's near-copy is never the fallback
+        for attempt in range(tries):
             cell, instance = self.picker.pick(faulted)
             sit = self._write(cell, instance, faulted)
             if not self._fresh(sit.prompt):
@@ -338,6 +350,10 @@ class Planner:
 
     def _fresh(self, prompt: str) -> bool:
         if prompt in self._seen_prompts:
+            return False
+        if self.s.trace_guard is not None and self.s.trace_guard.near(prompt)[0]:
+            self.trace_near_copies += 1       # held-out traces stay out of the run (and of training)
+            self._seen_prompts.add(prompt)
             return False
         return not self.s.avoid_prompt_shas or prompt_sha(prompt) not in self.s.avoid_prompt_shas
 

@@ -82,6 +82,18 @@ class SimulationData(RowsView, RunActions):
         return None
 
     @property
+    def metadata(self) -> dict:
+        """Where the run's situations came from: the strategy and what ``traces=`` steered."""
+        strategy = self.search.get("strategy") or {}
+        mining = self.search.get("trace_mining") or {}
+        return {"strategy": strategy.get("resolved", "broad"), "trace_count": int(self.coverage.get("traces") or 0),
+                "trace_regions": mining.get("regions", {}),
+                "applied_steering_weight": (strategy.get("steering_weight") or {}).get("applied", 0.0),
+                "targeted_rows": mining.get("steered_rows", 0),
+                "background_rows": mining.get("background_rows", len(self.trajectories)),
+                "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model}
+
+    @property
     def pass_at(self):
         from .score.pass_at import pass_at
         if self.repeat_policy in ("successive", "adaptive") and self.rollouts_per_request > 1:

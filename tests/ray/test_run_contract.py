@@ -210,3 +210,21 @@ def test_model_runs_report_the_user_temperature_and_strip_user_think(ray_local, 
     assert think["user_turns"] > 0 and think["stripped"] == think["user_turns"] and think["stripped_share"] == 1.0
     said = [s["user"] for r in data.rows() for s in r["steps"] if "user" in s]
     assert said and not any("<think>" in u or "</think>" in u for u in said)
+
+
+# ---- item 14: in a run, the judge's and the writer's dialects are learned and recorded ------------
+
+def test_a_run_records_the_dialects_its_judge_and_writer_spoke(ray_local, tools, clean_configuration):
+    host, port, stop = start_server(port=0, seed=2, model="llama-like", dialect="llama_cpp")
+    try:
+        url = f"http://{host}:{port}/v1"
+        wai.configure(judge=f"vllm:llama-like@{url}")
+        data = wai.simulate(wai.seeded_agent(tools), tools=tools, system_prompt=SYSTEM, budget=8, seed=3,
+                            simulator=f"vllm:llama-like@{url}", grade=True, rubric="States the order status.")
+    finally:
+        stop()
+    rows = data.rows()
+    assert len(rows) == 8 and all(r["judge_status"] == "ok" for r in rows)
+    assert data.search["structured_output"] == {"writer": "json_object_schema", "judge": "json_object_schema"}
+    assert all(r["judge_meta"]["structured_output"] == "json_object_schema" for r in rows)
+    assert all(r["writer_model"] == "llama-like" for r in rows if r["arm"] == "llm_guided")

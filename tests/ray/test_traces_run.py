@@ -87,3 +87,14 @@ def test_bad_traces_stop_the_run_before_any_budget(ray_local, tmp_path):
         wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, traces=str(empty))
     with pytest.raises(ValueError, match="strategy='trace' needs traces="):
         wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, strategy="trace")
+
+
+def test_metadata_says_where_the_situations_came_from(ray_local, prod_jsonl):
+    data = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, seed=1, budget=20, traces=prod_jsonl,
+                        strategy="targeted")
+    meta = data.metadata
+    assert meta["strategy"] == "targeted" and meta["trace_count"] == 12 and meta["applied_steering_weight"] == 0.7
+    assert meta["targeted_rows"] + meta["background_rows"] == 20 and meta["targeted_rows"] > 0
+    assert meta["trace_regions"]["tool"] == ["lookup_order"] and meta["writer_model"] == "template"
+    cold = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, seed=1, budget=5).metadata
+    assert cold["strategy"] == "broad" and cold["trace_count"] == 0 and cold["targeted_rows"] == 0

@@ -169,8 +169,8 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.writer_model = "template"
     data.declared_tools = set(tool_names)
     data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
-    from .rng import stable_hash
-    data.system_prompts = {stable_hash(cfg.system_prompt)[:16]: cfg.system_prompt}
+    import hashlib          # keyed like every row's lineage.system_prompt_sha
+    data.system_prompts = {hashlib.sha256((cfg.system_prompt or "").encode()).hexdigest()[:16]: cfg.system_prompt}
     data.coverage_curve = list(stats.get("coverage_curve") or [])
     _measured(data, cfg, stats, axes, rows)
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",

@@ -45,6 +45,9 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, li
     if data.stopped_because == "empty_replies":
         listed.append(f"no rows: the agent returned an empty reply on all {lost + rerolled} rollouts; return "
                       "{'final_text': ..., 'steps': [...]} from your agent")
+    if data.stopped_because == "time_budget" and n == 0:
+        listed.append(f"no rows: time_budget={cfg.time_budget:g} s ran out before the first rollout landed (the "
+                      "clock counts from the call, the start of the run's Ray actors included); raise time_budget=")
     if data.stopped_because == "agent_failed":
         listed.append(f"no rows: the agent failed on all {lost + rerolled} rollouts; see "
                       "search['first_agent_error'] and fix the agent before spending more budget")

@@ -228,3 +228,18 @@ def test_a_run_records_the_dialects_its_judge_and_writer_spoke(ray_local, tools,
     assert data.search["structured_output"] == {"writer": "json_object_schema", "judge": "json_object_schema"}
     assert all(r["judge_meta"]["structured_output"] == "json_object_schema" for r in rows)
     assert all(r["writer_model"] == "llama-like" for r in rows if r["arm"] == "llm_guided")
+
+
+# ---- items 2, 3: the docs' evaluate(eval_set=) form, on a real run ---------------------------------
+
+def test_the_docs_evaluate_example_runs_as_written(ray_local, tools):
+    TOOLS = tools
+    agent = wai.seeded_agent(TOOLS)
+    asks = ["Where is my order ORD-1234?", "Please cancel ORD-77.", "Is ORD-9 shipped yet?"]
+    data = wai.simulate(agent, tools=TOOLS, simulator=False, seeds=asks[:2], budget=8)   # seeds build the run
+    scored = wai.evaluate(data, lambda row: 0.0 if row["seeded"] else 1.0, eval_set=asks)  # the eval set checks it
+    assert scored.eval_coverage == {"eval_set": asks, "covered": asks[:2], "missing": [asks[2]]}
+    assert set(scored.eval_scores) == set(asks[:2])
+    assert len(scored.rows()) == len(data.rows()) == 8 and all("reward" not in r for r in data.rows())
+    pinned = wai.run_judge(data, lambda row: 1, run_id="score_pinned")
+    assert {r["lineage"]["scoring_run_id"] for r in pinned.rows()} == {"score_pinned"}

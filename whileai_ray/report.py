@@ -172,7 +172,9 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     import hashlib          # keyed like every row's lineage.system_prompt_sha
     data.system_prompts = {hashlib.sha256((cfg.system_prompt or "").encode()).hexdigest()[:16]: cfg.system_prompt}
     data.coverage_curve = list(stats.get("coverage_curve") or [])
-    _measured(data, cfg, stats, axes, rows)
+    resume = result.get("resume") or {}
+    _measured(data, cfg, {**stats, "precounted_prompts": resume.get("loaded", 0)
+                          if resume.get("mode") == "precount" else 0}, axes, rows)
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",
                    "model rollout", "full tool trajectory", "behavior signature", "row stored"]
     listed, user_warnings, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate)

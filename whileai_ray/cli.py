@@ -6,7 +6,7 @@
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
-    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench.py)
+    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench/lines.py)
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -19,18 +19,21 @@ import argparse
 import json
 import sys
 
+from .agents.seeded import seeded_agent
+from .bench.lines import run_bench
+from .config.run_spec import SpecError, load_spec
+from .result.loading import load
+from .runtime.job_plan import resolve_address
+from .simulation import simulate
+from .testing.seeded_rows import TOOLS
+
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_JOB = 0, 1, 2, 3
 FAILED_STOPS = ("agent_failed", "empty_replies", "writer_failed")
 
 
 def _demo(args) -> int:
-    import whileai_ray as wai
-    tools = [{"type": "function", "function": {
-        "name": "lookup_order",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                       "required": ["order_id"]}}}]
-    agent = wai.seeded_agent(tools)
-    data = wai.simulate(agent, tools=tools, simulator=False, seed=args.seed, budget=args.budget,
+    agent = seeded_agent(TOOLS)
+    data = simulate(agent, tools=TOOLS, simulator=False, seed=args.seed, budget=args.budget,
                         output=args.output)
     data.grade(lambda row: 0.0 if row.get("seeded") else 1.0)
     rep = data.report()
@@ -49,7 +52,6 @@ def _demo(args) -> int:
 
 
 def _bench(args) -> int:
-    from .bench import run_bench
     return run_bench(quick=args.quick)
 
 
@@ -58,7 +60,6 @@ def _err(command: str, message) -> None:
 
 
 def _run(args) -> int:
-    from .run_spec import SpecError, load_spec
     try:
         spec = load_spec(args.spec)
         if args.output_dir:
@@ -75,11 +76,10 @@ def _run(args) -> int:
         print(json.dumps({"run_id": run_id, "agent": repr(agent), "simulate": shown},
                          indent=2, default=repr))
         return EXIT_OK
-    import whileai_ray as wai
     print(f"run {run_id}: checkpoint {kwargs.get('checkpoint')}, output {kwargs.get('output')}",
           flush=True)
     try:
-        data = wai.simulate(agent, **kwargs)
+        data = simulate(agent, **kwargs)
     except Exception as exc:  # the run itself failed: report it, exit 1
         _err("run", f"run {run_id} failed: {type(exc).__name__}: {exc}")
         return EXIT_RUN_FAILED
@@ -118,9 +118,8 @@ def report_summary(data) -> dict:
 
 
 def _report(args) -> int:
-    import whileai_ray as wai
     try:
-        data = wai.load(args.path)
+        data = load(args.path)
     except (OSError, ValueError) as exc:
         _err("report", exc)
         return EXIT_USAGE
@@ -139,8 +138,7 @@ def _report(args) -> int:
 
 
 def _submit(args) -> int:
-    from .jobs import submit
-    from .run_spec import SpecError
+    from .runtime.jobs import submit   # lazy: ray's job client, only for this command
     try:
         out = submit(args.spec, args.address, run_id=args.run_id, working_dir=args.working_dir,
                      output_dir=args.output_dir)
@@ -154,7 +152,7 @@ def _submit(args) -> int:
           f"checkpoint {out['checkpoint']}")
     if not args.wait:
         return EXIT_OK
-    from .runtime.jobs import JobNotFound, job_logs, wait_for
+    from .runtime.jobs import JobNotFound, job_logs, wait_for   # lazy: ray
     try:
         state = wait_for(out["run_id"], out["address"], timeout_s=args.timeout)
     except (JobNotFound, ConnectionError, RuntimeError) as exc:
@@ -166,8 +164,7 @@ def _submit(args) -> int:
 
 
 def _status(args) -> int:
-    from .jobs import status
-    from .run_spec import SpecError, load_spec
+    from .runtime.jobs import status   # lazy: ray's job client, only for this command
     run_id = args.run
     try:
         if run_id.endswith(".toml"):
@@ -185,8 +182,7 @@ def _status(args) -> int:
     print(json.dumps(state, default=str) if args.json else
           f"run {run_id}: {state['status']} {state['message']}".rstrip())
     if args.logs:
-        from .runtime.jobs import job_logs
-        from .jobs import resolve_address
+        from .runtime.jobs import job_logs   # lazy: ray
         print(job_logs(run_id, resolve_address(args.address)))
     return EXIT_JOB if state["status"] in ("FAILED", "STOPPED") else EXIT_OK
 
@@ -200,7 +196,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default=None, help="write the rows here (JSONL + meta sidecar)")
     p.set_defaults(func=_demo)
-    b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench.py)")
+    b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench/lines.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)

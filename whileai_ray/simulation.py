@@ -1,30 +1,44 @@
 """simulate(): arguments -> RunConfig -> a job on Ray -> SimulationData.
 
 This module stays thin: validation lives in ``config``, the plan in ``search``, the writer in
-``situations``, the distributed loop in ``runtime``, the summary in ``report``.
+``situations``, the distributed loop in ``runtime``, the summary in ``result/report.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings as _warnings
 from functools import partial
 from typing import Any, Callable
 
-from .config import resolve_config
-from .data import SimulationData
-from .grading import fresh_scoring_run_id
+from .agents.backends import configured_ray_options
+from .agents.model_settings import ModelSettings
+from .config.arguments import resolve_config
+from .config.roles import resolve_roles
+from .core.defaults import TEMPERATURE
+from .core.identity import new_run_id, resumed_unit_key
+from .core.rng import stable_hash
+from .core.unit import RunMeta
+from .result.data import SimulationData
+from .result.progress import ProgressReporter, logger
+from .result.report import build_report
+from .result.role_notes import add_role_notes
+from .score.conduct import conduct_grader
+from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
-from .progress import ProgressReporter
-from .report import build_report
-from .roles import resolve_roles
-from .search.planner import PlanSettings, Planner
-from .search.trace_steering import plan_traces
+from .search.plan_settings import PlanSettings
+from .search.planner import Planner
+from .search.tasks import build_tasks
+from .situations.covering import fold_fault_cells
 from .search.trace_report import apply_trace_plan, drop_trace_copies
+from .search.trace_steering import plan_traces
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
-from .store.plan_snapshot import snapshot_path
-from .unit import RunMeta
+from .store.fingerprint import fingerprint
+from .store.jsonl import JsonlCheckpoint
+from .store.plan_snapshot_file import snapshot_path
+from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
 ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
@@ -58,7 +72,7 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     started = time.time()                   # time_budget= counts from this call (search/clock.py)
     cfg = resolve_config(agent, explicit, passed)
-    from .warnings_text import rubric_unused_note
+    from .result.warnings_text import rubric_unused_note
     if rubric_unused_note(cfg):
         _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
@@ -106,7 +120,6 @@ def _seeds_that_fit(cfg, k) -> tuple[list, list]:
 
 def plan_fingerprint(cfg, settings) -> str:
     """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
-    from .rng import stable_hash
     pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
     return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
@@ -116,7 +129,6 @@ def plan_fingerprint(cfg, settings) -> str:
 
 def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
          trace_plan=None) -> SimulationData:
-    from .runtime.run import new_run_id
 
     t_start = time.monotonic()
     run_id = cfg.advanced.get("run_id") or new_run_id()
@@ -125,7 +137,6 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     cells = traces.cells
     pinned, k, pinned_info = [], cfg.repeats, None
     if cfg.tasks is not None:
-        from .search.tasks import build_tasks
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
         k = cfg.repeats if cfg.repeats_set else source_k
     seeds, dropped = _seeds_that_fit(cfg, k)
@@ -136,7 +147,6 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
                            started if eval_run == 0 and started is not None else time.time())
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
-            from .search.tasks import build_tasks
             pinned, _, pinned_info = build_tasks(result["rows"])
             seeds = []
     rows = []
@@ -165,23 +175,21 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
         "driver_start_s": round(first["driver_started_at"] - t_start, 3),
         "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
-    _add_role_notes(data, cfg, roles, results)
+    add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles))
     for w in data.warnings:
-        from .progress import logger
         logger.warning(w)
     for w in data.search.pop("_user_warnings", []):
         _warnings.warn(w, UserWarning, stacklevel=3)
     if cfg.llm_grade:
         data.llm_grade()
     if cfg.output:
-        from .store.parquet import write_parquet
+        from .store.parquet import write_parquet   # lazy: pyarrow, only when output= is set
         data.save(cfg.output, meta=True)
         write_parquet(list(data.rows), _parquet_path(cfg.output))
     return data
 
 
 def _with_repeats(cfg, k):
-    import dataclasses
     return dataclasses.replace(cfg, repeats=k)
 
 
@@ -218,12 +226,11 @@ def _fault_rate(cfg, traces=None) -> float:
 
 
 def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> dict:
-    from .runtime.run import execute_job
+    from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
-        from .agents.model_unit import ModelSettings
-        sampling = {"temperature": cfg.temperature if cfg.temperature is not None else 0.8,
+        sampling = {"temperature": cfg.temperature if cfg.temperature is not None else TEMPERATURE,
                     "max_tokens": cfg.agent_max_tokens, "model": roles.agent.model, **(cfg.sampling or {})}
         model = ModelSettings(roles.agent, roles.user, max_turns=cfg.max_turns, avg_turns=cfg.avg_turns,
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
@@ -237,11 +244,9 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
                    scaffold=(cfg.scaffold or "") if roles.agent is not None else "")
     grader = cfg.grader
     if cfg.grade == "conduct":
-        from .score.conduct import conduct_grader
         grader = conduct_grader
     elif cfg.grade is True and grader is None:
         grader = roles.judge
-    from .agents.backends import configured_ray_options
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     per_actor = int(ray_opts.pop("concurrency_per_actor", 0) or 0)
     n_actors = int(ray_opts.pop("rollout_actors", 0) or 0)
@@ -269,7 +274,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
         "label_source": "conduct" if cfg.grade == "conduct" else None,
         "stream_path": cfg.output if cfg.runs == 1 else None,
-        # planner snapshots (store/plan_snapshot.py): reproducible runs with a checkpoint and a
+        # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         "snapshot": (str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
                      and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
@@ -291,7 +296,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
             r = dict(r)
             r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
             r["_ordinal"] = len(rows) + 10**9
-            r["_key"] = [run_id, r.get("scenario_id"), 0, r.get("rollout_index", 0), eval_run]
+            r["_key"] = resumed_unit_key(run_id, r, eval_run)
             rows.append(r)
     cut = {tuple(g) for g in result["planner"]["group_cut"]}
     if cut and settings.k > 1:
@@ -350,7 +355,6 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
             line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
                      "(they stay in the file)")
             data.warnings.append(line)
-        from .progress import logger
         logger.info(line)
         data.search["resume"] = resume
     if cfg.tasks is not None and pinned_info is not None:
@@ -365,89 +369,13 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
 
 
 def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):
-    import dataclasses
     if overrides:
         settings = dataclasses.replace(settings, **overrides)
     writer = writer or TemplateWriter(tools, system_prompt, seed)
     return Planner(settings, writer, cells)
 
 
-def _scaffold_note(data, cfg, roles) -> None:
-    """scaffold= reaches a model-backed agent's system prompt (and an LLM writer's); a callable
-    agent never sees it, which ``warnings`` says. ``scaffold_chars`` counts what was applied."""
-    if not cfg.scaffold:
-        return
-    data.scaffold_chars = len(cfg.scaffold) if (roles.agent is not None or roles.writer is not None) else 0
-    if roles.agent is None:
-        data.warnings.append(
-            "scaffold= was ignored for the agent: it is generation-only guidance appended to a model-backed "
-            "agent's system prompt, and this agent is a Python callable"
-            + (" (the situation writer still read it)" if roles.writer is not None else "")
-            + "; put the guidance in your agent's own prompt instead")
-
-
-def _note_dialect(data, role: str, url: str, dialect) -> None:
-    """search["structured_output"][role]: the dialect the endpoint spoke (agents/structured.py);
-    "none" (free text, parsed leniently) is also said in ``warnings``."""
-    from .agents.structured import dialect_note
-    data.search.setdefault("structured_output", {})[role] = dialect
-    note = dialect_note(role, url, dialect)
-    if note and note not in data.warnings:
-        data.warnings.append(note)
-
-
-def _add_role_notes(data, cfg, roles, results=()) -> None:
-    from .agents.profile import profile_of
-    _scaffold_note(data, cfg, roles)
-    data.profile = profile_of(cfg, agent_model_version(cfg, roles), roles.agent is not None,
-                              len(cfg.scaffold or "") if roles.agent is not None else 0)
-    for token in roles.degraded:
-        if token not in data.degraded:
-            data.degraded.append(token)
-    data.warnings.extend(roles.warnings)
-    if roles.writer is not None:
-        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
-        data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
-        # the driver's copy of the writer did the writing: its counts come back with each result
-        stats = [r["writer"] for r in results if r.get("writer")] or [roles.writer.stats()]
-        total = {k: sum(s[k] for s in stats) for k in ("written", "errors", "prefetched", "requests")}
-        by: dict = {}
-        for s in stats:
-            for reason, n in s["by"].items():
-                by[reason] = by.get(reason, 0) + n
-        data.search["writer_errors"] = {"errors": total["errors"], "by": by}
-        dialect = next((st.get("structured_output") for st in stats if st.get("structured_output")), None)
-        data.search["writer"] = {**total, "by": by, "structured_output": dialect}
-        _note_dialect(data, "writer", roles.writer.backend.base_url, dialect)
-        from .situations.llm_writer import fallback_note
-        note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
-        if note:
-            data.warnings.append(note)
-    judged = [t["judge_meta"].get("structured_output") for t in data.trajectories
-              if isinstance(t.get("judge_meta"), dict) and "structured_output" in t["judge_meta"]]
-    if judged and getattr(roles.judge, "backend", None) is not None:
-        _note_dialect(data, "judge", roles.judge.backend.base_url, next((d for d in judged if d), judged[0]))
-    if roles.agent is not None:
-        rows = data.trajectories
-        data.user_model = roles.user.model if roles.user is not None else None
-        data.coverage["agent_model"] = roles.agent.model
-        data.coverage["user_model"] = data.user_model
-        if roles.user is not None:         # the simulated person sampled at this temperature
-            from .agents.user_sim import USER_TEMPERATURE
-            temp = cfg.advanced.get("user_temperature")
-            data.coverage["user_temperature"] = USER_TEMPERATURE if temp is None else float(temp)
-        asked = [r for r in rows if r.get("_ended_on_question")]
-        data.search["ended_on_question"] = {
-            "share": round(len(asked) / len(rows), 4) if rows else 0.0, "n": len(rows),
-            "user_left": sum(1 for r in asked if r.get("ended_by") == "user_left")}
-        turns = [r.get("_user_turns", 0) for r in rows]
-        data.coverage["delivered"]["mean_user_turns"] = round(sum(turns) / len(turns), 3) if turns else 0.0
-
-
 def _make_sink(cfg, plan_fp, roles=None):
-    from .store.fingerprint import fingerprint
-    from .store.jsonl import JsonlCheckpoint
-    from .store.sink import CheckpointSink
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
     return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 import yaml
 
-from whileai_ray.jobs import RUNTIME_ENV_EXCLUDES
-from whileai_ray.run_spec import load_spec
+from whileai_ray.runtime.job_plan import RUNTIME_ENV_EXCLUDES
+from whileai_ray.config.run_spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "cluster"

@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from whileai_ray.config import SIMULATE_PARAMS, resolve_config
+from whileai_ray.config.arguments import SIMULATE_PARAMS, resolve_config
 from whileai_ray.score.compare import compare_runs
 from whileai_ray.score.pass_at import pass_at
 

@@ -2,13 +2,13 @@
 import pytest
 
 from whileai_ray.search.groups import GroupBook
-from whileai_ray.search.planner import Outcome, PlanSettings, Planner
+from whileai_ray.search.outcome import Outcome
+from whileai_ray.search.plan_settings import PlanSettings
+from whileai_ray.search.planner import Planner
 from whileai_ray.search.rounds import RoundBook
 from whileai_ray.situations.grid import build_axes, pairwise_cells
 from whileai_ray.situations.template_writer import TemplateWriter
-
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+from whileai_ray.testing.seeded_rows import TOOLS
 
 
 def make(budget=200, k=4, policy="successive", **kw):

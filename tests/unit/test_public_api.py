@@ -31,7 +31,7 @@ def test_simulate_signature_matches_the_docs():
     defaults = {p.name: p.default for p in params[1:] if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert defaults["budget"] == 1000 and defaults["mode"] == "explore" and defaults["until"] == "compute"
     assert defaults["runs"] == 1 and defaults["strategy"] == "auto" and defaults["grade"] is False
-    from whileai_ray.config import SIMULATE_PARAMS
+    from whileai_ray.config.arguments import SIMULATE_PARAMS
     assert [p.name for p in params[:-1]] == list(SIMULATE_PARAMS)
 
 

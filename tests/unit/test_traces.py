@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from whileai_ray.config import SIMULATE_PARAMS, resolve_config
-from whileai_ray.search.planner import Outcome, PlanSettings, Planner
+from whileai_ray.config.arguments import SIMULATE_PARAMS, resolve_config
+from whileai_ray.search.outcome import Outcome
+from whileai_ray.search.plan_settings import PlanSettings
+from whileai_ray.search.planner import Planner
 from whileai_ray.search.trace_steering import SteeredPicker, plan_traces
 from whileai_ray.situations.covering import pairwise_cells
 from whileai_ray.situations.grid import build_axes

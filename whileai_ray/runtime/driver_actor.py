@@ -6,29 +6,33 @@ keep every rollout actor's slots full plus one chunk of prefetch, land each retu
 at once (result list + checkpoint), hand outcomes to the planner (in round order when
 reproducible, as they arrive otherwise), and stop when the planner or the clock says so.
 The caller polls ``poll()`` for progress and gets everything from ``run()`` at the end.
+How actors are made and placed is ``driver_pool.py``; the planner's end figures are
+``search/planner_stats.py``.
 """
 from __future__ import annotations
 
 import asyncio
-import math
+import gc
 import time
 from collections import deque
 
-import ray
-
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.clock import RunClock
-from ..search.planner import Outcome, Planner
+from ..search.outcome import Outcome
+from ..search.planner import Planner
+from ..search.planner_stats import planner_stats
 from ..search.rounds import RoundBook
-from ..store.plan_snapshots import PlanSnapshots
+from ..store.disk_rows import gc_paused
+from ..store.plan_snapshot_keeper import PlanSnapshots
 from ..store.resume import ResumeIndex
-from .rollout_actor import RolloutWorker
+from ..store.sink import StreamSink
+from .driver_pool import DriverPool, await_ref
+from .rollout_actor import _fault_parent
 
-PLACEMENT_TIMEOUT_S = 60.0
 STUCK_GRACE_S = 30.0
 
 
-class DriverWorker:
+class DriverWorker(DriverPool):
     def __init__(self, job: dict):
         self.job = job
         self.t0 = time.monotonic()
@@ -84,10 +88,8 @@ class DriverWorker:
             self.sink = await asyncio.to_thread(job["make_sink"])
             loaded = self.sink.loaded
         if job.get("stream_path"):
-            from ..store.sink import StreamSink
             self.stream = StreamSink(job["stream_path"])
         if loaded:
-            import gc
             gc.freeze()   # the rows on disk live as long as the run: keep the collector off them
         self._resume = await asyncio.to_thread(
             ResumeIndex, loaded, self.sink.header if self.sink else None, job.get("plan_fingerprint"))
@@ -179,7 +181,7 @@ class DriverWorker:
                 part = items[start:start + judge_chunk]
                 j = min(range(len(judges)), key=judge_load.__getitem__)
                 ref = judges[j].judge_chunk.remote([res["row"] for _, _, res in part])
-                tasks[asyncio.ensure_future(_await(ref))] = ("judge", j, part)
+                tasks[asyncio.ensure_future(await_ref(ref))] = ("judge", j, part)
                 judge_load[j] += len(part)
                 self.judging += len(part)
 
@@ -203,7 +205,7 @@ class DriverWorker:
                     break
                 items = [queue.popleft() for _ in range(min(chunk, len(queue)))]
                 ref = actors[a].run_chunk.remote([u for _, _, u in items], clock.deadline_at)
-                t = asyncio.ensure_future(_await(ref))
+                t = asyncio.ensure_future(await_ref(ref))
                 tasks[t] = ("roll", a, items)
                 self._sent_at[t] = time.monotonic()
                 load[a] += len(items)
@@ -311,7 +313,6 @@ class DriverWorker:
         reward = row.get("reward")
         label = (1 if reward >= 0.5 else 0) if isinstance(reward, (int, float)) and not isinstance(reward, bool) \
             else row.get("behavior_signature")
-        from .rollout_actor import _fault_parent
         return Outcome(unit=unit, row=row, label=label, fault_parent=_fault_parent(row), resumed=True)
 
     def _land(self, res: dict) -> Outcome:
@@ -345,71 +346,8 @@ class DriverWorker:
                        graded_failure=bool(verdict) and is_graded_failure(verdict),
                        failed_markers=tuple(failed_markers(verdict)) if verdict else ())
 
-    # --------------------------------------------------------------- the pool
-    def _actor_options(self) -> dict:
-        ray_opts = self.job.get("ray", {})
-        opts = {"num_cpus": ray_opts.get("num_cpus", 0), "max_concurrency": 1000,
-                "max_restarts": ray_opts.get("max_restarts", 0)}
-        if ray_opts.get("num_gpus"):
-            opts["num_gpus"] = ray_opts["num_gpus"]
-        if ray_opts.get("resources"):
-            opts["resources"] = ray_opts["resources"]
-        opts["scheduling_strategy"] = ray_opts.get("scheduling_strategy", "SPREAD")
-        return opts
-
-    def _spread_strategy(self):
-        """SPREAD, made deterministic: each new actor goes to the alive node that holds the fewest
-        of ours. Ray's own SPREAD (and soft affinity) was measured to stack two of three actors on
-        one node of a 3-node cluster; these actors ask for no resources, so any node can host them."""
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        alive = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
-        if not alive:
-            return "SPREAD"
-        counts = self.__dict__.setdefault("_placed", {})
-        node = min(alive, key=lambda n: (counts.get(n, 0), n))
-        counts[node] = counts.get(node, 0) + 1
-        return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
-
-    def _new_actor(self):
-        job = self.job
-        cls = ray.remote(RolloutWorker)
-        opts = self._actor_options()
-        if opts.get("scheduling_strategy") == "SPREAD" and not opts.get("num_gpus") and not opts.get("resources") \
-                and not opts.get("num_cpus"):
-            opts["scheduling_strategy"] = self._spread_strategy()
-        return cls.options(**opts).remote(
-            job["agent"], job["meta"], job.get("execute"), None,
-            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"))
-
-    async def _start_actors(self, actors: list) -> list:
-        pings = [_await(a.ping.remote()) for a in actors]
-        try:
-            self.actor_nodes = list(await asyncio.wait_for(asyncio.gather(*pings), PLACEMENT_TIMEOUT_S))
-        except asyncio.TimeoutError:
-            opts = {k: v for k, v in self._actor_options().items() if k != "scheduling_strategy"}
-            raise RuntimeError(
-                f"the {len(actors)} rollout actor(s) could not be placed within {PLACEMENT_TIMEOUT_S:.0f}s; "
-                f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
-                "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
-        return actors
-
-    def _new_judge(self):
-        from .judge_actor import JudgeWorker
-        job = self.job
-        opts = {k: v for k, v in self._actor_options().items() if k not in ("num_gpus", "resources")}
-        return ray.remote(JudgeWorker).options(**opts).remote(
-            job["grader"], job.get("judge_concurrency", 32), job.get("judge_timeout") or None)
-
-    async def _start_judges(self) -> list:
-        if self.job.get("grader") is None:
-            return []
-        judges = [self._new_judge() for _ in range(max(1, int(self.job.get("judge_actors", 1))))]
-        await asyncio.wait_for(asyncio.gather(*(_await(j.ping.remote()) for j in judges)), PLACEMENT_TIMEOUT_S)
-        return judges
-
     def _result(self, actors) -> dict:
         p = self.planner
-        from ..store.jsonl import gc_paused
         with gc_paused():
             self.resumed_rows.extend(self.snapshots.deferred_rows(self._resume))
         rows = sorted(self.rows + self.resumed_rows, key=lambda r: r.get("_ordinal", 0))
@@ -419,34 +357,10 @@ class DriverWorker:
             "resume": {**self._resume.summary(), **self.snapshots.summary()},
             "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
-            "planner": _planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),
+            "planner": planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),
             "errors": self.errors, "chunks_reissued": self.chunks_reissued,
             "abandoned": self.abandoned, "n_actors": len(actors),
             "actor_nodes": list(getattr(self, "actor_nodes", [])), "stuck_units": dict(self.stuck),
             "writer": p.writer.stats() if hasattr(p.writer, "stats") else None,
             "clock": self.clock.summary(self.job.get("started_at")) if getattr(self, "clock", None) else None,
         }
-
-
-async def _await(ref):
-    return await ref
-
-
-def _planner_stats(p: Planner, stopped_because=None) -> dict:
-    return {
-        "coverage_keys": p.tracker.report_keys(), "coverage_curve": p.tracker.finish(stopped_because,
-                                                                                     p.bandit.weights()),
-        "arm_weights": p.bandit.weights(), "arm_initial": dict(p.bandit.initial), "arms": p.bandit.stats(),
-        "uncovered_shapes": p.shapes.uncovered() if p.shapes else [], "family_cap": p.family.stats(),
-        "copy_deficit": p.tracker.copy_deficit(), "failure_criteria": dict(p.failure_criteria),
-        "landed": p.landed, "scheduled": p.scheduled, "rerolled_by": dict(p.rerolled_by),
-        "lost_by": dict(p.lost_by), "timed_out": p.timed_out, "agent_errors": p.agent_errors,
-        "situations": p.situations_opened, "groups": p.book.stats(),
-        "group_cut": [list(g) for g in p.book.groups if p.book.cut(g)] if p.book.adaptive or p.book.k > 1 else [],
-        "allocator": dict(p.allocator), "mutation_aims": p.mutation_aims, "arm_counts": dict(p.arm_counts),
-        "hard_picks": p.picker.hard_picks if p.picker else 0, "picks": p.picker.picks if p.picker else 0,
-        "faulted_situations": p.faulted_situations, "seeds_left": list(p.seeds_left),
-        "cell_opened": list(p.picker.opened) if p.picker else [],
-        "decide_seconds": p.decide_seconds, "writer_seconds": getattr(p.writer, "seconds", 0.0),
-        "trace_near_copies": getattr(p, "trace_near_copies", 0),
-    }

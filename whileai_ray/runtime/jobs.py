@@ -2,7 +2,7 @@
 
 Everything here talks to a Ray dashboard over HTTP (``JobSubmissionClient``); the decisions
 (submission ids, entrypoint, runtime_env, what to do when a run already has a job) are made
-in ``whileai_ray/jobs.py`` without Ray. One run (one spec) is a series of attempts, each its
+in ``whileai_ray/runtime/job_plan.py`` without Ray. One run (one spec) is a series of attempts, each its
 own Ray job tagged with the run id: a second ``submit`` finds the latest attempt, leaves it
 alone while it runs, and otherwise submits the next attempt, which resumes from the
 checkpoint. ``job_status`` / ``wait_for`` / ``job_logs`` take the run id and answer for the
@@ -14,9 +14,10 @@ import time
 
 from ray.job_submission import JobSubmissionClient
 
-from ..jobs import ATTEMPT_KEY, Submission, attempt_id, latest_attempt, resubmit_action
+from .job_plan import (ATTEMPT_KEY, Submission, attempt_id, latest_attempt, plan_submission, resolve_address,
+                       resubmit_action)
 
-__all__ = ["submit_planned", "job_status", "wait_for", "job_logs", "JobNotFound"]
+__all__ = ["submit", "status", "submit_planned", "job_status", "wait_for", "job_logs", "JobNotFound"]
 
 POLL_S = 2.0
 AGENT_WAIT_S = 30.0
@@ -126,3 +127,19 @@ def job_logs(run_id: str, address: str) -> str:
     client = _client(address)
     latest = _latest(client, run_id)
     return "" if latest is None else client.get_job_logs(latest[1])
+
+
+def submit(spec_path, address: str | None, *, run_id: str | None = None, **options) -> dict:
+    """Submit (or resume, or leave running) the job for a spec; returns what happened.
+
+    ``{"run_id", "action": "submitted" | "resubmitted" | "already_running", "status",
+    "checkpoint", "entrypoint"}``. Needs a Ray dashboard address (``--address`` or
+    ``RAY_ADDRESS``, e.g. ``http://127.0.0.1:8265``).
+    """
+    submission = plan_submission(spec_path, run_id=run_id, **options)
+    return submit_planned(submission, resolve_address(address))
+
+
+def status(run_id: str, address: str | None) -> dict | None:
+    """The job's ``{"run_id", "status", "message", ...}``, or None when there is no such job."""
+    return job_status(run_id, resolve_address(address))

@@ -11,21 +11,8 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+from ..score.grading import call_grader
 from ..score.judging import normalize_judge_result
-from ..store.row_builder import export_row
-
-
-def score_row(grader, row: dict) -> dict:
-    """One verdict in the judge contract; an exception is a verdict with judge_status=error."""
-    internal = getattr(grader, "wants_internal_row", False)
-    try:
-        raw = grader(row if internal else export_row(row))
-        verdict = normalize_judge_result(raw)
-        if isinstance(raw, dict) and isinstance(raw.get("judge_meta"), dict):
-            verdict["judge_meta"] = raw["judge_meta"]
-        return verdict
-    except Exception as exc:  # marked on the row, never turned into a 0
-        return normalize_judge_result(exc)
 
 
 class JudgeWorker:
@@ -45,7 +32,7 @@ class JudgeWorker:
     async def _one(self, row: dict) -> dict:
         loop = asyncio.get_running_loop()
         async with self.sem:
-            fut = loop.run_in_executor(self.pool, score_row, self.grader, row)
+            fut = loop.run_in_executor(self.pool, call_grader, self.grader, row)
             try:
                 verdict = await (asyncio.wait_for(fut, self.timeout) if self.timeout else fut)
             except asyncio.TimeoutError:

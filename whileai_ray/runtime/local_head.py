@@ -52,7 +52,7 @@ class LocalHead:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         self.gcs_address = f"{self.node_ip}:{port}"
         self.address = f"http://{self.node_ip}:{dash}"
-        from ray.job_submission import JobSubmissionClient
+        from ray.job_submission import JobSubmissionClient   # lazy: the job client pulls in aiohttp
         deadline = time.monotonic() + timeout_s
         while True:                      # ready once the Jobs client can list jobs
             try:
@@ -65,7 +65,7 @@ class LocalHead:
                 time.sleep(1.0)
 
     def _members(self) -> list:
-        import psutil
+        import psutil   # lazy: psutil, only to find this head's processes
         found = []
         for proc in psutil.process_iter(["pid", "cmdline"]):
             try:
@@ -81,7 +81,7 @@ class LocalHead:
 
     def stop(self) -> list:
         """Stop every process this head started; return the pids still alive (should be [])."""
-        import psutil
+        import psutil   # lazy: psutil
         if self.proc is None:
             return []
         members = self._members()

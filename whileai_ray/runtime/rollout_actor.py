@@ -23,8 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 import ray
 
 from ..agents.callable import agent_error
-from ..agents.play import play_callable_unit
-from ..store.row_builder import build_row
+from ..agents.play_callable import play_callable_unit
+from ..agents.play_model import play_model_row
+from ..agents.routing import EndpointClients
+from ..agents.row_builder import build_row
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
 
@@ -36,8 +38,6 @@ class RolloutWorker:
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
         if model is not None:                 # one client per endpoint per actor, sticky per rollout
-            from ..agents.model_unit import play_model_row  # noqa: F401  (imported now, see warm())
-            from ..agents.routing import EndpointClients
             self.clients = EndpointClients(model.backend, model.user_backend, timeout=model.timeout or 300.0)
             self.clients.warm()
         self.meta = meta
@@ -66,7 +66,6 @@ class RolloutWorker:
                 return {"unit": unit, "row": None, "skipped": True}
             t0 = time.monotonic()
             if self.model is not None:
-                from ..agents.model_unit import play_model_row
                 client, user_client = self.clients.for_unit(unit)
                 row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
             else:

@@ -2,9 +2,12 @@
 relay its progress to the logger and ``on_progress``, and return what it produced."""
 from __future__ import annotations
 
-import uuid
+import inspect
+import sys
+import time
 
 import ray
+from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .cluster import NAMESPACE, ensure_ray, local_node_id
@@ -13,17 +16,10 @@ from .driver_actor import DriverWorker
 POLL_S = 0.2
 
 
-def new_run_id() -> str:
-    return "run_" + uuid.uuid4().hex[:12]
-
-
 def _ship_user_code_by_value(*objs) -> None:
     """Agents, graders and execute= functions often live in a script, a notebook or a test
     module that Ray's workers cannot import; pickle such modules by value so the workers get
     the code itself. Installed packages (site-packages) and whileai_ray stay by reference."""
-    import inspect
-    import sys
-    from ray import cloudpickle
     for obj in objs:
         if obj is None:
             continue
@@ -44,7 +40,6 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
     ensure_ray()
     _ship_user_code_by_value(job.get("agent"), job.get("grader"), job.get("execute"))
-    import time
     driver_started = time.monotonic()
     driver = _start_driver(job)
     try:
@@ -77,7 +72,6 @@ def _start_driver(job: dict, wait_s: float = 60.0):
     """The Driver actor, named by the run id so a notebook can reattach to it. A name still
     held by a run that just died (its job was stopped) frees within seconds; a live run with
     the same id is an error, since two runs would share one checkpoint."""
-    import time
     driver_cls = ray.remote(DriverWorker)
     deadline = time.monotonic() + wait_s
     while True:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from ..rng import draw
+from ..core.rng import draw
 
 __all__ = ["ARMS", "DEFAULT_WEIGHTS", "DEFAULT_FLOORS", "ArmBandit", "validate_arm_weights"]
 

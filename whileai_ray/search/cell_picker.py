@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 
-from ..rng import draw
+from ..core.rng import draw
 from ..situations.grid import HARD_TIERS, cell_key, tier_of
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 
 __all__ = ["FamilyCap", "skeleton", "family_key"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..rng import draw
+from ..core.rng import draw
 
 EXPLORE_SHARE = 0.05
 
@@ -120,6 +120,17 @@ class GroupBook:
             g.status = "stopped_unanimous"
             self._stopped.append(gid)
         return []
+
+    def covers_a_new_group(self, capacity: int, pending: int, outstanding: int) -> bool:
+        """Successive / adaptive policies: a new ask opens only while the budget not yet spent
+        (``capacity`` less the ``pending`` units decided but not handed out) covers its k rollouts
+        on top of what the probing asks may still need, so an ask that splits is filled to k
+        ("repeats is a floor") instead of being cut by the budget (budget=32 at k=4: split asks
+        reach 4 and ``tasks=`` inherits k=4, not 2). With nothing in flight or pending, the last
+        asks open anyway, so the whole budget is spent."""
+        if not self.adaptive or (outstanding == 0 and pending == 0):
+            return True
+        return capacity - pending - self.reserved() >= self.k
 
     def reserved(self) -> int:
         """Rollouts the asks still probing may yet need to reach k (not handed out yet)."""

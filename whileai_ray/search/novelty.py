@@ -27,7 +27,7 @@ from array import array
 
 import numpy as np
 
-from ..rng import draw
+from ..core.rng import draw
 
 __all__ = ["NoveltyIndex", "sketch"]
 

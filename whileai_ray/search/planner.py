@@ -8,81 +8,38 @@ rollout actors and nodes, in any completion order, while ``lag`` rounds stay in 
 
 Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
+
+What it is given is a ``PlanSettings`` (``plan_settings.py``), what it hears back is one
+``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``planner_stats``
+(``planner_stats.py``).
 """
 from __future__ import annotations
 
+import copy
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
-from ..rng import weyl, draw
-from ..store.row_key import prompt_sha
-from ..situations.grid import CONDITION_FAULT_MODE, cell_key
+from ..core.defaults import REROLL_REASONS
+from ..core.identity import prompt_sha
+from ..core.rng import draw, weyl
+from ..core.unit import Unit
+from ..situations.grid import CONDITION_FAULT_MODE
 from ..situations.timed_writer import TimedWriter
-from ..unit import Unit
 from .arms import ArmBandit
-from .cell_picker import CellPicker
+from .trace_steering import make_picker
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
 from .groups import GroupBook
 from .novelty import NoveltyIndex, sketch
+from .outcome import Outcome
+from .plan_settings import PlanSettings
 from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
-REASONS = ("agent_error", "empty_reply", "tool_markup")
+REASONS = REROLL_REASONS
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 TRACE_RETRIES = 58                # more picks before falling back to a non-fresh ask when traces= guards
-
-
-@dataclass
-class PlanSettings:
-    run_id: str
-    seed: int = 0
-    budget: int = 1000
-    round_size: int = 64
-    n: int = 1
-    k: int = 1
-    repeat_policy: str = "none"
-    situations: int | None = None
-    hard_share: float = 0.4
-    fault_rate: float = 0.1
-    probe_share: float = 0.05
-    probe: int = 2
-    seeds: list = field(default_factory=list)
-    mutate: bool = True
-    mutate_graded: bool = True            # advanced={"mutate_graded_failures": False} turns it off
-    novelty_candidates: int = 2           # structured asks drawn per slot; the most novel is kept
-    dead_agent_errors: int = 16
-    eval_run: int = 0
-    pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
-    tools: list = field(default_factory=list)
-    axes: dict = field(default_factory=dict)
-    until: str = "compute"
-    arm_weights: dict | None = None               # advanced={"arm_weights": ...}: pinned, no reallocation
-    llm_writer: bool = False
-    family_cap: int = 3
-    copies_needed: int = 5
-    precounted: int = 0                           # rows on disk counted toward the budget up front
-    avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
-    trace_guard: object = None                    # traces=: a NearCopyGuard; near-copies of a trace are never drawn
-    aimed_cells: list | None = None               # strategy="targeted": the trace cells (search/trace_steering.py)
-    steering_weight: float = 0.0
-    traces_key: str = ""                          # what the traces changed in the plan (plan fingerprint)
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What came back for one unit: a row (landed) or the reason it is unusable."""
-    unit: Unit
-    row: dict | None
-    unusable: str | None = None
-    timed_out: bool = False
-    label: object = None
-    fault_parent: bool = False
-    resumed: bool = False
-    graded_failure: bool = False          # the judge scored it under the pass threshold
-    failed_markers: tuple = ()
 
 
 class Planner:
@@ -90,12 +47,7 @@ class Planner:
         self.s = settings
         self.writer = TimedWriter(writer)     # scenario_generation_seconds (situations/timed_writer.py)
         self.decide_seconds = 0.0             # writing + selection; selection = this - writer seconds
-        self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
-        if cells and settings.aimed_cells:
-            from .trace_steering import SteeredPicker
-            aimed = {cell_key(c) for c in settings.aimed_cells}
-            self.picker = SteeredPicker(settings.aimed_cells, [c for c in cells if cell_key(c) not in aimed],
-                                        settings.seed, settings.hard_share, settings.steering_weight)
+        self.picker = make_picker(cells, settings) if cells else None    # traces= "targeted": a SteeredPicker
         self.trace_near_copies = 0            # generated asks refused for near-copying a trace
         self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed)
         self.landed = settings.precounted
@@ -139,7 +91,7 @@ class Planner:
         self._scored = ("", None, 0.0)
 
     def __getstate__(self) -> dict:
-        """Pickled without its situation writer (``store/plan_snapshot.py``): the restorer
+        """Pickled without its situation writer (``store/plan_snapshot_file.py``): the restorer
         attaches a fresh one, which is stateless (template writer) by the snapshot's rule."""
         state = dict(self.__dict__)
         state["writer"] = None
@@ -166,7 +118,8 @@ class Planner:
             out.append(self._take(self._rerolls.popleft())); room -= 1
         while room > 0 and self._backlog:
             out.append(self._take(self._backlog.popleft())); room -= 1
-        while room > 0 and self._can_open() and self._budget_covers_a_group(out):
+        while room > 0 and self._can_open() and self.book.covers_a_new_group(
+                self.capacity(), len(out) + len(self._backlog) + len(self._rerolls), self.outstanding):
             self._open_next(round_index)
             while room > 0 and self._backlog:
                 out.append(self._take(self._backlog.popleft())); room -= 1
@@ -194,7 +147,6 @@ class Planner:
             new = min(new, self.s.situations - self.situations_opened)
         if new <= 0:
             return
-        import copy
         picker, requests = copy.deepcopy(self.picker), []
         for ordinal in range(self.situations_opened + len(self.seeds_left),
                              self.situations_opened + len(self.seeds_left) + new):
@@ -217,7 +169,6 @@ class Planner:
         again), the picks most likely to come next are written with it, in one batch."""
         has = getattr(self.writer, "has", None)
         if has is not None and not has(cell, instance, 0):
-            import copy
             picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
             wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
             self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
@@ -230,21 +181,6 @@ class Planner:
         self.outstanding += 1
         self.scheduled += 1
         return unit
-
-    def _budget_covers_a_group(self, decided: list) -> bool:
-        """Successive / adaptive policies: open a new ask only while the budget not yet spent covers
-        its k rollouts on top of what the probing asks may still need, so an ask that splits is
-        filled to k ("repeats is a floor") instead of being cut by the budget (budget=32 at k=4:
-        mixed asks reach 4 and ``tasks=`` inherits k=4, not 2). When nothing else is pending the
-        last asks open anyway, so the whole budget is spent."""
-        book = self.book
-        if not book.adaptive:
-            return True
-        pending = len(decided) + len(self._backlog) + len(self._rerolls)
-        if self.outstanding == 0 and pending == 0:
-            return True
-        reserved = book.reserved()
-        return self.capacity() - pending - reserved >= book.k
 
     def _can_open(self) -> bool:
         if self.s.situations is not None and self.situations_opened >= self.s.situations:

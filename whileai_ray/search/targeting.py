@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..rng import draw, unit_rng
+from ..core.rng import draw, unit_rng
 from ..situations.situation import Situation
 from ..situations.tool_intent import ToolIntent, intents_for, make_id
 

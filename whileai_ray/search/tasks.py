@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from ..situations.situation import Situation
+from ..store.reader import load_rows
 
 TAG_KEYS = ("texture", "length", "tone", "ask", "vagueness", "phrasing", "pressure", "user", "stance", "history")
 
@@ -20,7 +21,6 @@ def source_rows(tasks) -> tuple[list[dict], dict]:
     if hasattr(tasks, "trajectories"):
         return list(tasks.trajectories), {"system_prompt": getattr(tasks, "system_prompt", "")}
     if isinstance(tasks, (str, os.PathLike)):
-        from ..store.reader import load_rows
         rows, meta = load_rows(tasks)
         return rows, {"system_prompt": meta.get("system_prompt", "")}
     return [r for r in tasks if isinstance(r, dict)], {}

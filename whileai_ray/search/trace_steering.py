@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..rng import stable_hash
+from ..core.rng import stable_hash
 from ..situations.covering import fold_fault_cells, pairwise_cells
 from ..situations.grid import cell_key
 from ..situations.near_copy import NEAR_COPY_JACCARD, SHINGLE_WORDS, NearCopyGuard
 from ..situations.traces import read_traces
 from .cell_picker import CellPicker
 
-__all__ = ["SteeredPicker", "TracePlan", "plan_traces", "DEFAULT_STEERING_WEIGHT", "in_region"]
+__all__ = ["SteeredPicker", "TracePlan", "plan_traces", "DEFAULT_STEERING_WEIGHT", "in_region", "make_picker"]
 
 DEFAULT_STEERING_WEIGHT = 0.7
 BACKGROUND_INSTANCE_OFFSET = 500_000_000      # the whole-grid picker's instances never meet the aimed ones
@@ -70,6 +70,17 @@ class SteeredPicker:
         self.background_picks += 1
         cell, instance = self.background.pick(faulted)
         return cell, instance + BACKGROUND_INSTANCE_OFFSET
+
+
+def make_picker(cells: list, settings):
+    """The planner's cell picker: a ``CellPicker`` over ``cells``, or, when ``traces=`` resolved to
+    "targeted" (``settings.aimed_cells``), a :class:`SteeredPicker` mixing the trace cells with the
+    rest of the grid at ``settings.steering_weight``."""
+    if not settings.aimed_cells:
+        return CellPicker(cells, settings.seed, settings.hard_share)
+    aimed = {cell_key(c) for c in settings.aimed_cells}
+    return SteeredPicker(settings.aimed_cells, [c for c in cells if cell_key(c) not in aimed], settings.seed,
+                         settings.hard_share, settings.steering_weight)
 
 
 @dataclass

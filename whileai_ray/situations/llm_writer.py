@@ -26,7 +26,7 @@ import asyncio
 import threading
 
 from ..agents.backends import OpenAI, configure, make_client, parse_spec, preflight, resolve_role
-from ..rng import unit_rng
+from ..core.rng import unit_rng
 from .grid import cell_key
 from .phrasing import apply_texture
 from .seed_amplifier import SeedAmplifier
@@ -140,7 +140,7 @@ class LLMWriter:
                        name: str = "ask") -> tuple[list, str | None]:
         """``([(content, finish_reason), ...], error_reason)`` for one chat request; with ``schema``
         the reply is constrained to it in the endpoint's dialect (``agents/structured.py``)."""
-        import openai
+        import openai   # lazy: openai (~0.5 s), only for the LLM writer
 
         if sem is not None:
             async with sem:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..rng import short_hash, unit_rng
+from ..core.rng import short_hash, unit_rng
 from . import text_bank as tb
 from .grid import canonical_stance, cell_key, tier_of
 from .mutation import mutate_prompt

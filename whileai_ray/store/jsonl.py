@@ -21,9 +21,7 @@ twice. ``parse_jsonl`` is the shared, tolerant line parser also used by ``reader
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import gc
 import json
 import logging
 import os
@@ -31,13 +29,13 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.identity import row_key
 from .checkpoint_meta import read_sidecar, write_sidecar
-from .disk_rows import DiskRows
+from .disk_rows import DiskRows, gc_paused
 from .fingerprint import fingerprint_mismatch
 from .key_index import entry_line, index_path, line_crc, read_index, write_index
-from .row_key import row_key
 
-__all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line", "gc_paused"]
+__all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line"]
 
 log = logging.getLogger(__name__)
 
@@ -48,23 +46,6 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 def dump_line(row: dict) -> bytes:
     """One row as a JSONL line (ASCII-escaped JSON, so any string round-trips)."""
     return (_ENCODE(row) + "\n").encode("ascii")
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while decoding many rows.
-
-    Decoding 100,000 rows allocates millions of dicts and lists; without the pause the
-    collector re-scans them over and over and loading takes 3-4x longer. The rows form no
-    cycles, so nothing is lost by collecting once afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @dataclass

@@ -24,9 +24,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .jsonl import gc_paused
-from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text,
-                     key_string, record_of, row_key)
+from .disk_rows import gc_paused
+from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
+                     record_of, row_key)
 
 __all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "COMPACT_NAME"]
 

@@ -21,7 +21,6 @@ import os
 from pathlib import Path
 
 from .jsonl import dump_line, parse_jsonl
-from .parquet import COMPACT_NAME, read_parquet
 
 __all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for"]
 
@@ -54,6 +53,13 @@ def _read_meta(path: Path) -> dict:
     return {}
 
 
+def _parquet():
+    """``store/parquet.py``, imported on first use: pyarrow costs ~0.3 s, which ``import whileai_ray``
+    and a JSONL-only load must not pay."""
+    from . import parquet
+    return parquet
+
+
 def _is_parquet(path: Path) -> bool:
     if path.suffix == ".parquet":
         return True
@@ -76,14 +82,15 @@ def load_rows(path) -> tuple[list[dict], dict]:
         raise FileNotFoundError(f"load(path={str(path)!r}): no such file or folder")
     warnings: list[str] = []
     if path.is_file():
-        rows = read_parquet(path) if _is_parquet(path) else _read_jsonl(path, warnings)
-    elif (path / COMPACT_NAME).is_file() or any(path.glob("part-*.parquet")):
-        rows = read_parquet(path)
+        rows = _parquet().read_parquet(path) if _is_parquet(path) else _read_jsonl(path, warnings)
+    elif any(path.glob("*.parquet")) and ((path / _parquet().COMPACT_NAME).is_file()
+                                         or any(path.glob("part-*.parquet"))):
+        rows = _parquet().read_parquet(path)
     else:
         files = sorted(path.glob("*.jsonl"))
         if not files:
             raise FileNotFoundError(
-                f"load(path={str(path)!r}): the folder holds no {COMPACT_NAME}, part-*.parquet "
+                f"load(path={str(path)!r}): the folder holds no rows.parquet, part-*.parquet "
                 "or *.jsonl files; pass the file or folder a run wrote"
             )
         rows = []

@@ -19,14 +19,8 @@ replay settles are decoded while the run goes; the rest are decoded once, at the
 """
 from __future__ import annotations
 
-from .disk_rows import DiskRows
-from .row_key import row_key
-
-
-def unit_row_key(unit) -> tuple:
-    s = unit.situation
-    return row_key({"scenario_id": s.scenario_id, "prompt": s.prompt, "rollout_index": unit.rollout_index,
-                    "lineage": {"eval_run": unit.eval_run}})
+from ..core.identity import unit_row_key
+from .disk_rows import DiskRows, gc_paused
 
 
 class ResumeIndex:
@@ -71,7 +65,6 @@ class ResumeIndex:
 
     def leftover(self) -> list:
         """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""
-        from .jsonl import gc_paused
         with gc_paused():
             return [self._rows[i] for i in sorted(self._by_key.values())]
 

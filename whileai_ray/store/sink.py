@@ -1,7 +1,10 @@
 """CheckpointSink: what the driver appends landed rows to (the rows() form, one fsync a batch)."""
 from __future__ import annotations
 
-from .row_builder import export_row
+import os
+
+from ..core.rows import export_row
+from .jsonl import dump_line
 
 
 def parquet_folder_for(checkpoint_path) -> str:
@@ -17,7 +20,7 @@ class CheckpointSink:
     are skipped), so the two never disagree about which rows exist."""
 
     def __init__(self, checkpoint, parquet: bool = True):
-        from .parquet import ParquetSink
+        from .parquet import ParquetSink   # lazy: pyarrow, only when a run writes Parquet
         self.checkpoint = checkpoint
         self.loaded = checkpoint.open()
         self.header = checkpoint.header
@@ -48,14 +51,12 @@ class StreamSink:
     """
 
     def __init__(self, path: str):
-        import os
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         self.path = path
         self._fh = open(path, "wb")
 
     def append(self, rows: list[dict]) -> None:
-        from .jsonl import dump_line
         self._fh.write(b"".join(dump_line(export_row(r)) for r in rows))
         self._fh.flush()
 

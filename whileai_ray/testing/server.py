@@ -30,7 +30,7 @@ import threading
 from collections import Counter, deque
 from dataclasses import dataclass
 
-from ..rng import draw, short_hash
+from ..core.rng import draw, short_hash
 from .scripted_replies import scripted_completion
 
 __all__ = ["ServerOptions", "ScriptedServer", "start_server", "main"]

@@ -1,0 +1,152 @@
+"""SimulationData: what ``simulate()`` returns, and what you can do with it next.
+
+``rows()`` gives one exported row per rollout (privileged fields scrubbed, None values
+dropped); ``trajectories`` keeps the internal rows (with the privileged block, for
+``leak_report`` and graders that may look). ``report()`` is the run's coverage summary,
+``search`` how the budget was spent, ``warnings`` what to look at before trusting a number,
+``pass_at`` the pass rates with their intervals once rows are graded.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..score.pass_at import pass_at
+from ..store.reader import save_jsonl_atomic
+from .actions import RunActions
+from .notebook import html_view
+from .rows_view import RowsView
+
+
+@dataclass(repr=False)
+class SimulationData(RowsView, RunActions):
+    trajectories: list = field(default_factory=list)
+    arm_yield: dict = field(default_factory=dict)
+    stopped_because: str = "budget"
+    declared_tools: set = field(default_factory=set)
+    stages: list = field(default_factory=list)
+    scaffold_chars: int = 0
+    degraded: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    semantic: bool = False
+    profile: Any = None                     # result.profile.AgentProfile: the agent as exports see it
+    embedder_name: str = ""
+    elapsed_seconds: float = 0.0
+    rows_per_second: float = 0.0
+    arm_weights: dict = field(default_factory=dict)
+    scenario_generation_seconds: float = 0.0
+    embedding_selection_seconds: float = 0.0
+    rollout_seconds: float = 0.0
+    row_seconds: list = field(default_factory=list)
+    unique_prompts: int = 0
+    scene_brief: str = ""                   # what every situation is written from (search/explain.py)
+    scene_brief_seconds: float = 0.0
+    first_row_seconds: float = 0.0
+    semantic_duplicate_rate: float | None = None   # lexical near-copies among distinct prompts
+    unique_behavior_signatures: int = 0
+    coverage_curve: list = field(default_factory=list)
+    coverage: dict = field(default_factory=dict)
+    search: dict = field(default_factory=dict)
+    budget: int = 0
+    path: str = ""
+    mode: str = "explore"
+    repeat_policy: str = "none"
+    n_situations: int | None = None
+    requests_per_situation: int = 1
+    rollouts_per_request: int = 1
+    unique_situations: bool = False
+    allocator: dict = field(default_factory=dict)
+    writer_model: str = ""
+    user_model: str | None = None
+    system_prompts: dict = field(default_factory=dict)
+    system_prompt: str = ""
+    tools: list = field(default_factory=list)
+    _rows_cache: Any = field(default=None, repr=False, compare=False)
+
+
+    def __repr__(self) -> str:
+        return (f"SimulationData({len(self.trajectories)} rows, stopped_because={self.stopped_because!r}, "
+                f"mode={self.mode!r}, warnings={len(self.warnings)})")
+
+    # ---------------------------------------------------------------- report
+    def report(self) -> dict:
+        """Run-level coverage summary (a copy of ``coverage``)."""
+        return copy.deepcopy(self.coverage)
+
+    @property
+    def judge_model(self) -> str | None:
+        for t in self.trajectories:
+            jm = t.get("judge_meta")
+            if isinstance(jm, dict) and jm.get("model"):
+                return jm["model"]
+        return None
+
+    @property
+    def metadata(self) -> dict:
+        """Where the run's situations came from: the strategy and what ``traces=`` steered."""
+        strategy = self.search.get("strategy") or {}
+        mining = self.search.get("trace_mining") or {}
+        return {"strategy": strategy.get("resolved", "broad"), "trace_count": int(self.coverage.get("traces") or 0),
+                "trace_regions": mining.get("regions", {}),
+                "applied_steering_weight": (strategy.get("steering_weight") or {}).get("applied", 0.0),
+                "targeted_rows": mining.get("steered_rows", 0),
+                "background_rows": mining.get("background_rows", len(self.trajectories)),
+                "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model}
+
+    @property
+    def pass_at(self):
+        if self.repeat_policy in ("successive", "adaptive") and self.rollouts_per_request > 1:
+            return pass_at(self.rows, k=self.rollouts_per_request, unanimous_short=True)
+        return pass_at(self.rows)
+
+    # ------------------------------------------------------------------ save
+    def save(self, path: str, meta: bool = False) -> str:
+        """Write ``rows()`` as JSONL atomically (``path.tmp`` then rename); ``meta=True``
+        adds the ``<stem>.meta.json`` sidecar. Returns the path."""
+        path = os.fspath(path)
+        save_jsonl_atomic(list(self.rows), path)
+        self.path = path
+        if meta:
+            _write_json_atomic(meta_path(path), self.meta_dict())
+        return path
+
+    def meta_dict(self) -> dict:
+        try:
+            pa = self.pass_at.to_dict()
+        except Exception:
+            pa = None
+        return {
+            "schema_version": "1", "system_prompt": self.system_prompt, "system_prompts": self.system_prompts,
+            "tools": self.tools, "stopped_because": self.stopped_because, "coverage": self.coverage,
+            "pass_at": pa, "coverage_curve": self.coverage_curve, "arm_weights": self.arm_weights,
+            "arm_yield": self.arm_yield, "search": self.search, "budget": self.budget,
+            "elapsed_seconds": self.elapsed_seconds,
+            "timings": {"scenario_generation_seconds": self.scenario_generation_seconds,
+                        "embedding_selection_seconds": self.embedding_selection_seconds,
+                        "rollout_seconds": self.rollout_seconds, "first_row_seconds": self.first_row_seconds,
+                        "scene_brief_seconds": self.scene_brief_seconds},
+            "profile": self.profile.to_dict() if self.profile is not None else None,
+            "scene_brief": self.scene_brief, "semantic_duplicate_rate": self.semantic_duplicate_rate,
+            "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model,
+            "degraded": self.degraded, "warnings": self.warnings, "stages": self.stages,
+            "mode": self.mode, "repeat_policy": self.repeat_policy,
+            "rollouts_per_request": self.rollouts_per_request,
+            "requests_per_situation": self.requests_per_situation,
+        }
+
+    def _repr_html_(self) -> str:
+        return html_view(self)
+
+
+def meta_path(path: str) -> str:
+    return (path[:-6] if path.endswith(".jsonl") else path) + ".meta.json"
+
+
+def _write_json_atomic(path: str, obj: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, default=str, indent=1)
+    os.replace(tmp, path)

@@ -1,0 +1,82 @@
+"""The plain-words notes a run leaves in ``data.warnings`` (each names the call that changes
+it), the Python ``UserWarning``s it raises, and the ``degraded`` tokens."""
+from __future__ import annotations
+
+from ..situations.grid import HARD_TIERS
+
+
+def rubric_unused_note(cfg) -> str | None:
+    """rubric= is read only by the LLM judge of grade=True: said, never ignored silently."""
+    if not cfg.rubric or cfg.grade is True:
+        return None
+    how = {False: "grade=False", "conduct": "grade='conduct'"}.get(cfg.grade, f"grade={cfg.grade!r}")
+    if cfg.grader is not None:
+        how += " with a grader= callable, which does not read it"
+    return (f"rubric= was given but this run did not grade with it ({how}): the rubric is read by the LLM "
+            "judge of grade=True; pass grade=True to grade against it in the loop, or data.grade(rubric=...) "
+            "afterwards")
+
+
+def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, list, list]:
+    rows = data.trajectories
+    n = len(rows)
+    listed: list[str] = []
+    user: list[str] = []
+    degraded: list[str] = []
+    if not seeds and not dropped and cfg.tasks is None:
+        listed.append(
+            f"simulator=False wrote these {stats['situations']} situations from a generic template that knows "
+            "only your tool names and policy; pass seeds= or use an LLM simulator before reading the scores.")
+    if dropped:
+        total = len(seeds) + len(dropped)
+        listed.append(f"budget={cfg.budget} covers {len(seeds)} of {total} seeds at repeats={cfg.repeats}; "
+                      f"raise budget to {total * cfg.repeats}+ or drop seeds")
+    lost = sum(stats["lost_by"].values())
+    rerolled = sum(stats["rerolled_by"].values())
+    if stats["timed_out"]:
+        listed.append(f"{stats['timed_out']} agent call(s) timed out after {cfg.timeout:g} s and were re-rolled or "
+                      "dropped; scale-to-zero servers need 2-3 min to wake; raise timeout= or warm the endpoint")
+    if lost:
+        why = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in stats["lost_by"].items() if v)
+        listed.append(f"{lost} rollout(s) of {n + lost} asked for never became rows ({why}), so every rate is "
+                      "over the survivors and the missing ones are not random; fix per reason; see "
+                      "report()['rollouts_lost_by']")
+        degraded.append("rollouts_lost")
+    if data.stopped_because == "empty_replies":
+        listed.append(f"no rows: the agent returned an empty reply on all {lost + rerolled} rollouts; return "
+                      "{'final_text': ..., 'steps': [...]} from your agent")
+    if data.stopped_because == "time_budget" and n == 0:
+        listed.append(f"no rows: time_budget={cfg.time_budget:g} s ran out before the first rollout landed (the "
+                      "clock counts from the call, the start of the run's Ray actors included); raise time_budget=")
+    if data.stopped_because == "agent_failed":
+        listed.append(f"no rows: the agent failed on all {lost + rerolled} rollouts; see "
+                      "search['first_agent_error'] and fix the agent before spending more budget")
+        degraded.append("agent_errors")
+    if rerolled > n and n > 0:
+        msg = (f"{rerolled} rollouts were re-rolled against {n} rows landed; most calls never became rows; fix: "
+               f"raise timeout= (now {cfg.timeout:g} s; {stats['timed_out']} were call timeouts) or fix the "
+               "agent errors in search['first_agent_error']")
+        listed.append(msg)
+        user.append(msg)
+    if cfg.hard_share_set and n >= 20:
+        hard = sum(1 for r in rows if r.get("tier") in HARD_TIERS)
+        realized = hard / n
+        if cfg.hard_share - realized > 0.10:
+            listed.append(f"hard_share={cfg.hard_share:g} asked, {realized:.2f} drawn ({hard} of {n} rows from the "
+                          "hard tiers); open asks and stance-less cells count as ordinary; pin "
+                          "dimensions={'stance': [...]} for an all-hard set")
+    if cfg.tools and n and not any(r.get("tools_used") for r in rows):
+        listed.append(f"0 of {n} rollouts called a tool; the agent never used the declared tools")
+        degraded.append("no_tool_calls")
+    if cfg.fault_rate_set and n >= 20:
+        share = sum(1 for r in rows if r.get("faults")) / n
+        asked = min(1.0, float(cfg.fault_rate))
+        if abs(share - asked) > 0.05:
+            user.append(f"fault_rate={cfg.fault_rate:g} asked but {share:.0%} of rows carry a fault; compare "
+                        "report()['delivered'] with report()['requested']")
+    unused = rubric_unused_note(cfg)
+    if unused:
+        listed.append(unused)       # the UserWarning was raised when the run started
+    for note in cfg.notes:
+        user.append(note)
+    return listed, user, degraded

@@ -2,6 +2,7 @@
 
     whileai-ray run SPEC [--dry-run]        run a TOML run spec here (local Ray, or RAY_ADDRESS)
     whileai-ray report PATH [--json]        rows, stop reason, pass@1 and coverage of a saved run
+    whileai-ray report A [B] --html OUT     one self-contained HTML report (B: side by side, paired delta)
     whileai-ray submit SPEC --address URL   run a spec as a Ray Job (same spec = same job id;
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
@@ -17,13 +18,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .agents.seeded import seeded_agent
 from .bench.lines import run_bench
 from .config.run_spec import SpecError, load_spec
+from .result.html_report import check_html_path, write_report
 from .result.loading import load
 from .runtime.job_plan import resolve_address
+from .score.compare import delta_report
 from .simulation import simulate
 from .testing.seeded_rows import TOOLS
 
@@ -118,23 +122,58 @@ def report_summary(data) -> dict:
 
 
 def _report(args) -> int:
-    try:
-        data = load(args.path)
-    except (OSError, ValueError) as exc:
-        _err("report", exc)
+    if len(args.paths) > 2:
+        _err("report", f"give one run, or two to compare (A B); got {len(args.paths)} paths")
         return EXIT_USAGE
-    s = report_summary(data)
-    if args.json:
-        print(json.dumps(s, indent=2, default=str))
+    if args.html:
+        try:
+            check_html_path(args.html, "--html")     # before any file is read
+        except ValueError as exc:
+            _err("report", exc)
+            return EXIT_USAGE
+        if args.max_rows < 1:
+            _err("report", f"--max-rows is how many rows the browser shows per run, 1 or more; got {args.max_rows}")
+            return EXIT_USAGE
+    datas = []
+    for path in args.paths:
+        try:
+            datas.append(load(path))
+        except (OSError, ValueError) as exc:
+            _err("report", exc)
+            return EXIT_USAGE
+    if args.html:
+        labels = _labels(args.paths)
+        out = write_report(args.html, datas, labels, max_rows=args.max_rows, argument="--html")
+        print(f"wrote {out} ({' vs '.join(labels)}, {sum(len(d) for d in datas)} rows); open it in a browser")
         return EXIT_OK
+    summaries = [report_summary(d) for d in datas]
+    if args.json:
+        out = summaries[0] if len(datas) == 1 else {"runs": dict(zip(args.paths, summaries)),
+                                                    "delta": delta_report(datas[0], datas[1]).to_dict()}
+        print(json.dumps(out, indent=2, default=str))
+        return EXIT_OK
+    for path, s in zip(args.paths, summaries):
+        _print_summary(path, s)
+    if len(datas) == 2:
+        print(f"paired delta ({args.paths[1]} minus {args.paths[0]}):")
+        print(delta_report(datas[0], datas[1]))
+    return EXIT_OK
+
+
+def _labels(paths) -> list:
+    """Short names for the runs of a report: file names, or whole paths when the names clash."""
+    names = [os.path.basename(os.path.normpath(p)) or p for p in paths]
+    return names if len(set(names)) == len(names) else list(paths)
+
+
+def _print_summary(path, s) -> None:
     stop = s["stopped_because"] or "unknown (no .meta.json sidecar)"
-    print(f"{args.path}: {s['rows']} rows, stopped_because={stop}")
+    print(f"{path}: {s['rows']} rows, stopped_because={stop}")
     print(s["pass_at_line"])
     cells = "" if s["unique_cells"] is None else f", {s['unique_cells']} grid cells"
     pairs = "" if s["pairwise"] is None else f", pairwise coverage {s['pairwise']:.0%}"
     print(f"coverage: {s['unique_prompts']} distinct prompts, {s['unique_scenarios']} scenarios"
           f"{cells}{pairs}, fault share {s['fault_share']:.0%}, {s['graded']} graded rows")
-    return EXIT_OK
 
 
 def _submit(args) -> int:
@@ -220,10 +259,17 @@ def _add_spec_commands(sub) -> None:
     r.add_argument("--dry-run", action="store_true",
                    help="validate and print the resolved arguments; start nothing")
     r.set_defaults(func=_run)
-    rp = sub.add_parser("report", help="summarize a saved run (JSONL or Parquet, file or folder)",
-                        description="Print rows, stop reason, pass@1 and coverage of a saved run.")
-    rp.add_argument("path", help="a checkpoint=, output= or data.save() path")
+    rp = sub.add_parser("report", help="summarize a saved run, or compare two (JSONL or Parquet, file or folder)",
+                        description="Print rows, stop reason, pass@1 and coverage of a saved run; with two "
+                        "runs (A B), both and the paired delta of B against A. --html writes one "
+                        "self-contained HTML report instead (open it in any browser; nothing is fetched).")
+    rp.add_argument("paths", nargs="+", metavar="PATH",
+                    help="a checkpoint=, output= or data.save() path; a second PATH compares it with the first")
     rp.add_argument("--json", action="store_true", help="print one JSON object instead")
+    rp.add_argument("--html", default=None, metavar="OUT.html",
+                    help="write the HTML report here (summary, pass rates, coverage, failures, row browser)")
+    rp.add_argument("--max-rows", type=int, default=1000,
+                    help="rows the HTML row browser shows per run (failed rows first; default 1000)")
     rp.set_defaults(func=_report)
     sb = sub.add_parser("submit", help="run a spec as a Ray Job (one job per attempt of the run)",
                         description="Submit a spec to a Ray cluster's job server. Resubmitting "

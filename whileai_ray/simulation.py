@@ -19,12 +19,15 @@ from .config.roles import resolve_roles
 from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id, resumed_unit_key
 from .core.rng import stable_hash
+from .core.rows import stored_row
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
+from .result.progress_display import choose_display
 from .result.report import build_report
 from .result.role_notes import add_role_notes
 from .score.conduct import conduct_grader
+from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
 from .search.plan_settings import PlanSettings
@@ -35,6 +38,7 @@ from .search.trace_report import apply_trace_plan, drop_trace_copies
 from .search.trace_steering import plan_traces
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
+from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
@@ -167,7 +171,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     data = SimulationData(trajectories=rows, stopped_because=result["stopped_because"])
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                 fault_rate=_fault_rate(cfg, traces), run_id=run_id, t_start=t_start)
+                 fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id, t_start=t_start)
     apply_trace_plan(data, cfg, traces, leaked)
     _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
     first = results[0]
@@ -176,6 +180,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
         "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles))
+    add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         logger.warning(w)
     for w in data.search.pop("_user_warnings", []):
@@ -185,7 +190,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     if cfg.output:
         from .store.parquet import write_parquet   # lazy: pyarrow, only when output= is set
         data.save(cfg.output, meta=True)
-        write_parquet(list(data.rows), _parquet_path(cfg.output))
+        write_parquet([stored_row(t) for t in data.trajectories], _parquet_path(cfg.output))
     return data
 
 
@@ -206,7 +211,7 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs["round_size"],
         n=cfg.phrasings, k=k, repeat_policy="fixed" if pinned else cfg.repeat_policy,
         situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
-        fault_rate=_fault_rate(cfg, traces), probe=knobs["probe"], seeds=[] if pinned else seeds,
+        fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), probe=knobs["probe"], seeds=[] if pinned else seeds,
         mutate=knobs.get("mutate_failures", True) is not False and not pinned,
         mutate_graded=knobs.get("mutate_graded_failures") is not False,
         dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned),
@@ -216,13 +221,6 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         aimed_cells=traces.aimed_cells if traces is not None else None,
         steering_weight=traces.steering_weight if traces is not None else 0.0,
         traces_key=traces.key if traces is not None else "")
-
-
-def _fault_rate(cfg, traces=None) -> float:
-    """The caller's fault_rate, else the traces' fault share, else the mode's default."""
-    if traces is not None and traces.fault_rate is not None:
-        return traces.fault_rate
-    return resolve_fault_rate(cfg)
 
 
 def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> dict:
@@ -255,12 +253,18 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     if not per_actor:
         per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
     plan_fp = plan_fingerprint(cfg, settings)
+    caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
+    job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     job = {
-        "run_id": run_id if eval_run == 0 else f"{run_id}_r{eval_run}", "cap": max(0, cfg.budget),
+        "run_id": job_run_id, "cap": max(0, cfg.budget),
+        # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
+        "metrics": {"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells,
                                 roles.writer),
         "model": model,
-        "make_sink": partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
+        "make_sink": partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
+        if cfg.checkpoint else None,
+        "checkpoint": cfg.checkpoint, "caller": caller, "caller_timeout_s": knobs["caller_timeout_s"],
         "plan_fingerprint": plan_fp,
         "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
@@ -281,14 +285,18 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         "snapshot_every_s": knobs["plan_snapshot_s"],
     }
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
-                                every_s=knobs["progress_every_s"])
+                                every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
     last = {}
 
     def on_snapshot(snap):
         last.update(snap)
         reporter.update(snap)
 
-    result = execute_job(job, on_snapshot)
+    try:
+        result = execute_job(job, on_snapshot)
+    except BaseException:
+        reporter.close()
+        raise
     rows = result["rows"]
     resume = result.get("resume") or {}
     if resume.get("mode") == "precount":
@@ -308,6 +316,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
              "cap": max(0, cfg.budget), "elapsed_s": round(result["elapsed_s"], 1),
              "stopped_because": result["stopped_because"]}        # the last line says it ended, and why
     reporter.emit(final)
+    reporter.close(final)
     result["resumed_count"] = resumed
     return result
 
@@ -342,6 +351,12 @@ def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> Non
     ro["landed"] = len(data.trajectories) - resumed
     data.coverage["resumed"] = resumed
     resume = result.get("resume") or {}
+    retry = result.get("chunk_retry") or {}
+    if retry.get("suspected"):                   # chunks that failed as a whole: who was tried alone, who was lost
+        data.search["poison"] = retry
+    for note in result.get("checkpoint_warnings") or ():    # repairs made while opening it (issue 11)
+        if note not in data.warnings:
+            data.warnings.append(note)
     if cfg.checkpoint:
         data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
                                          "resumed_from_round": resume.get("snapshot_round")}
@@ -375,7 +390,7 @@ def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **ov
     return Planner(settings, writer, cells)
 
 
-def _make_sink(cfg, plan_fp, roles=None):
+def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
-    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp))
+    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller))

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "cluster"
 KNOWN = {"README.md", "cluster.yaml", "runtime_env.yaml", "example.toml", "Dockerfile",
          "kuberay/raycluster.yaml", "kuberay/rayjob.yaml", "kuberay/outputs-pvc.yaml",
-         "slurm/whileai-ray.sbatch", "gpu_check.sh"}
+         "slurm/whileai-ray.sbatch", "gpu_check.sh",
+         "grafana/build_dashboard.py", "grafana/whileai_ray_grafana_dashboard.json"}   # test_grafana_dashboard.py
 RAY_VERSION = importlib.metadata.version("ray")
 
 

@@ -6,8 +6,8 @@ import whileai_ray as wai
 EXPECTED = [
     "Judge", "OpenAI", "PassAt", "PublishGateError", "SEEDED_BEHAVIORS", "ScoredData", "SimulationData", "World",
     "compare_runs", "configure", "conversation", "current_rollout", "delta_report", "eval_variance",
-    "evaluate", "format_delta_report", "grade", "grade_llm", "llm_grade", "load", "noise_band", "notebook_progress", "pass_at", "rank",
-    "run_judge", "seeded_agent", "simulate", "world",
+    "evaluate", "format_delta_report", "grade", "grade_llm", "llm_grade", "load", "noise_band", "notebook_progress",
+    "pass_at", "rank", "run_judge", "seeded_agent", "simulate", "world",
 ]
 
 
@@ -41,3 +41,9 @@ def test_importing_the_package_does_not_import_ray():
     code = "import sys, whileai_ray; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_both_result_objects_write_an_html_report():
+    for cls in (wai.SimulationData, wai.ScoredData):
+        params = list(inspect.signature(cls.to_html).parameters)
+        assert params[:3] == ["self", "path", "baseline"] and "max_rows" in params

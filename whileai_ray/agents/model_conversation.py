@@ -175,6 +175,9 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
         tokens_out = reply_usage.get("completion_tokens") or 0
         usage["input_tokens"] += tokens_in
         usage["output_tokens"] += tokens_out
+        cost = reply_usage.get("cost")     # some endpoints (OpenRouter, proxies) report what a call cost
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            usage["cost"] = usage.get("cost", 0.0) + cost
         counts = {"input_tokens": tokens_in, "output_tokens": tokens_out}
 
         calls = _tool_calls(message)

@@ -7,7 +7,11 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
   the first and the last landing (what the pipe sustains); ``wall`` includes actor start-up.
 * CPU-bound: the seeded agent with no delay, 20,000 explore rows; rows/s and the caller's
   peak RSS.
+* metrics: the CPU-bound line with Ray metrics off and on (alternating pairs, best of each),
+  and the recorder's own CPU time for that many rows (runtime/bench_metrics.py).
 * micro: per-call costs of the pure parts (``bench/micro.py``), each beside its target.
+* chaos (``bench/chaos.py``): kills, poison units, corrupt sidecars and a second writer against
+  one run; rows lost and rows duplicated, target 0 and 0.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from ..simulation import simulate
 from ..store.jsonl import JsonlCheckpoint
 from ..testing.seeded_rows import TOOLS
 from ..testing.server import start_server
+from .chaos import bench_chaos
+from .chaos import format_line as chaos_line
 from .micro import micro_lines
 from .search import bench_selection, format_line
 
@@ -64,10 +70,11 @@ def bench_latency(rows: int = 2000, concurrency: int = 32, latency_s: float = 0.
             "ratio": steady / ideal, "wall_ratio": len(data) / wall / ideal, "stopped": data.stopped_because}
 
 
-def bench_cpu(rows: int = 20000, concurrency: int = 32) -> dict:
+def bench_cpu(rows: int = 20000, concurrency: int = 32, metrics: bool = True) -> dict:
     t0 = time.monotonic()
     data = simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=rows, concurrency=concurrency,
-                    seed=0, advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
+                    seed=0, advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6,
+                                      "metrics": metrics})
     wall = time.monotonic() - t0
     return {"rows": len(data), "rows_s": len(data) / wall, "peak_rss_mb": _rss_mb(),
             "distinct_prompts": data.report()["unique_prompts"], "stopped": data.stopped_because}
@@ -90,6 +97,7 @@ def run_bench(quick: bool = False, out=print) -> int:
     cpu = bench_cpu(rows=n_cpu)
     out(f"cpu-bound      no-delay agent {cpu['rows']} rows: {cpu['rows_s']:.0f} rows/s, caller peak RSS "
         f"{cpu['peak_rss_mb']:.0f} MB, {cpu['distinct_prompts']} distinct prompts, stopped {cpu['stopped']}")
+    out(format_metrics_line(bench_metrics(rows=n_cpu, pairs=1 if quick else 2)))
     model = bench_model(rows=300 if quick else 1000)
     out(f"model-backed   scripted server 200ms/call C=256 {model['rows']} rows ({model['calls_per_row']:.2f} calls/row): "
         f"steady {model['steady_rows_s']:.0f} rows/s, wall {model['wall_rows_s']:.0f} rows/s, ideal "
@@ -108,11 +116,34 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
         f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
         f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
+    out(chaos_line(bench_chaos(rows=600 if quick else 1500)))
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
         f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "
         f"(target >= 2.7x; ideal per node {nodes['ideal_per_node']:.0f} rows/s)")
     return 0
+
+
+def bench_metrics(rows: int = 20000, pairs: int = 2) -> dict:
+    """The CPU-bound line with Ray metrics off and on, in alternating pairs (off, on, off, on) so
+    a machine that slows down or warms up mid-bench weighs on both sides; best of each side."""
+    off, on = [], []
+    for _ in range(pairs):
+        off.append(bench_cpu(rows=rows, metrics=False)["rows_s"])
+        on.append(bench_cpu(rows=rows, metrics=True)["rows_s"])
+    best_off, best_on = max(off), max(on)
+    from ..runtime.bench_metrics import recorder_cpu_seconds
+    recorder_s = recorder_cpu_seconds(rows)
+    return {"rows": rows, "off": off, "on": on, "best_off": best_off, "best_on": best_on,
+            "cost": (best_off - best_on) / best_off, "recorder_s": recorder_s,
+            "recorder_share": recorder_s / (rows / best_off)}
+
+
+def format_metrics_line(m: dict) -> str:
+    return (f"metrics        cpu-bound {m['rows']} rows, best of {len(m['on'])}: metrics on {m['best_on']:.0f} "
+            f"rows/s, off {m['best_off']:.0f} rows/s, cost {m['cost']:+.1%} (target within 3%; runs on "
+            f"{', '.join(f'{v:.0f}' for v in m['on'])}, off {', '.join(f'{v:.0f}' for v in m['off'])}); "
+            f"the recorder's own CPU {m['recorder_s']:.2f}s = {m['recorder_share']:.1%} of the run")
 
 
 def bench_judge(rows: int = 2000, judge_latency_s: float = 0.2, judge_slots: int = 32) -> dict:

@@ -36,6 +36,7 @@ KNOBS: dict[str, tuple[str, float, float, float]] = {
     "judge_timeout": ("number", 0.0, 0.0, 86400.0),     # seconds one verdict may take; 0 = no limit
     "family_cap": ("int", 3, 1, 1000),
     "plan_snapshot_s": ("number", 10.0, 0.0, 86400.0),  # seconds between planner snapshots; 0 = none
+    "caller_timeout_s": ("number", 10.0, 1.0, 86400.0),  # a Driver not polled this long stops (orphan)
 }
 ARMS = ("structured", "open_ended", "behavior_targeted", "failure_mutation", "llm_guided")
 # What an absent non-numeric key means (None: the engine's own choice).
@@ -45,7 +46,7 @@ ADVANCED_DEFAULTS: dict[str, Any] = {
     "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": MAX_TOKENS,
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
-    "tool_choice": None,
+    "tool_choice": None, "metrics": True,
 }
 ADVANCED_KEYS = tuple(sorted(set(KNOBS) | set(ADVANCED_DEFAULTS)))
 
@@ -181,6 +182,7 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "user_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "writer_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "tool_choice": _tool_choice,
+    "metrics": _bool,          # Ray metrics (runtime/metrics.py); False: no metric is recorded
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
 

@@ -22,6 +22,7 @@ from .rules import (MODE_PRESETS, REPEAT_POLICIES, STRATEGIES, UNTIL_CHOICES, as
                            as_text, as_text_list, check_tasks, check_traces, choice, is_number)
 from .tools import agent_kind, check_role, check_simulator, check_spec, normalize_tools
 from ..core.defaults import MAX_TOKENS
+from ..store.run_files import check_output
 
 __all__ = ["SIMULATE_PARAMS", "PARAM_DEFAULTS", "PASSED_ALIASES", "MOVED_NAMES", "RunConfig",
            "resolve_config", "knob", "BUDGET_NONE_CAP"]
@@ -289,6 +290,7 @@ def _resolve_choices(cfg: RunConfig, args: dict) -> None:
     # absolute now: the driver actor that writes them may run with another working directory
     cfg.output = _absolute(as_path(args["output"], "output=", "where the whole run is written"))
     cfg.checkpoint = _absolute(as_path(args["checkpoint"], "checkpoint=", "the JSONL file rows land in"))
+    check_output(cfg.output, cfg.checkpoint)       # output= never overwrites a checkpoint (issue 11)
     if cfg.runs > 1 and cfg.checkpoint is not None:
         raise ValueError("checkpoint= holds one run's rows; pass runs=1 with checkpoint=, or "
                          "drop checkpoint= (output= still writes every run)")

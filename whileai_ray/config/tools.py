@@ -13,6 +13,7 @@ functions (schema from the signature and docstring) are normalized to
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from typing import Any, Callable
 
@@ -128,10 +129,21 @@ def normalize_tools(tools: Any) -> tuple[list[dict], dict[str, Callable]]:
             raise TypeError(f"tools[{index}] is a {type(tool).__name__}; each tool is a "
                             f"function or an OpenAI function schema (a dict)")
         name = schema["function"]["name"]
+        if not TOOL_NAME.fullmatch(name):
+            raise ValueError(f"tools[{index}] is named {name!r}; OpenAI-compatible servers accept only tool "
+                             f"names matching {TOOL_NAME.pattern} (letters, digits, '_' and '-', at most 64): "
+                             "rename it, e.g. " + repr(_suggest(name)))
         if any(s["function"]["name"] == name for s in schemas):
             raise ValueError(f"tools= names the tool {name!r} twice; tool names must be unique")
         schemas.append(schema)
     return schemas, functions
+
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")   # what the OpenAI API (and vLLM, SGLang) enforce
+
+
+def _suggest(name: str) -> str:
+    return (re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_") or "tool")[:64]
 
 
 def _schema_from_dict(tool: dict, index: int) -> dict:

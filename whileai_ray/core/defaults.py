@@ -8,8 +8,8 @@ spells the numbers out.
 """
 from __future__ import annotations
 
-__all__ = ["TEMPERATURE", "MAX_TOKENS", "REROLL_REASONS", "TOOL_OK_STATUSES", "JUDGE_FLOORS",
-           "JUDGE_PAYLOAD_CHARS", "JUDGE_MAX_TOKENS"]
+__all__ = ["TEMPERATURE", "MAX_TOKENS", "REROLL_REASONS", "POISON_REASONS", "LOST_REASONS", "POISON_TRIES",
+           "TOOL_OK_STATUSES", "JUDGE_FLOORS", "JUDGE_PAYLOAD_CHARS", "JUDGE_MAX_TOKENS"]
 
 # Sampling of a model-backed agent when the caller sets none (the reference's values).
 TEMPERATURE = 0.8
@@ -17,6 +17,11 @@ MAX_TOKENS = 768
 
 # Why a unit is re-rolled (and, once its re-rolls are spent, lost): planner counters and report keys.
 REROLL_REASONS = ("agent_error", "empty_reply", "tool_markup")
+# Why a unit could not be played at all (runtime/chunk_retry.py): its worker process died with it, its
+# row could not be stored, or building the row raised. Played at most POISON_TRIES times, then lost.
+POISON_REASONS = ("worker_crashed", "unserializable_result", "rollout_failed")
+LOST_REASONS = REROLL_REASONS + POISON_REASONS
+POISON_TRIES = 2
 
 # Tool result statuses that mean the call did what was asked (mock world and execute= alike).
 TOOL_OK_STATUSES = frozenset(("ok", "created", "success", "done", "updated", "deleted"))

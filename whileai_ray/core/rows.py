@@ -3,6 +3,9 @@
 Internal rows carry keys that never leave the process: ``privileged`` and the other
 ``HIDDEN_KEYS`` (at any depth) and ``_``-prefixed bookkeeping. ``export_row`` strips them (and
 None values); ``conversation`` rebuilds the chat messages from prompt, steps and final text.
+``stored_row`` is the form files keep (checkpoint, ``save()``, ``output=``): the exported row
+plus its ``privileged`` block, which a ``tasks=`` replay needs (expected outcome, hidden state)
+and which ``rows()``, ``training_set()``, ``select()`` and ``push()`` never show.
 Plain Python at the bottom layer, because every layer that reads rows needs it (the store's
 sinks, the graders, the result, the export), and none of them plays rollouts.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["export_row", "conversation", "HIDDEN_KEYS"]
+__all__ = ["export_row", "stored_row", "conversation", "HIDDEN_KEYS"]
 
 HIDDEN_KEYS = frozenset(("privileged", "principle", "hidden_state", "reference", "rubric", "vector"))
 
@@ -85,4 +88,15 @@ def export_row(traj: dict) -> dict:
         if v is None or k in HIDDEN_KEYS or k[:1] == "_":
             continue
         out[k] = _clean(v) if type(v) in _CONTAINERS and _dirty(v) else v
+    return out
+
+
+def stored_row(traj: dict) -> dict:
+    """The form a row is stored in (checkpoint, ``save()``, ``output=``): ``export_row`` plus the
+    top-level ``privileged`` block, so a replay from the file plays the same situations (issue 11
+    item 6). Reading the file back gives trajectories that carry it again; ``rows()`` strips it."""
+    out = export_row(traj)
+    privileged = traj.get("privileged")
+    if privileged:
+        out["privileged"] = privileged
     return out

@@ -170,9 +170,12 @@ def load_pushed(name_or_id: str, store=None, filesystem=None) -> tuple[list, dic
     """``(rows, meta)`` of a pushed dataset: ``"orders"`` (latest version) or ``"ds_orders_v2"``."""
     if not isinstance(name_or_id, str) or not name_or_id:
         raise TypeError(f"load_pushed: pass a dataset name or id such as 'ds_orders_v1', got {name_or_id!r}")
-    target = DatasetStore(store, filesystem)
     m = _ID_RE.match(name_or_id)
     name, version = (m.group(1), int(m.group(2))) if m else (name_or_id, None)
+    if not _NAME_RE.match(name):     # the rule push() names with: no '/', no '..', nothing outside the store
+        raise ValueError(f"load_pushed({name_or_id!r}): a dataset name is 1-100 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit, or an id such as 'ds_orders_v2'; paths are not read")
+    target = DatasetStore(store, filesystem)
     versions = target.versions(name)
     if not versions:
         raise FileNotFoundError(f"load_pushed({name_or_id!r}): no dataset {name!r} in {target.uri}; "

@@ -9,14 +9,17 @@ dropped); ``trajectories`` keeps the internal rows (with the privileged block, f
 from __future__ import annotations
 
 import copy
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.rows import stored_row
+from ..core.strict_json import dumps
 from ..score.pass_at import pass_at
-from ..store.reader import save_jsonl_atomic
+from ..store.atomic import atomic_path
+from ..store.run_files import write_rows
 from .actions import RunActions
+from .html_report import write_report
 from .notebook import html_view
 from .rows_view import RowsView
 
@@ -104,10 +107,16 @@ class SimulationData(RowsView, RunActions):
 
     # ------------------------------------------------------------------ save
     def save(self, path: str, meta: bool = False) -> str:
-        """Write ``rows()`` as JSONL atomically (``path.tmp`` then rename); ``meta=True``
-        adds the ``<stem>.meta.json`` sidecar. Returns the path."""
+        """Write the rows atomically (``path.tmp`` then rename); ``meta=True`` adds the
+        ``<stem>.meta.json`` sidecar. Returns the path.
+
+        Each line is the row as ``rows()`` shows it plus its ``privileged`` block (the expected
+        outcome and hidden state a ``tasks=`` replay needs; ``rows()`` and every training export
+        strip it). A ``.parquet`` path (or a Parquet file) gets Parquet; the checkpoint this data
+        was loaded from is rewritten as a checkpoint (header, key index, Parquet side kept in
+        step); any other checkpoint is refused (``store/run_files.py``)."""
         path = os.fspath(path)
-        save_jsonl_atomic(list(self.rows), path)
+        write_rows([stored_row(t) for t in self.trajectories], path, source=self.path or None)
         self.path = path
         if meta:
             _write_json_atomic(meta_path(path), self.meta_dict())
@@ -140,13 +149,21 @@ class SimulationData(RowsView, RunActions):
     def _repr_html_(self) -> str:
         return html_view(self)
 
+    def to_html(self, path, baseline=None, *, max_rows: int = 1000, labels=None) -> str:
+        """Write this run as one self-contained HTML report (summary, pass rates with intervals,
+        coverage curve, failures by cell, tool, fault and arm, re-roll and loss causes, a row
+        browser) and return the path. ``baseline=`` (another run) puts it beside this one with
+        the paired delta. Opens offline: nothing in it is fetched. See ``result/html_report.py``."""
+        runs = [self] if baseline is None else [baseline, self]
+        if labels is None and baseline is not None:
+            labels = ["baseline", "this run"]
+        return write_report(path, runs, labels, max_rows=max_rows)
+
 
 def meta_path(path: str) -> str:
     return (path[:-6] if path.endswith(".jsonl") else path) + ".meta.json"
 
 
 def _write_json_atomic(path: str, obj: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, default=str, indent=1)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(dumps(obj, indent=1), encoding="ascii")

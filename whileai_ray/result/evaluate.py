@@ -78,8 +78,9 @@ def evaluate(rows=None, judge=None, *, grader=None, model=None, eval_set=None, j
     if judge is not None and grader is not None:
         raise ValueError("pass judge= or grader=, not both; they are the same role")
     asks = _asks(eval_set) if eval_set is not None else None    # a bad eval set fails before any judging
-    scored = run_judge(rows, judge if judge is not None else grader, judge_name=judge_name, model=model, run_id=run_id, concurrency=concurrency,
-                       timeout=timeout, scale=scale, tools=tools, source="evaluate")
+    scored = run_judge(rows, judge if judge is not None else grader, judge_name=judge_name, model=model,
+                       run_id=run_id, concurrency=concurrency, timeout=timeout, scale=scale, tools=tools,
+                       source="evaluate")
     if asks is not None:
         scored.eval_coverage = eval_coverage(scored.trajectories, asks)
         scored.eval_scores = _scores(scored.trajectories, scored.eval_coverage["covered"])

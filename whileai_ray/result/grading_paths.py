@@ -22,14 +22,16 @@ from numbers import Real
 from pathlib import Path
 
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
-from ..core.rows import HIDDEN_KEYS, export_row
-from ..score.grading import fresh_scoring_run_id, grade_in_place
-from ..score.judging import apply_verdict
+from ..core.rows import HIDDEN_KEYS, export_row, stored_row
+from ..score.grader_health import add_grader_note
+from ..score.grading import call_grader, fresh_scoring_run_id, grade_in_place
+from ..score.judging import apply_verdict, judge_name
 from ..score.labels import TRUST_MODES, trust_check
 from ..score.leak import leak_report
 from ..score.llm_judge import Judge, build_judge, judge_rows
 from ..score.rank import rank
-from ..store.reader import load_rows, save_jsonl_atomic
+from ..store.reader import load_rows
+from ..store.run_files import write_rows
 from .scored import ScoredData
 
 __all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of"]
@@ -55,16 +57,14 @@ def _stamp_trust(rows, trust: str) -> dict | None:
 
 def _export(row: dict) -> dict:
     try:
-        return export_row(row)
+        return stored_row(row)
     except ValueError:  # a foreign row without prompt/steps/final_text: write what it has
         return {k: v for k, v in row.items() if v is not None and k[:1] != "_" and k not in HIDDEN_KEYS}
 
 
-def _write(rows, path) -> str:
-    if str(path).endswith(".parquet"):
-        from ..store.parquet import write_parquet   # lazy: pyarrow, only for a .parquet target
-        return write_parquet([_export(r) for r in rows], path)
-    return save_jsonl_atomic([_export(r) for r in rows], path)
+def _write(rows, path, source=None) -> str:
+    """Rows back to a file in its own format (a checkpoint stays one: ``store/run_files.py``)."""
+    return write_rows([_export(r) for r in rows], path, source=source)
 
 
 def _save_run(data, path) -> str | None:
@@ -83,7 +83,7 @@ def _write_back(source, rows, kind: str, target) -> str | None:
     if kind == "run":
         return _save_run(source, target)
     if kind == "path":
-        return _write(rows, target or source)
+        return _write(rows, target or source, source=source)
     return _write(rows, target) if target else None
 
 
@@ -208,6 +208,8 @@ def grade_run(data, grader=None, judge=None, llm: bool = False, llm_spec=None, s
             raise TypeError("grader= takes a callable row -> number | {'reward': ..., 'reason': ...}")
         grade_in_place(data, grader, concurrency=concurrency)
         _stamp_trust(data.trajectories, trust)
+        if isinstance(getattr(data, "warnings", None), list):
+            add_grader_note(data.warnings, data.trajectories)
         _save_run(data, path)
         return data
     if llm:

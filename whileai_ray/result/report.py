@@ -6,11 +6,11 @@ import json
 import time
 from collections import Counter
 
-from ..core.defaults import REROLL_REASONS, TOOL_OK_STATUSES
+from ..core.defaults import LOST_REASONS, POISON_REASONS, TOOL_OK_STATUSES
 from ..situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
 from .warnings_text import run_warnings
 
-REASONS = REROLL_REASONS
+REASONS = LOST_REASONS
 
 
 def _shape(row: dict) -> str:
@@ -65,7 +65,9 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     pairs_cov = pairs_in(seen_cells) & pairs_planned
     faulted_rows = sum(1 for r in rows if r.get("faults"))
     fired = sum(1 for r in rows if r.get("_fault_fired"))
-    lost_by = {k: stats["lost_by"].get(k, 0) for k in REASONS}
+    # the three agent reasons always (zeros included, as the docs say); poison causes when they occur
+    lost_by = {k: stats["lost_by"].get(k, 0) for k in REASONS
+               if k not in POISON_REASONS or stats["lost_by"].get(k, 0)}
     elapsed = time.monotonic() - t_start
     tier_mix = _tier_mix(rows, cfg, stats)
     stance_mix = Counter((r.get("scenario_dimensions") or {}).get("stance", "none") for r in rows)

@@ -5,10 +5,13 @@ from ..core.rows import export_row
 
 
 class RowList(list):
-    """A list of exported rows that carries the run's ``system_prompt`` and ``tools``."""
+    """A list of exported rows that carries the run's ``system_prompt`` and ``tools``, and each
+    row's ``privileged`` block beside it (``privileged[i]``, never in the row itself), so that
+    ``simulate(tasks=data.rows())`` replays the same expected outcomes and hidden state."""
 
     system_prompt: str = ""
     tools: list = []
+    privileged: list = []
 
     def __call__(self) -> "RowList":
         return self
@@ -25,6 +28,7 @@ class RowsView:
             rl = RowList(export_row(t) for t in self.trajectories)
             rl.system_prompt = self.system_prompt
             rl.tools = self.tools
+            rl.privileged = [t.get("privileged") for t in self.trajectories]
             self._rows_cache = rl
         return self._rows_cache
 

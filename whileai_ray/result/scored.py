@@ -19,8 +19,10 @@ from typing import Any
 
 from ..core.defaults import JUDGE_FLOORS
 from ..score.judge_compare import compare_judges
+from .html_report import write_report
+from ..core.rows import stored_row
 from ..score.pass_at import pass_at
-from ..store.reader import save_jsonl_atomic
+from ..store.run_files import write_rows
 from .rows_view import RowsView
 
 __all__ = ["ScoredData"]
@@ -50,14 +52,22 @@ class ScoredData(RowsView):
         return pass_at(self.rows)
 
     def save(self, path) -> str:
-        """Write ``rows()`` as JSONL atomically; return the path."""
-        return save_jsonl_atomic(list(self.rows), os.fspath(path))
+        """Write the scored rows atomically (JSONL, or Parquet for a ``.parquet`` path; never over
+        a checkpoint); return the path."""
+        return write_rows([stored_row(t) for t in self.trajectories], os.fspath(path))
 
     def compare_judges(self, judges, gold: str = "gold_reward", allow_model_gold: bool = False,
                        concurrency: int = 8, floors=JUDGE_FLOORS):
         return compare_judges(self.trajectories, judges, gold, allow_model_gold=allow_model_gold,
                               concurrency=concurrency, policy=self.system_prompt, tools=self.tools,
                               floors=floors)
+
+    def to_html(self, path, baseline=None, *, max_rows: int = 1000, labels=None) -> str:
+        """Write these graded rows as one self-contained HTML report; see ``SimulationData.to_html``."""
+        runs = [self] if baseline is None else [baseline, self]
+        if labels is None and baseline is not None:
+            labels = ["baseline", "this run"]
+        return write_report(path, runs, labels, max_rows=max_rows)
 
     def __repr__(self) -> str:
         return (f"ScoredData({len(self.trajectories)} rows, judge={self.judge_name!r}, "

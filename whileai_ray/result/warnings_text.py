@@ -17,6 +17,20 @@ def rubric_unused_note(cfg) -> str | None:
             "afterwards")
 
 
+_POISON_HINTS = {
+    "worker_crashed": "worker crashed: the agent killed the process playing it (os._exit, a segfault or an OOM "
+                      "kill in native code); each such rollout was played twice, the second time alone",
+    "unserializable_result": "unserializable result: the agent returned a value no row can hold (a circular "
+                             "or thousands-deep dict)",
+    "rollout_failed": "rollout failed: building the row raised; search['poison'] has the counts",
+}
+
+
+def _poison_hint(lost_by: dict) -> str:
+    said = [_POISON_HINTS[k] for k in _POISON_HINTS if lost_by.get(k)]
+    return ("; " + "; ".join(said)) if said else ""
+
+
 def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, list, list]:
     rows = data.trajectories
     n = len(rows)
@@ -40,7 +54,7 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, li
         why = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in stats["lost_by"].items() if v)
         listed.append(f"{lost} rollout(s) of {n + lost} asked for never became rows ({why}), so every rate is "
                       "over the survivors and the missing ones are not random; fix per reason; see "
-                      "report()['rollouts_lost_by']")
+                      "report()['rollouts_lost_by']" + _poison_hint(stats["lost_by"]))
         degraded.append("rollouts_lost")
     if data.stopped_because == "empty_replies":
         listed.append(f"no rows: the agent returned an empty reply on all {lost + rerolled} rollouts; return "

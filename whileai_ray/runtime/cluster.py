@@ -49,3 +49,8 @@ def ensure_ray(**overrides) -> None:
 
 def local_node_id() -> str:
     return ray.get_runtime_context().get_node_id()
+
+
+def gcs_address() -> str:
+    """The address another process passes as ``RAY_ADDRESS`` to join this Ray."""
+    return ray.get_runtime_context().gcs_address

@@ -26,10 +26,12 @@ from ..store.disk_rows import gc_paused
 from ..store.plan_snapshot_keeper import PlanSnapshots
 from ..store.resume import ResumeIndex
 from ..store.sink import StreamSink
+from .caller_watch import CALLER_GONE, CallerWatch
+from .chunk_retry import ChunkRetry
 from .driver_pool import DriverPool, await_ref
+from .metrics import run_metrics
 from .rollout_actor import _fault_parent
 
-STUCK_GRACE_S = 30.0
 
 
 class DriverWorker(DriverPool):
@@ -57,9 +59,14 @@ class DriverWorker(DriverPool):
         self.stuck: dict = {}          # unit key -> seconds in flight, for chunks past their deadline
         self._resume = None
         self.snapshots = PlanSnapshots(None, 0.0, None, None)   # replaced in run()
+        self.metrics = run_metrics(job.get("metrics"))           # NoMetrics when metrics are off
+        self.watch = CallerWatch(job.get("caller"), job.get("caller_timeout_s", 10.0))
+        self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (chunk_retry.py)
+        self._solo = {"task": None, "actor": None, "spare": None}  # the quarantine lane: one unit at a time
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:
+        self.watch.polled()
         p = self.planner
         if p is None:
             return {"rows": self.resumed, "cap": self.job["cap"], "landed": 0, "resumed": self.resumed,
@@ -111,7 +118,8 @@ class DriverWorker(DriverPool):
         book = RoundBook(job["lag"])
         round_units: dict = {}                  # round -> its units, until it is observed (snapshots)
         queue: deque = deque()                  # (round, index, unit) ready to dispatch
-        tasks: dict = {}                        # asyncio task -> (actor index, items)
+        tasks: dict = {}                        # asyncio task -> (kind, actor index, items)
+        sent_on: dict = {}                      # asyncio task -> the actor handle it went to
         load = [0] * len(actors)
         clock = self.clock = RunClock(job.get("deadline_at"), job.get("timeout"))    # search/clock.py
         state = {"blocked": False}
@@ -187,15 +195,19 @@ class DriverWorker(DriverPool):
 
         pump()
         while True:
+            gone = self.watch.gone()
+            if gone is not None:        # an orphan: stop appending now, a resume may be waiting
+                self.stopped_because = CALLER_GONE
+                self.errors.append(gone)
+                break
             reason = planner.stop_reason()
-            if clock.expired():
-                reason = "time_budget"
-                queue.clear()                        # nothing new is dispatched; what is in flight may land
+            if (expired := clock.expired()):         # nothing new is dispatched; what is in flight may land
+                queue.clear()
                 if not tasks or clock.drain_over():
-                    clock.stop()
-                    self.stopped_because = reason
+                    self.stopped_because = clock.stop()
                     break
-            elif reason is not None and ((self.inflight_units == 0 and self.judging == 0) or reason != "budget"):
+            idle = self.inflight_units == 0 and self.judging == 0 and not self.retry.pending()
+            if not expired and reason is not None and (idle or reason != "budget"):
                 self.stopped_because = reason
                 break
             # dispatch: fill every actor up to its slots plus one chunk of prefetch
@@ -204,12 +216,17 @@ class DriverWorker(DriverPool):
                 if load[a] >= per_actor + chunk:
                     break
                 items = [queue.popleft() for _ in range(min(chunk, len(queue)))]
+                if actors[a] is None:                # replaced only when there is work for it
+                    actors[a] = self._new_actor()
                 ref = actors[a].run_chunk.remote([u for _, _, u in items], clock.deadline_at)
                 t = asyncio.ensure_future(await_ref(ref))
                 tasks[t] = ("roll", a, items)
                 self._sent_at[t] = time.monotonic()
+                sent_on[t] = actors[a]
                 load[a] += len(items)
                 self.inflight_units += len(items)
+            if not expired:                          # past the clock no suspect is tried alone
+                self._dispatch_suspect(tasks, sent_on)
             if not tasks:
                 pump()
                 if queue:
@@ -222,24 +239,43 @@ class DriverWorker(DriverPool):
             for t in done:
                 self._sent_at.pop(t, None)
                 kind, a, items = tasks.pop(t)
-                if kind == "roll":
-                    load[a] -= len(items)
-                    self.inflight_units -= len(items)
-                else:
+                handle = sent_on.pop(t, None)
+                if kind == "judge":
                     judge_load[a] -= len(items)
                     self.judging -= len(items)
+                else:
+                    self.inflight_units -= len(items)
+                    if kind == "roll":
+                        load[a] -= len(items)
+                    else:
+                        self._solo["task"] = None
                 try:
                     results = t.result()
-                except Exception as exc:  # the actor died: re-issue its work (keys make it exactly-once)
+                except Exception as exc:  # re-issue (keys make it exactly-once), or find a poison unit
                     self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
                     self.chunks_reissued += 1
-                    if kind == "roll":
-                        actors[a] = self._new_actor()
-                        queue.extendleft(reversed(items))
-                    else:
+                    if kind == "judge":
                         judges[a] = self._new_judge()
                         send_to_judges(items)
-                    continue
+                        continue
+                    cause = self._failure_cause(exc, handle)
+                    died = self._actor_died(exc)
+                    if kind == "roll":
+                        if died and actors[a] is handle:     # the other chunks on it fail too: replace once,
+                            actors[a] = None                 # when work comes (its start then competes with nothing)
+                        queue.extendleft(reversed(self.retry.chunk_failed(items, cause)))
+                        continue
+                    if died:
+                        self._solo["actor"] = None
+                    settled = self.retry.solo_failed(items[0], cause)
+                    if settled is None:
+                        continue
+                    results = [{"unit": items[0][2], "row": None, "unusable": settled, "timed_out": False,
+                                "fault_parent": False, "error": f"{settled}: {type(exc).__name__}"}]
+                else:
+                    if kind == "solo":
+                        self.retry.solo_ok(items[0])
+                        self._ready_spare()
                 landed, to_judge = [], []
                 for item, res in zip(items, results):
                     if res.get("skipped"):           # the clock ran out before the actor started it
@@ -255,12 +291,14 @@ class DriverWorker(DriverPool):
                 if to_judge:
                     send_to_judges(to_judge)
                 batch = []
+                n_before = len(self.rows)
                 for r, i, res in landed:
                     o = self._land(res)
                     if reproducible:
                         book.record(r, i, o)
                     else:
                         batch.append(o)
+                self.metrics.landed(self.rows[n_before:])      # metrics: once per landed batch
                 if self._pending_sink:
                     if self.sink is not None:
                         self.sink.append(self._pending_sink)
@@ -270,35 +308,24 @@ class DriverWorker(DriverPool):
                 if not reproducible and batch:
                     observe(batch)
             pump()
+            self.metrics.inflight(self.inflight_units, len(queue), self.judging)   # metrics: once a turn
+            self.metrics.causes(planner.rerolled_by, planner.lost_by)
         # stop: abandon what is still in flight
         for t in tasks:
             t.cancel()
             self.abandoned += len(tasks[t][2])
             clock.cut += len(tasks[t][2]) if clock.expired() else 0
+        self.abandoned += self.retry.pending()        # suspects never tried alone (a time budget ran out)
         self.inflight_units = 0
+        self.metrics.finish(planner.rerolled_by, planner.lost_by)     # metrics: the run ended
         self.done = True
         await self.snapshots.flush()
-        if self.sink is not None:
-            await asyncio.to_thread(self.sink.close)
+        if self.sink is not None:          # an orphan lets go at once: compaction is left to the resume
+            await asyncio.to_thread(self.sink.close, self.stopped_because != CALLER_GONE)
         if self.stream is not None:
             self.stream.close()
         self.rows.sort(key=lambda r: r.get("_ordinal", 0))
         return self._result(actors)
-
-    def _watchdog(self, tasks: dict) -> None:
-        """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
-        actor or a node that died without Ray noticing yet. They stay in flight (re-issuing a unit
-        that may still land would break exactly-once); the report names them."""
-        limit = (self.job.get("timeout") or 300.0) + STUCK_GRACE_S
-        now = time.monotonic()
-        for t, sent in self._sent_at.items():
-            if now - sent > limit and t in tasks:
-                for _r, _i, u in tasks[t][2]:
-                    key = "|".join(map(str, u.key))
-                    if key not in self.stuck:
-                        print(f"whileai_ray watchdog: unit {key} in flight for {now - sent:.0f}s "
-                              f"(deadline {limit:.0f}s)", flush=True)
-                    self.stuck[key] = round(now - sent, 1)
 
     def _land_resumed(self, unit, row: dict) -> Outcome:
         """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
@@ -355,10 +382,11 @@ class DriverWorker(DriverPool):
         return {
             "rows": rows, "leftover_rows": leftover,
             "resume": {**self._resume.summary(), **self.snapshots.summary()},
+            "checkpoint_warnings": list(self.sink.warnings) if self.sink is not None else [],
             "stopped_because": self.stopped_because,
             "elapsed_s": time.monotonic() - self.t0, "first_row_s": self.first_row_s,
             "planner": planner_stats(p, self.stopped_because), "node_rows": dict(self.node_rows),
-            "errors": self.errors, "chunks_reissued": self.chunks_reissued,
+            "errors": self.errors, "chunks_reissued": self.chunks_reissued, "chunk_retry": self.retry.stats(),
             "abandoned": self.abandoned, "n_actors": len(actors),
             "actor_nodes": list(getattr(self, "actor_nodes", [])), "stuck_units": dict(self.stuck),
             "writer": p.writer.stats() if hasattr(p.writer, "stats") else None,

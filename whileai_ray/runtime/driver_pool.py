@@ -3,17 +3,23 @@
 A mixin of ``DriverWorker`` (it reads ``self.job``): actor options from ``advanced={"ray":
 {...}}``, a deterministic SPREAD over the alive nodes, and start-up that fails with a clear
 error when the cluster cannot place the actors. Kept apart from the loop, which only asks the
-pool for actors and sends them work.
+pool for actors and sends them work. It also names why a chunk failed (its node died, its
+worker died, or it raised) and runs the quarantine lane where suspects of a poison rollout are
+tried one at a time (``chunk_retry.py``).
 """
 from __future__ import annotations
 
 import asyncio
+import time
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from .chunk_retry import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
 from .judge_actor import JudgeWorker
 from .rollout_actor import RolloutWorker
+
+STUCK_GRACE_S = 30.0          # past the agent timeout by this much, an in-flight unit is reported stuck
 
 __all__ = ["DriverPool", "PLACEMENT_TIMEOUT_S", "await_ref"]
 
@@ -56,9 +62,55 @@ class DriverPool:
         if opts.get("scheduling_strategy") == "SPREAD" and not opts.get("num_gpus") and not opts.get("resources") \
                 and not opts.get("num_cpus"):
             opts["scheduling_strategy"] = self._spread_strategy()
-        return cls.options(**opts).remote(
+        actor = cls.options(**opts).remote(
             job["agent"], job["meta"], job.get("execute"), None,
-            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"))
+            job["per_actor_concurrency"], job.get("timeout"), job.get("judge_timeout"), job.get("model"),
+            metrics=job.get("metrics"))
+        self.__dict__.setdefault("_node_of", {})[id(actor)] = (actor, getattr(opts["scheduling_strategy"],
+                                                                             "node_id", None))
+        return actor
+
+    # ---------------------------------------------------------- failed chunks
+    @staticmethod
+    def _actor_died(exc) -> bool:
+        return isinstance(exc, ray.exceptions.RayActorError)
+
+    def _failure_cause(self, exc, actor) -> str:
+        """Name why a chunk failed: its node died, its worker process died, or it raised."""
+        if isinstance(exc, ray.exceptions.RayActorError):
+            if getattr(exc, "_actor_init_failed", False):   # no unit's fault: every new actor would fail
+                raise RuntimeError(f"a rollout actor could not start: {exc}"[:2000]) from None
+            node = self.__dict__.get("_node_of", {}).get(id(actor), (None, None))[1]
+            if "node has died" in str(exc) or (node and node not in {
+                    n["NodeID"] for n in ray.nodes() if n.get("Alive")}):
+                return NODE_LOST
+            return WORKER_CRASHED
+        text = f"{type(exc).__name__}: {exc}"
+        if any(word in text for word in ("erializ", "ickl", "RecursionError", "ircular")):
+            return UNSERIALIZABLE
+        return ROLLOUT_FAILED
+
+    def _ready_spare(self) -> None:
+        """Start the quarantine's spare once its actor has proved it works (one start at a time:
+        on a busy machine two starts at once take as long as two in a row)."""
+        if self._solo["spare"] is None and self._solo["actor"] is not None:
+            self._solo["spare"] = self._new_actor()
+
+    def _dispatch_suspect(self, tasks: dict, sent_on: dict) -> None:
+        """The quarantine lane: one suspect unit at a time, on an actor that plays nothing else,
+        so a crash there names its unit (``chunk_retry.py``)."""
+        if self._solo["task"] is not None or not self.retry.pending():
+            return
+        item = self.retry.next_suspect()
+        if self._solo["actor"] is None:         # the spare, started while the last one worked, takes over at once
+            self._solo["actor"], self._solo["spare"] = self._solo["spare"] or self._new_actor(), None
+        actor = self._solo["actor"]
+        t = asyncio.ensure_future(await_ref(actor.run_chunk.remote([item[2]])))
+        tasks[t] = ("solo", -1, [item])
+        self._sent_at[t] = time.monotonic()
+        sent_on[t] = actor
+        self._solo["task"] = t
+        self.inflight_units += 1
 
     async def _start_actors(self, actors: list) -> list:
         pings = [await_ref(a.ping.remote()) for a in actors]
@@ -76,7 +128,8 @@ class DriverPool:
         job = self.job
         opts = {k: v for k, v in self._actor_options().items() if k not in ("num_gpus", "resources")}
         return ray.remote(JudgeWorker).options(**opts).remote(
-            job["grader"], job.get("judge_concurrency", 32), job.get("judge_timeout") or None)
+            job["grader"], job.get("judge_concurrency", 32), job.get("judge_timeout") or None,
+            metrics=job.get("metrics"))
 
     async def _start_judges(self) -> list:
         if self.job.get("grader") is None:
@@ -84,3 +137,18 @@ class DriverPool:
         judges = [self._new_judge() for _ in range(max(1, int(self.job.get("judge_actors", 1))))]
         await asyncio.wait_for(asyncio.gather(*(await_ref(j.ping.remote()) for j in judges)), PLACEMENT_TIMEOUT_S)
         return judges
+
+    def _watchdog(self, tasks: dict) -> None:
+        """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
+        actor or a node that died without Ray noticing yet. They stay in flight (re-issuing a unit
+        that may still land would break exactly-once); the report names them."""
+        limit = (self.job.get("timeout") or 300.0) + STUCK_GRACE_S
+        now = time.monotonic()
+        for t, sent in self._sent_at.items():
+            if now - sent > limit and t in tasks:
+                for _r, _i, u in tasks[t][2]:
+                    key = "|".join(map(str, u.key))
+                    if key not in self.stuck:
+                        print(f"whileai_ray watchdog: unit {key} in flight for {now - sent:.0f}s "
+                              f"(deadline {limit:.0f}s)", flush=True)
+                    self.stuck[key] = round(now - sent, 1)

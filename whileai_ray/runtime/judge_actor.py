@@ -9,33 +9,40 @@ driver observes a unit once its verdict is in, which is what steers the search.
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..score.grading import call_grader
 from ..score.judging import normalize_judge_result
+from .metrics import run_metrics
 
 
 class JudgeWorker:
-    def __init__(self, grader, concurrency: int = 32, timeout: float | None = None):
+    def __init__(self, grader, concurrency: int = 32, timeout: float | None = None, metrics: dict | None = None):
         self.grader = grader
         self.timeout = timeout or None
         self.sem = asyncio.Semaphore(max(1, int(concurrency)))
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 4, thread_name_prefix="judge")
         self.judged = 0
+        self.metrics = run_metrics(metrics)
 
     def ping(self) -> bool:
         return True
 
     async def judge_chunk(self, rows: list) -> list:
-        return list(await asyncio.gather(*(self._one(r) for r in rows)))
+        timed = await asyncio.gather(*(self._one(r) for r in rows))
+        self.metrics.judge_seconds([s for _, s in timed])          # metrics: once per chunk
+        return [verdict for verdict, _ in timed]
 
-    async def _one(self, row: dict) -> dict:
+    async def _one(self, row: dict) -> tuple:
         loop = asyncio.get_running_loop()
         async with self.sem:
+            t0 = time.monotonic()
             fut = loop.run_in_executor(self.pool, call_grader, self.grader, row)
             try:
                 verdict = await (asyncio.wait_for(fut, self.timeout) if self.timeout else fut)
             except asyncio.TimeoutError:
                 verdict = normalize_judge_result(TimeoutError(f"the judge took longer than {self.timeout:g}s"))
+            seconds = time.monotonic() - t0
         self.judged += 1
-        return verdict
+        return verdict, seconds

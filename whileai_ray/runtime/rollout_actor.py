@@ -27,13 +27,18 @@ from ..agents.play_callable import play_callable_unit
 from ..agents.play_model import play_model_row
 from ..agents.routing import EndpointClients
 from ..agents.row_builder import build_row
+from ..core.rows import stored_row
+from ..core.strict_json import dumps
+from .chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
+from .metrics import run_metrics
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
 
 
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
-                 timeout: float | None = None, judge_timeout: float | None = None, model=None):
+                 timeout: float | None = None, judge_timeout: float | None = None, model=None,
+                 metrics: dict | None = None):
         self.agent = agent
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
@@ -50,6 +55,7 @@ class RolloutWorker:
                                        thread_name_prefix="rollout")
         self.node_id = ray.get_runtime_context().get_node_id()
         self.played = 0
+        self.metrics = run_metrics(metrics)
 
     def ping(self) -> str:
         return self.node_id
@@ -57,7 +63,9 @@ class RolloutWorker:
     async def run_chunk(self, units: list, deadline_at: float | None = None) -> list[dict]:
         """Play ``units``; past ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet started
         comes back ``{"skipped": True}`` unplayed (search/clock.py)."""
-        return list(await asyncio.gather(*(self._one(u, deadline_at) for u in units)))
+        results = list(await asyncio.gather(*(self._one(u, deadline_at) for u in units)))
+        self.metrics.rollout_seconds([r["seconds"] for r in results if "seconds" in r])    # metrics: once per chunk
+        return results
 
     async def _one(self, unit, deadline_at: float | None = None) -> dict:
         loop = asyncio.get_running_loop()
@@ -65,24 +73,52 @@ class RolloutWorker:
             if deadline_at is not None and time.time() >= deadline_at:
                 return {"unit": unit, "row": None, "skipped": True}
             t0 = time.monotonic()
-            if self.model is not None:
-                client, user_client = self.clients.for_unit(unit)
-                row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
-            else:
-                fut = loop.run_in_executor(self.pool, play_callable_unit, self.agent, unit, self.meta, self.execute)
-                try:
-                    row = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
-                except asyncio.TimeoutError:
-                    err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
-                    row = build_row(unit, agent_error(err, timed_out=True), self.meta)
+            try:
+                if self.model is not None:
+                    client, user_client = self.clients.for_unit(unit)
+                    row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
+                    problem = storable_problem(row)
+                else:
+                    fut = loop.run_in_executor(self.pool, _play_checked, self.agent, unit, self.meta, self.execute)
+                    try:
+                        row, problem = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
+                    except asyncio.TimeoutError:
+                        err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
+                        row, problem = build_row(unit, agent_error(err, timed_out=True), self.meta), None
+            except Exception as exc:       # our code failed on this unit's output: the unit, not the chunk
+                bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
+                row, problem = None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
+                                      f"{type(exc).__name__}: {exc}"[:300])
+            if problem is not None:        # one unit that cannot become a row never sinks its chunk
+                self.played += 1
+                return {"unit": unit, "row": None, "unusable": problem[0], "timed_out": False, "verdict": None,
+                        "fault_parent": False, "error": problem[1]}
             unusable = row.get("_unusable")
         self.played += 1
         row["_ordinal"] = unit.ordinal
         row["_node"] = self.node_id
-        row["_seconds"] = round(time.monotonic() - t0, 4)
-        return {"unit": unit, "row": None if unusable else row, "unusable": unusable,
+        seconds = time.monotonic() - t0
+        row["_seconds"] = round(seconds, 4)
+        return {"unit": unit, "row": None if unusable else row, "unusable": unusable, "seconds": seconds,
                 "timed_out": bool(row.get("_timed_out")), "verdict": None,
                 "fault_parent": _fault_parent(row), "error": row.get("_error")}
+
+
+def storable_problem(row: dict):
+    """``(cause, message)`` when ``row`` cannot be stored or sent back (a circular or
+    5,000-deep value an agent returned), else None. The checkpoint encodes the same form."""
+    try:
+        dumps(stored_row(row))
+    except (ValueError, RecursionError, TypeError) as exc:
+        kind = "circular" if "ircular" in str(exc) else "too deep" if isinstance(exc, RecursionError) else "not JSON"
+        return UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: {str(exc)[:120]})"
+    return None
+
+
+def _play_checked(agent, unit, meta, execute):
+    """Play in the worker thread and check the row there, off the event loop."""
+    row = play_callable_unit(agent, unit, meta, execute)
+    return row, storable_problem(row)
 
 
 def _fault_parent(row: dict) -> bool:

@@ -10,6 +10,8 @@ import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from .caller_watch import CALLER_GONE
+from .checkpoint_guard import clear_checkpoint
 from .cluster import NAMESPACE, ensure_ray, local_node_id
 from .driver_actor import DriverWorker
 
@@ -37,24 +39,38 @@ def _ship_user_code_by_value(*objs) -> None:
 
 
 def execute_job(job: dict, on_snapshot=None) -> dict:
-    """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
+    """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot.
+
+    The Driver is polled every ``POLL_S`` whether or not anyone listens: the polls are how it
+    knows its caller is still there (``caller_watch.py``). A checkpoint another live run writes
+    is refused, and one an orphaned Driver still holds is cleared first (``checkpoint_guard.py``).
+    """
     ensure_ray()
     _ship_user_code_by_value(job.get("agent"), job.get("grader"), job.get("execute"))
+    cleared = clear_checkpoint(job.get("checkpoint"))
     driver_started = time.monotonic()
     driver = _start_driver(job)
     try:
         done_ref = driver.run.remote()
         while True:
             ready, _ = ray.wait([done_ref], timeout=POLL_S)
-            if on_snapshot is not None:
-                try:
-                    on_snapshot(ray.get(driver.poll.remote(), timeout=30))
-                except ray.exceptions.GetTimeoutError:
-                    pass
+            try:
+                snap = ray.get(driver.poll.remote(), timeout=30)
+                if on_snapshot is not None:
+                    on_snapshot(snap)
+            except ray.exceptions.GetTimeoutError:
+                pass
             if ready:
                 try:
                     result = ray.get(done_ref)
                     result["driver_started_at"] = driver_started
+                    if cleared:
+                        result["orphan_cleared"] = cleared
+                    if result.get("stopped_because") == CALLER_GONE:
+                        raise RuntimeError(
+                            f"the Driver of run {job['run_id']!r} stopped because {result['errors'][-1]}: this "
+                            "process was not polling it. The rows that landed are in the checkpoint; call "
+                            "simulate() again with the same checkpoint= to resume.")
                     return result
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None)

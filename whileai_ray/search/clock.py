@@ -43,9 +43,11 @@ class RunClock:
         edge = self.deadline_at if now < self.deadline_at else self.deadline_at + self.grace_s
         return max(0.0, min(longest, edge - now))
 
-    def stop(self) -> None:
+    def stop(self) -> str:
+        """Note when the run stopped on the clock; returns the stop reason, ``"time_budget"``."""
         if self.stopped_at is None:
             self.stopped_at = self._now()
+        return "time_budget"
 
     def summary(self, started_at: float | None = None) -> dict | None:
         """``{"time_budget", "stopped_after_s", "overrun_s", "skipped", "cut"}`` (None without a clock)."""

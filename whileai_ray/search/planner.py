@@ -19,7 +19,7 @@ import copy
 import time
 from collections import deque
 
-from ..core.defaults import REROLL_REASONS
+from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES
 from ..core.identity import prompt_sha
 from ..core.rng import draw, weyl
 from ..core.unit import Unit
@@ -36,7 +36,7 @@ from .plan_settings import PlanSettings
 from .targeting import ShapeTargets
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
-REASONS = REROLL_REASONS
+REASONS = LOST_REASONS                 # agent reasons (re-rolled) and poison causes (core/defaults.py)
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 TRACE_RETRIES = 58                # more picks before falling back to a non-fresh ask when traces= guards
@@ -344,7 +344,8 @@ class Planner:
                 self.agent_errors += 1
                 if o.timed_out:
                     self.timed_out += 1
-            if u.attempt < self.s.k:
+            final = reason == "worker_crashed" or (reason in POISON_REASONS and u.attempt + 1 >= POISON_TRIES)
+            if u.attempt < self.s.k and not final:
                 self.rerolled_by[reason] += 1
                 self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
                                           rollout_index=u.rollout_index, eval_run=u.eval_run,

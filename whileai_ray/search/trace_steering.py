@@ -96,6 +96,10 @@ class TracePlan:
     key: str = ""                           # enters the plan fingerprint (an exact resume needs the same traces)
     count: int = 0
 
+    def fault_rate_or(self, default: float) -> float:
+        """The caller's fault_rate (``default``), unless the traces set the run's fault share."""
+        return default if self.fault_rate is None else self.fault_rate
+
 
 def in_region(dims: dict, regions: dict) -> bool:
     if not dims or dims.get("origin") == "realized" or not regions:
@@ -154,5 +158,6 @@ def plan_traces(cfg, axes: dict, cells: list, keep_fault_cells: bool) -> TracePl
 
 def leakage_summary(plan: TracePlan, dropped_at_writing: int, dropped_rows: int) -> dict:
     """``search["trace_leakage"]``: how near-copies of traces are measured and how many were dropped."""
-    return {"measure": f"Jaccard of normalized word {SHINGLE_WORDS}-shingles of the ask", "threshold": NEAR_COPY_JACCARD,
+    return {"measure": f"Jaccard of normalized word {SHINGLE_WORDS}-shingles of the ask",
+            "threshold": NEAR_COPY_JACCARD,
             "traces": plan.count, "dropped_at_writing": int(dropped_at_writing), "dropped_rows": int(dropped_rows)}

@@ -20,6 +20,8 @@ import logging
 import os
 from pathlib import Path
 
+from ..core.strict_json import dumps
+from .atomic import atomic_path, fsync_file
 from .jsonl import dump_line, parse_jsonl
 
 __all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for"]
@@ -107,13 +109,10 @@ def load_rows(path) -> tuple[list[dict], dict]:
 def _atomic_write_bytes(chunks, path) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         for chunk in chunks:
             fh.write(chunk)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+        fsync_file(fh)
     return str(path)
 
 
@@ -131,5 +130,4 @@ def save_jsonl_atomic(rows, path) -> str:
 
 def save_meta_atomic(meta: dict, path) -> str:
     """Write the ``save(meta=True)`` sidecar of ``path`` atomically; return the sidecar path."""
-    text = json.dumps(meta, default=str, indent=1)
-    return _atomic_write_bytes([text.encode("ascii")], meta_path_for(path))
+    return _atomic_write_bytes([dumps(meta, indent=1).encode("ascii")], meta_path_for(path))

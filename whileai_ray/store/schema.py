@@ -53,6 +53,7 @@ import json
 import pyarrow as pa
 
 from ..core.identity import key_string, prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
+from ..core.strict_json import dumps
 
 __all__ = [
     "SCHEMA_VERSION", "METADATA_VERSION_KEY", "row_key", "key_string",
@@ -79,8 +80,8 @@ TAG_KEYS = (
     "user", "history",
 )
 
-# ASCII-escaped JSON: any Python str (even a lone surrogate) survives the round trip.
-_DUMP = json.JSONEncoder(separators=(",", ":"), default=str).encode
+# Strict ASCII JSON (strict_json.py): DuckDB and polars can parse every JSON column.
+_DUMP = dumps
 
 
 def arrow_schema() -> pa.Schema:

@@ -56,6 +56,7 @@ class ServerOptions:
     ask_rate: float = 0.25
     user_think: bool = False          # the simulated person's replies open with <think>...</think>
     dialect: str = "any"              # structured output it speaks: any / json_schema / llama_cpp / none
+    cost_per_token: float = 0.0        # > 0: usage carries "cost", as OpenRouter-style endpoints report it
 
     def __post_init__(self):
         for name in ("error_rate", "malformed_rate", "ask_rate"):
@@ -136,6 +137,8 @@ class ScriptedServer:
         constrained = opts.dialect in ("json_schema", "llama_cpp") and bool(request.get("response_format"))
         reply = scripted_completion(request, seed=opts.seed, model=opts.model, ask_rate=opts.ask_rate,
                                     user_think=opts.user_think, constrained=constrained)
+        if opts.cost_per_token:
+            reply["usage"]["cost"] = round(reply["usage"]["total_tokens"] * opts.cost_per_token, 9)
         return 200, json.dumps(reply).encode()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -185,7 +188,7 @@ def start_server(port: int = 0, **opts):
     """Start the scripted server in a daemon thread; return ``(host, port, stop)``.
 
     ``opts`` are :class:`ServerOptions` fields (seed, latency_ms, error_rate, malformed_rate,
-    require_key, model, ask_rate). ``stop()`` shuts it down and joins the thread.
+    require_key, model, ask_rate, cost_per_token). ``stop()`` shuts it down and joins the thread.
     The handler (with its request count) is available as ``stop.server``.
     """
     options = ServerOptions(**opts)

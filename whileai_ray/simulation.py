@@ -6,7 +6,6 @@ This module stays thin: validation lives in ``config``, the plan in ``search``, 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 import warnings as _warnings
 from functools import partial
@@ -20,12 +19,17 @@ from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id, resumed_unit_key
 from .core.rng import stable_hash
 from .core.rows import stored_row
+from .core.run_warning import raised
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
+from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
 from .result.role_notes import add_role_notes
+from .result.warnings_text import rubric_unused_note
+from .runtime.job_spec import JobSpec
+from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
 from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
@@ -33,9 +37,9 @@ from .score.judging import judge_name
 from .search.plan_settings import PlanSettings
 from .search.planner import Planner
 from .search.tasks import build_tasks
-from .situations.covering import fold_fault_cells
 from .search.trace_report import apply_trace_plan, drop_trace_copies
 from .search.trace_steering import plan_traces
+from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
 from .store.checkpoint_lock import caller_identity
@@ -76,7 +80,6 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     started = time.time()                   # time_budget= counts from this call (search/clock.py)
     cfg = resolve_config(agent, explicit, passed)
-    from .result.warnings_text import rubric_unused_note
     if rubric_unused_note(cfg):
         _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
@@ -93,7 +96,6 @@ def _grid(cfg, dims, keep_fault_cells: bool):
     axes = build_axes(cfg.tools, cfg.system_prompt, dims)
     cells = pairwise_cells(axes)
     if cfg.mode != "rl" and not keep_fault_cells:
-        from .situations.covering import fold_fault_cells
         cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
     return axes, cells
 
@@ -151,11 +153,11 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
                            started if eval_run == 0 and started is not None else time.time())
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
-            pinned, _, pinned_info = build_tasks(result["rows"])
+            pinned, _, pinned_info = build_tasks(result.rows)
             seeds = []
     rows = []
     for eval_run, result in enumerate(results):
-        for r in result["rows"]:
+        for r in result.rows:
             if cfg.runs > 1:
                 lineage = r.setdefault("lineage", {})
                 lineage["eval_run"] = eval_run
@@ -166,25 +168,25 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     if cfg.tasks is not None:
         for r in rows:
             r.setdefault("lineage", {})["replayed"] = True
-    result = _merge_results(results)
+    result = merge_results(results)
     rows, leaked = drop_trace_copies(rows, traces)
-    data = SimulationData(trajectories=rows, stopped_because=result["stopped_because"])
+    data = SimulationData(trajectories=rows, stopped_because=result.stopped_because)
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
-    build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                 fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id, t_start=t_start)
+    notes = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
+                         fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id, t_start=t_start)
     apply_trace_plan(data, cfg, traces, leaked)
-    _add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
+    add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
     first = results[0]
     data.search["timings"] = {
-        "driver_start_s": round(first["driver_started_at"] - t_start, 3),
-        "first_row_s": round(first["driver_started_at"] - t_start + (first.get("first_row_s") or 0.0), 3),
+        "driver_start_s": round(first.driver_started_at - t_start, 3),
+        "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles))
     add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         logger.warning(w)
-    for w in data.search.pop("_user_warnings", []):
-        _warnings.warn(w, UserWarning, stacklevel=3)
+    for w in raised(notes):
+        _warnings.warn(str(w), UserWarning, stacklevel=3)
     if cfg.llm_grade:
         data.llm_grade()
     if cfg.output:
@@ -223,8 +225,48 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         traces_key=traces.key if traces is not None else "")
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> dict:
+def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> RunResult:
     from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
+    spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles, started)
+    knobs = cfg.advanced
+    reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
+                                every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
+    last = {}
+
+    def on_snapshot(snap):
+        last.update(snap)
+        reporter.update(snap)
+
+    try:
+        result = execute_job(spec, on_snapshot)
+    except BaseException:
+        reporter.close()
+        raise
+    rows = result.rows
+    if result.resume.get("mode") == "precount":
+        for r in result.leftover_rows:
+            r = dict(r)
+            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
+            r["_ordinal"] = len(rows) + 10**9
+            r["_key"] = resumed_unit_key(run_id, r, eval_run)
+            rows.append(r)
+    cut = {tuple(g) for g in result.planner.group_cut}
+    if cut and settings.k > 1:
+        for r in rows:
+            if (r.get("scenario_id"), r["_key"][2]) in cut:
+                r["group_cut"] = True
+    resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
+    final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
+             "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1),
+             "stopped_because": result.stopped_because}        # the last line says it ended, and why
+    reporter.emit(final)
+    reporter.close(final)
+    return dataclasses.replace(result, resumed_count=resumed)
+
+
+def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:
+    """What the runtime needs to play this evaluation run (``runtime/job_spec.py``); ``started``
+    is when simulate() was called (wall clock): time_budget= counts from it."""
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
@@ -246,141 +288,35 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     elif cfg.grade is True and grader is None:
         grader = roles.judge
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
-    per_actor = int(ray_opts.pop("concurrency_per_actor", 0) or 0)
-    n_actors = int(ray_opts.pop("rollout_actors", 0) or 0)
-    if not n_actors:
-        n_actors = max(1, math.ceil(cfg.concurrency / (per_actor or ROLLOUT_ACTOR_SLOTS)))
-    if not per_actor:
-        per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
     plan_fp = plan_fingerprint(cfg, settings)
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
-    job = {
-        "run_id": job_run_id, "cap": max(0, cfg.budget),
+    return JobSpec(
+        run_id=job_run_id, cap=max(0, cfg.budget),
+        make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
+        meta=meta, agent=cfg.agent, execute=cfg.execute, grader=grader,
+        grader_is_callers=grader is not None and grader is cfg.grader, model=model,
+        agent_form="model" if model is not None else "sync",
+        make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
+                   if cfg.checkpoint else None),
+        checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
-        "metrics": {"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
-        "make_planner": partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells,
-                                roles.writer),
-        "model": model,
-        "make_sink": partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
-        if cfg.checkpoint else None,
-        "checkpoint": cfg.checkpoint, "caller": caller, "caller_timeout_s": knobs["caller_timeout_s"],
-        "plan_fingerprint": plan_fp,
-        "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
-        "per_actor_concurrency": per_actor, "n_actors": n_actors,
-        "chunk_size": knobs["chunk_size"], "lag": knobs["lag"], "reproducible": cfg.reproducible,
-        "concurrency": cfg.concurrency, "time_budget": cfg.time_budget, "timeout": cfg.timeout,
-        "started_at": started,
-        "deadline_at": (started or time.time()) + cfg.time_budget if cfg.time_budget else None,
-        "judge_timeout": knobs.get("judge_timeout") or None, "ray": ray_opts,
-        "judge_concurrency": knobs["judge_concurrency"], "judge_actors": int(ray_opts.pop("judge_actors", 1)),
-        "judge_name": judge_name(grader) if grader is not None else None,
-        "scoring_run_id": fresh_scoring_run_id() if grader is not None else None,
-        "label_source": "conduct" if cfg.grade == "conduct" else None,
-        "stream_path": cfg.output if cfg.runs == 1 else None,
+        metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
+        plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 else None,
         # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
-        "snapshot": (str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
-                     and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
-        "snapshot_every_s": knobs["plan_snapshot_s"],
-    }
-    reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
-                                every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
-    last = {}
-
-    def on_snapshot(snap):
-        last.update(snap)
-        reporter.update(snap)
-
-    try:
-        result = execute_job(job, on_snapshot)
-    except BaseException:
-        reporter.close()
-        raise
-    rows = result["rows"]
-    resume = result.get("resume") or {}
-    if resume.get("mode") == "precount":
-        for r in result["leftover_rows"]:
-            r = dict(r)
-            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
-            r["_ordinal"] = len(rows) + 10**9
-            r["_key"] = resumed_unit_key(run_id, r, eval_run)
-            rows.append(r)
-    cut = {tuple(g) for g in result["planner"]["group_cut"]}
-    if cut and settings.k > 1:
-        for r in rows:
-            if (r.get("scenario_id"), r["_key"][2]) in cut:
-                r["group_cut"] = True
-    resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
-    final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
-             "cap": max(0, cfg.budget), "elapsed_s": round(result["elapsed_s"], 1),
-             "stopped_because": result["stopped_because"]}        # the last line says it ended, and why
-    reporter.emit(final)
-    reporter.close(final)
-    result["resumed_count"] = resumed
-    return result
-
-
-def _merge_results(results: list) -> dict:
-    if len(results) == 1:
-        return results[0]
-    merged = dict(results[-1])
-    merged["rows"] = [r for res in results for r in res["rows"]]
-    p = {k: v for k, v in results[0]["planner"].items()}
-    for res in results[1:]:
-        q = res["planner"]
-        for key in ("landed", "scheduled", "timed_out", "agent_errors", "situations", "decide_seconds",
-                    "writer_seconds"):
-            p[key] = p[key] + q[key]
-        for key in ("rerolled_by", "lost_by"):
-            p[key] = {r: p[key].get(r, 0) + q[key].get(r, 0) for r in set(p[key]) | set(q[key])}
-    merged["planner"] = p
-    merged["resumed_count"] = sum(r.get("resumed_count", 0) for r in results)
-    merged["node_rows"] = {}
-    for res in results:
-        for node, n in res["node_rows"].items():
-            merged["node_rows"][node] = merged["node_rows"].get(node, 0) + n
-    merged["stopped_because"] = results[0]["stopped_because"]
-    return merged
-
-
-def _add_resume_and_replay_notes(data, cfg, result, pinned_info, results) -> None:
-    resumed = result.get("resumed_count", 0)
-    ro = data.search["rollouts"]
-    ro["resumed"] = resumed
-    ro["landed"] = len(data.trajectories) - resumed
-    data.coverage["resumed"] = resumed
-    resume = result.get("resume") or {}
-    retry = result.get("chunk_retry") or {}
-    if retry.get("suspected"):                   # chunks that failed as a whole: who was tried alone, who was lost
-        data.search["poison"] = retry
-    for note in result.get("checkpoint_warnings") or ():    # repairs made while opening it (issue 11)
-        if note not in data.warnings:
-            data.warnings.append(note)
-    if cfg.checkpoint:
-        data.search["plan_snapshots"] = {"written": resume.get("snapshots_written", 0),
-                                         "resumed_from_round": resume.get("snapshot_round")}
-    if resume.get("loaded"):
-        line = (f"resumed {resume['loaded']} rows from {cfg.checkpoint}: {resume['matched']} matched this run's "
-                f"plan ({resume['mode']} replay")
-        if resume.get("snapshot_round") is not None:
-            line += f", continued from the planner snapshot after round {resume['snapshot_round']}"
-        line += ")"
-        if resume["mode"] == "exact" and resume["unmatched"]:
-            line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
-                     "(they stay in the file)")
-            data.warnings.append(line)
-        logger.info(line)
-        data.search["resume"] = resume
-    if cfg.tasks is not None and pinned_info is not None:
-        ran = {r["prompt"] for r in data.trajectories}
-        data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],
-                                       "ran": len(ran), "missing": []}
-        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
-    if cfg.runs > 1:
-        data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
-            {"rows": len(r["rows"]), "stopped_because": r["stopped_because"]} for r in results]}
-        data.coverage["runs"] = cfg.runs
+        snapshot=(str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
+                  and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
+        snapshot_every_s=knobs["plan_snapshot_s"], reproducible=cfg.reproducible, lag=knobs["lag"],
+        chunk_size=knobs["chunk_size"], concurrency=cfg.concurrency, time_budget=cfg.time_budget,
+        started_at=started, deadline_at=(started or time.time()) + cfg.time_budget if cfg.time_budget else None,
+        timeout=cfg.timeout, judge_timeout=knobs.get("judge_timeout") or None,
+        judge_concurrency=knobs["judge_concurrency"], judge_actors=int(ray_opts.pop("judge_actors", 1)),
+        judge_name=judge_name(grader) if grader is not None else None,
+        scoring_run_id=fresh_scoring_run_id() if grader is not None else None,
+        label_source="conduct" if cfg.grade == "conduct" else None,
+        rollout_actors=int(ray_opts.pop("rollout_actors", 0) or 0),
+        concurrency_per_actor=int(ray_opts.pop("concurrency_per_actor", 0) or 0), actor_options=ray_opts)
 
 
 def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):

@@ -54,6 +54,15 @@ def test_rows_come_from_every_node_and_match_a_single_node_run(cluster, tools):
     assert data.rows() == one.rows()                     # placement does not change the draw
 
 
+def test_a_default_run_places_rollout_actors_on_every_node_with_cpus(cluster, tools):
+    agent = SlowAgent(tools, 0.005)
+    data = wai.simulate(agent, tools=tools, simulator=False, budget=240, seed=4)     # no advanced={"ray": ...}
+    placement = data.report()["placement"]
+    assert len(placement["rows_by_node"]) == 3 and all(n > 0 for n in placement["rows_by_node"].values()), placement
+    assert placement["rollout_actors"] == 3 and len(set(placement["actor_nodes"])) == 3, placement
+    assert placement["pool"] == "actors"
+
+
 def test_a_node_removed_mid_run_loses_nothing_and_duplicates_nothing(cluster, tools, tmp_path):
     c, workers = cluster
     # slow enough (48 slots / 0.25 s = ~190 rows/s) that the node goes while chunks are on it: at

@@ -41,7 +41,7 @@ def drive(planner, label_of, fail_of=lambda u: None, rounds=10_000):
 def per_prompt(units):
     out = {}
     for u in units:
-        out.setdefault((u.situation.scenario_id, u.situation.phrasing_index), set()).add(u.rollout_index)
+        out.setdefault(u.group, set()).add(u.rollout_index)
     return out
 
 
@@ -102,22 +102,23 @@ def test_roundbook_observes_in_order_one_round_at_a_time():
 
 def test_groupbook_hazard_prior_then_the_runs_own_split_rate():
     book = GroupBook(k=8, policy="successive", probe=2)
-    assert book.open(("a", 0)) == [0, 1]
-    assert book.observe(("a", 0), 1) == []
-    assert book.observe(("a", 0), 1) == []                   # unanimous at the probe: stopped
-    assert book.groups[("a", 0)].status == "stopped_unanimous"
+    assert book.open(0) == [0, 1]
+    assert book.observe(0, 1) == []
+    assert book.observe(0, 1) == []                          # unanimous at the probe: stopped
+    assert book.status_of(0) == "stopped_unanimous"
     stopped = 0
-    for i in range(40):                                      # a run whose groups never split
-        gid = ("g", i)
+    for gid in range(1, 41):                                 # a run whose groups never split
         book.open(gid)
         book.observe(gid, 1)
         more = book.observe(gid, 1)
         while more:
             more = book.observe(gid, 1)
-        stopped += book.groups[gid].status == "stopped_unanimous"
+        stopped += book.status_of(gid) == "stopped_unanimous"
     assert stopped >= 34                                     # about 5% continue, to keep learning the hazard
     reopened = book.reopen(3)
-    assert len(reopened) == 3 and all(book.groups[g].status == "stopped_unanimous" for g, _ in reopened)
+    assert len(reopened) == 3 and all(book.status_of(g) == "stopped_unanimous" for g, _ in reopened)
+    with pytest.raises(ValueError, match="groups open in order"):
+        book.open(99)
 
 
 def test_successive_keeps_budget_for_split_asks_to_reach_k():
@@ -128,3 +129,20 @@ def test_successive_keeps_budget_for_split_asks_to_reach_k():
     groups = per_prompt(units)
     assert len(units) == 32
     assert sorted(len(v) for v in groups.values()) == [4] * 8
+
+
+def test_groupbook_reserve_is_what_probing_groups_still_need():
+    """The running reserve equals k less what each probing group was handed, through opens,
+    splits, stops and a snapshot round trip."""
+    book = GroupBook(4, "successive", probe=2, seed=1)
+    for gid in range(3):
+        book.open(gid)
+    assert book.reserved() == 3 * 2
+    book.observe(0, 1); book.observe(0, 0)                   # splits: filled to k, no longer probing
+    assert book.reserved() == 2 * 2
+    book.observe(1, 1); book.observe(1, 1)                   # unanimous: continues or stops
+    expect = sum(4 - book.scheduled[g] for g in range(3) if book.status_of(g) == "probe")
+    assert book.reserved() == expect
+    again = GroupBook(4, "successive", probe=2, seed=1)
+    again.load_state(book.state())
+    assert again.reserved() == expect

@@ -9,6 +9,9 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
   peak RSS.
 * metrics: the CPU-bound line with Ray metrics off and on (alternating pairs, best of each),
   and the recorder's own CPU time for that many rows (runtime/bench_metrics.py).
+* resume exact / plan snapshot: a 19,000-row run with a checkpoint, then the same call with a
+  20,000 budget: time to the first new row, the planner snapshot's size as a share of the
+  checkpoint's, and the longest pause a snapshot put on the driver's loop (target <= 5%, <= 50 ms).
 * micro: per-call costs of the pure parts (``bench/micro.py``), each beside its target.
 * chaos (``bench/chaos.py``): kills, poison units, corrupt sidecars and a second writer against
   one run; rows lost and rows duplicated, target 0 and 0.
@@ -115,7 +118,10 @@ def run_bench(quick: bool = False, out=print) -> int:
     ex = bench_resume_exact(rows=4000 if quick else 20_000)
     out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
         f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
-        f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
+        f"{ex['from_round']} in {ex['restore_s']:.2f}s ({ex['snapshots']} written by the first run)")
+    out(f"plan snapshot  {ex['on_disk']} rows: {ex['plan_mb']:.1f} MB = {ex['plan_share']:.1%} of the "
+        f"{ex['checkpoint_mb']:.0f} MB checkpoint (target <= 5%), longest loop pause per snapshot "
+        f"{ex['pause_ms']:.1f} ms wall / {ex['pause_cpu_ms']:.1f} ms CPU (target <= 50 ms)")
     out(chaos_line(bench_chaos(rows=600 if quick else 1500)))
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
@@ -211,11 +217,14 @@ def bench_resume_exact(rows: int = 20_000) -> dict:
         agent = seeded_agent(TOOLS)
         first = simulate(agent, tools=TOOLS, simulator=False, budget=rows * 95 // 100, seed=0, checkpoint=path,
                          advanced=adv)
+        plan, ck = os.path.getsize(path + ".plan"), os.path.getsize(path)
+        snaps = first.search["plan_snapshots"]
         data = simulate(agent, tools=TOOLS, simulator=False, budget=rows, seed=0, checkpoint=path, advanced=adv)
         return {"rows": rows, "on_disk": len(first), "first_new_row_s": data.search["timings"]["first_row_s"],
-                "snapshots": first.search["plan_snapshots"]["written"],
-                "from_round": data.search["plan_snapshots"]["resumed_from_round"],
-                "mode": data.search["resume"]["mode"]}
+                "snapshots": snaps["written"], "from_round": data.search["plan_snapshots"]["resumed_from_round"],
+                "restore_s": data.search["plan_snapshots"]["restore_s"], "mode": data.search["resume"]["mode"],
+                "plan_mb": plan / 1e6, "checkpoint_mb": ck / 1e6, "plan_share": plan / ck,
+                "pause_ms": snaps["longest_pause_ms"], "pause_cpu_ms": snaps["longest_pause_cpu_ms"]}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

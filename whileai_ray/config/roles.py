@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..agents.backends import parse_spec, preflight, resolve_role
 from ..agents.routing import MultiEndpoint
+from ..core.run_warning import RunWarning
 from ..score.llm_judge import make_run_judge
 from ..situations.llm_writer import LLMWriter, resolve_writer
 
@@ -24,7 +25,7 @@ class Roles:
     writer: object = None           # an LLMWriter, or None for the offline template writer
     judge: object = None
     degraded: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)   # RunWarning notes for data.warnings
 
 
 def _preflight(backend, what: str):
@@ -52,8 +53,8 @@ def resolve_roles(cfg) -> Roles:
         roles.user = _preflight(user, "user_model=") if user is not None else roles.agent
         if roles.user == roles.agent:
             roles.degraded.append("same_model")
-            roles.warnings.append(f"The agent model ({roles.agent.model}) also played the user. Pass user_model= "
-                                  "to use a different model.")
+            roles.warnings.append(RunWarning(f"The agent model ({roles.agent.model}) also played the user. Pass "
+                                             "user_model= to use a different model.", "same_model_user"))
     elif cfg.agent is None:
         raise ValueError("simulate() needs an agent: a callable message -> {'steps', 'final_text'}, a backend "
                          "(wai.OpenAI(...)) or a spec string ('vllm:<model>@<url>'), or a model set once with "
@@ -69,8 +70,9 @@ def resolve_roles(cfg) -> Roles:
             if roles.agent is not None and backend.model == roles.agent.model:
                 if "same_model" not in roles.degraded:
                     roles.degraded.append("same_model")
-                roles.warnings.append(f"The agent model ({roles.agent.model}) also wrote the situations. Pass "
-                                      "simulator= to use a different writer.")
+                roles.warnings.append(RunWarning(f"The agent model ({roles.agent.model}) also wrote the "
+                                                 "situations. Pass simulator= to use a different writer.",
+                                                 "same_model_writer"))
     if cfg.grade is True or cfg.llm_grade:
         arg = "grade=True" if cfg.grade is True else "llm_grade=True"
         if resolve_role("judge") is None:

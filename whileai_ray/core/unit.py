@@ -2,7 +2,8 @@
 
 The key ``(run_id, scenario_id, phrasing_index, rollout_index, eval_run)`` names a row.
 ``attempt`` counts re-rolls of one key; it is part of the draw (a re-roll is a new draw)
-but not of the key (a key lands at most once).
+but not of the key (a key lands at most once). ``group`` is the planner's bookkeeping (which
+wording, by id, the unit belongs to); it is no part of the key or the draw.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class Unit:
     faults: dict | None = None        # fault plan, e.g. {"*": {"mode": "timeout", "rate": 1.0}}
     seed: int = 0
     ordinal: int = 0                  # position in the run's schedule (deterministic)
+    group: int = -1                   # the planner's id of the wording this unit plays (its group)
 
     @property
     def key(self) -> tuple:

@@ -1,14 +1,24 @@
 """The run's summary: ``report()`` (coverage), ``search`` (how the budget was spent),
-``warnings`` (what to check before trusting a number). Pure functions over rows + stats."""
+``warnings`` (what to check before trusting a number). Pure functions over rows + stats.
+
+What the run hands back is a ``RunResult`` (``runtime/run_result.py``), read by field; this
+module names it for type checking only (the result layer never imports the runtime).
+"""
 from __future__ import annotations
 
 import json
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from ..core.defaults import LOST_REASONS, POISON_REASONS, TOOL_OK_STATUSES
+from ..core.run_warning import listed
 from ..situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
 from .warnings_text import run_warnings
+
+if TYPE_CHECKING:
+    from ..core.run_warning import RunWarning
+    from ..runtime.run_result import RunResult
 
 REASONS = LOST_REASONS
 
@@ -45,9 +55,12 @@ def _tools(rows, tool_names) -> dict:
     return out
 
 
-def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_rate, run_id, t_start) -> None:
+def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
+                 t_start) -> list[RunWarning]:
+    """Fill ``data``'s report, search figures and warnings; return every note of the run (those
+    raised as ``UserWarning`` included: ``core/run_warning.raised``)."""
     rows = data.trajectories
-    stats = result["planner"]
+    stats = result.planner
     n = len(rows)
     tool_names = [t.get("function", t).get("name") for t in cfg.tools]
     planned = {cell_key(c) for c in cells}
@@ -66,8 +79,7 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     faulted_rows = sum(1 for r in rows if r.get("faults"))
     fired = sum(1 for r in rows if r.get("_fault_fired"))
     # the three agent reasons always (zeros included, as the docs say); poison causes when they occur
-    lost_by = {k: stats["lost_by"].get(k, 0) for k in REASONS
-               if k not in POISON_REASONS or stats["lost_by"].get(k, 0)}
+    lost_by = {k: stats.lost_by.get(k, 0) for k in REASONS if k not in POISON_REASONS or stats.lost_by.get(k, 0)}
     elapsed = time.monotonic() - t_start
     tier_mix = _tier_mix(rows, cfg, stats)
     stance_mix = Counter((r.get("scenario_dimensions") or {}).get("stance", "none") for r in rows)
@@ -108,59 +120,59 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
                       "tier_mix": tier_mix["counts"], "stance_mix": dict(sorted(stance_mix.items()))},
         "rollouts_requested": requested_rows, "rollouts_completed": n,
         "rollouts_lost": sum(lost_by.values()), "rollouts_lost_by": lost_by, "rollouts_over_cap": 0,
-        "n_situations": stats["situations"], "requests_per_situation": cfg.phrasings,
+        "n_situations": stats.situations, "requests_per_situation": cfg.phrasings,
         "rollouts_per_request": cfg.repeats, "tools": tools_report,
         "dead_tools": [], "run_id": run_id,
-        "placement": {"rollout_actors": result["n_actors"], "rows_by_node": result["node_rows"],
-                      "actor_nodes": result.get("actor_nodes", []),
-                      "chunks_reissued": result["chunks_reissued"]},
+        "placement": {"rollout_actors": result.n_actors, "rows_by_node": result.node_rows,
+                      "actor_nodes": result.actor_nodes, "chunks_reissued": result.chunks_reissued,
+                      "pool": result.pool},
     }
     rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,
-                "rerolled": sum(stats["rerolled_by"].values()),
-                "rerolled_by": {k: v for k, v in stats["rerolled_by"].items() if v},
-                "timed_out": stats["timed_out"], "lost": sum(lost_by.values()),
+                "rerolled": stats.rerolled,
+                "rerolled_by": {k: v for k, v in stats.rerolled_by.items() if v},
+                "timed_out": stats.timed_out, "lost": sum(lost_by.values()),
                 "lost_by": {k: v for k, v in lost_by.items() if v},
-                "situations": stats["situations"], "elapsed_s": round(elapsed, 1)}
+                "situations": stats.situations, "elapsed_s": round(elapsed, 1)}
     search = {
         "cell_counts": dict(cell_counts), "shape_counts": dict(Counter(_shape(r) for r in rows)),
         "region_counts": dict(Counter(r.get("scenario_id") for r in rows)),
-        "arm_counts": stats["arm_counts"], "allocator": stats["allocator"], "mode": cfg.mode,
+        "arm_counts": stats.arm_counts, "allocator": stats.allocator, "mode": cfg.mode,
         "repeat_policy": cfg.repeat_policy, "n_req": cfg.phrasings, "k": cfg.repeats,
         "min_cell_copies": min_copies, "copies_needed": copies_needed,
-        "mutation_aims": stats["mutation_aims"], "failure_criteria": stats.get("failure_criteria", {}), "rollouts": rollouts,
+        "mutation_aims": stats.mutation_aims, "failure_criteria": stats.failure_criteria, "rollouts": rollouts,
         "strategy": {"requested": cfg.strategy, "resolved": "broad", "reason": "no traces -> broad exploration"},
         "tier_mix": tier_mix,
     }
     if cfg.repeat_policy in ("successive", "adaptive") and cfg.repeats > 1:
-        search["groups"] = stats["groups"]
+        search["groups"] = stats.groups
     if seeds or dropped:
         search["seeds_dropped"] = list(dropped)
-    if result.get("clock"):
-        search["clock"] = result["clock"]        # how a time_budget stop landed (search/clock.py)
-    if result.get("stuck_units"):
-        search["stuck_units"] = result["stuck_units"]
-    if stats["agent_errors"]:
-        search["agent_errors"] = stats["agent_errors"]
-        if result["errors"]:
-            search["first_agent_error"] = result["errors"][0]
-    keys = stats.get("coverage_keys") or {}
+    if result.clock:
+        search["clock"] = result.clock           # how a time_budget stop landed (search/clock.py)
+    if result.stuck_units:
+        search["stuck_units"] = result.stuck_units
+    if stats.agent_errors:
+        search["agent_errors"] = stats.agent_errors
+        if result.errors:
+            search["first_agent_error"] = result.errors[0]
+    keys = stats.coverage_keys or {}
     for key in ("saturation", "predicted_to_saturation", "predicted_remaining"):
         if key in keys:
             coverage[key] = keys[key]
-    coverage["arm_weights"] = stats.get("arm_initial", {})
-    search["arm_weights"] = stats.get("arm_weights", {})
-    search["arms"] = stats.get("arms", {})
-    search["uncovered_shapes"] = stats.get("uncovered_shapes", [])
-    search["family_cap"] = stats.get("family_cap", {})
-    search["copy_deficit"] = stats.get("copy_deficit", 0)
+    coverage["arm_weights"] = stats.arm_initial
+    search["arm_weights"] = stats.arm_weights
+    search["arms"] = stats.arms
+    search["uncovered_shapes"] = stats.uncovered_shapes
+    search["family_cap"] = stats.family_cap
+    search["copy_deficit"] = stats.copy_deficit
     data.coverage = coverage
     data.search = search
     data.arm_weights = dict(search["arm_weights"])
     data.elapsed_seconds = elapsed
     data.rows_per_second = n / elapsed if elapsed > 0 else 0.0
-    data.first_row_seconds = result.get("first_row_s") or 0.0
+    data.first_row_seconds = result.first_row_s or 0.0
     data.row_seconds = [r.get("_landed_s", 0.0) for r in rows]
-    data.rollout_seconds = result["elapsed_s"]
+    data.rollout_seconds = result.elapsed_s
     data.unique_prompts = coverage["unique_prompts"]
     data.unique_behavior_signatures = coverage["unique_signatures"]
     data.budget = max(0, cfg.budget)
@@ -168,22 +180,21 @@ def build_report(data, cfg, result: dict, *, axes, cells, seeds, dropped, fault_
     data.n_situations = cfg.situations
     data.requests_per_situation, data.rollouts_per_request = cfg.phrasings, cfg.repeats
     data.unique_situations = cfg.unique_situations
-    data.allocator = stats["allocator"]
+    data.allocator = stats.allocator
     data.writer_model = "template"
     data.declared_tools = set(tool_names)
     data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
     import hashlib          # keyed like every row's lineage.system_prompt_sha
     data.system_prompts = {hashlib.sha256((cfg.system_prompt or "").encode()).hexdigest()[:16]: cfg.system_prompt}
-    data.coverage_curve = list(stats.get("coverage_curve") or [])
-    resume = result.get("resume") or {}
-    _measured(data, cfg, {**stats, "precounted_prompts": resume.get("loaded", 0)
-                          if resume.get("mode") == "precount" else 0}, axes, rows)
+    data.coverage_curve = list(stats.coverage_curve or [])
+    resume = result.resume
+    _measured(data, cfg, stats, resume.get("loaded", 0) if resume.get("mode") == "precount" else 0, axes, rows)
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",
                    "model rollout", "full tool trajectory", "behavior signature", "row stored"]
-    listed, user_warnings, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate)
-    data.warnings = listed
+    notes, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate)
+    data.warnings = listed(notes)
     data.degraded = degraded
-    data.search["_user_warnings"] = user_warnings
+    return notes
 
 
 def world_note(cfg) -> str:
@@ -199,20 +210,21 @@ def world_note(cfg) -> str:
             "tool calls against your own system")
 
 
-def _measured(data, cfg, stats, axes, rows) -> None:
-    """The timing fields, the scene brief and the search's account of itself (search/explain.py)."""
+def _measured(data, cfg, stats, precounted_prompts: int, axes, rows) -> None:
+    """The timing fields, the scene brief and the search's account of itself (search/explain.py);
+    ``stats`` is the planner's ``PlannerStats``."""
     from ..score.grader_summary import arm_yield, grader_summary
     from ..search import explain
-    writer_s = float(stats.get("writer_seconds") or 0.0)
+    writer_s = float(stats.writer_seconds or 0.0)
     data.scenario_generation_seconds = round(writer_s, 6)
-    data.embedding_selection_seconds = round(max(0.0, float(stats.get("decide_seconds") or 0.0) - writer_s), 6)
+    data.embedding_selection_seconds = round(max(0.0, float(stats.decide_seconds or 0.0) - writer_s), 6)
     t0 = time.perf_counter()
     data.scene_brief = explain.scene_brief(cfg.tools, cfg.system_prompt, axes or {})
     data.scene_brief_seconds = round(time.perf_counter() - t0, 6)
     data.semantic_duplicate_rate = explain.duplicate_rate(r.get("prompt") for r in rows)
     data.embedder_name = "minhash-word-unigram-bigram-k32"    # the selector's novelty index (novelty.py)
     search = data.search
-    search["avoid"] = explain.avoid(stats, stats.get("precounted_prompts", 0), stats.get("trace_near_copies", 0))
+    search["avoid"] = explain.avoid(stats, precounted_prompts, stats.trace_near_copies)
     search["underexplored"] = explain.underexplored(rows, axes or {})
     search["axis_gaps"] = explain.axis_gaps(rows, axes or {})
     search["plateau_batches"] = explain.plateau_batches(data.coverage_curve)

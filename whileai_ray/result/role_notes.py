@@ -4,10 +4,19 @@ The agent (its ``profile``, the ``scaffold=`` that reached it or was ignored), t
 writer (counts, fallbacks, the structured-output dialect its endpoint spoke), the judge (its
 dialect, read from the verdicts' ``judge_meta``), the simulated person (model, temperature,
 turns, questions it left on) -- each a few lines of ``warnings``, ``coverage`` and ``search``.
+Every note is a ``RunWarning`` with a code (``core/run_warning.py``); ``results`` are the run's
+``RunResult``s (named for type checking only: the result layer never imports the runtime).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..core.run_warning import RunWarning, drop
 from ..situations.llm_writer import fallback_note
+from .warnings_text import TEMPLATE_WRITER
+
+if TYPE_CHECKING:
+    from ..runtime.run_result import RunResult
 
 __all__ = ["add_role_notes", "scaffold_note", "note_dialect"]
 
@@ -19,11 +28,11 @@ def scaffold_note(data, cfg, roles) -> None:
         return
     data.scaffold_chars = len(cfg.scaffold) if (roles.agent is not None or roles.writer is not None) else 0
     if roles.agent is None:
-        data.warnings.append(
+        data.warnings.append(RunWarning(
             "scaffold= was ignored for the agent: it is generation-only guidance appended to a model-backed "
             "agent's system prompt, and this agent is a Python callable"
             + (" (the situation writer still read it)" if roles.writer is not None else "")
-            + "; put the guidance in your agent's own prompt instead")
+            + "; put the guidance in your agent's own prompt instead", "scaffold_ignored"))
 
 
 def note_dialect(data, role: str, url: str, dialect) -> None:
@@ -33,10 +42,10 @@ def note_dialect(data, role: str, url: str, dialect) -> None:
     data.search.setdefault("structured_output", {})[role] = dialect
     note = dialect_note(role, url, dialect)
     if note and note not in data.warnings:
-        data.warnings.append(note)
+        data.warnings.append(RunWarning(note, f"{role}_free_text"))
 
 
-def add_role_notes(data, cfg, roles, results=(), *, model_version: str = "") -> None:
+def add_role_notes(data, cfg, roles, results: list[RunResult] = (), *, model_version: str = "") -> None:
     """What the run's roles did, on the result: the agent's profile, the scaffold, the writer's
     counts and dialect, the judge's dialect, the models and the simulated person's figures."""
     from .profile import profile_of
@@ -48,10 +57,10 @@ def add_role_notes(data, cfg, roles, results=(), *, model_version: str = "") -> 
             data.degraded.append(token)
     data.warnings.extend(roles.warnings)
     if roles.writer is not None:
-        data.warnings[:] = [w for w in data.warnings if not w.startswith("simulator=False wrote")]
+        drop(data.warnings, TEMPLATE_WRITER)         # an LLM wrote the asks, not the template
         data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
         # the driver's copy of the writer did the writing: its counts come back with each result
-        stats = [r["writer"] for r in results if r.get("writer")] or [roles.writer.stats()]
+        stats = [r.writer for r in results if r.writer] or [roles.writer.stats()]
         total = {k: sum(s[k] for s in stats) for k in ("written", "errors", "prefetched", "requests")}
         by: dict = {}
         for s in stats:
@@ -63,7 +72,7 @@ def add_role_notes(data, cfg, roles, results=(), *, model_version: str = "") -> 
         note_dialect(data, "writer", roles.writer.backend.base_url, dialect)
         note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
         if note:
-            data.warnings.append(note)
+            data.warnings.append(RunWarning(note, "writer_fallback"))
     judged = [t["judge_meta"].get("structured_output") for t in data.trajectories
               if isinstance(t.get("judge_meta"), dict) and "structured_output" in t["judge_meta"]]
     if judged and getattr(roles.judge, "backend", None) is not None:

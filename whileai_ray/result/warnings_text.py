@@ -1,8 +1,16 @@
 """The plain-words notes a run leaves in ``data.warnings`` (each names the call that changes
-it), the Python ``UserWarning``s it raises, and the ``degraded`` tokens."""
+it), the Python ``UserWarning``s it raises, and the ``degraded`` tokens.
+
+Each note is a ``RunWarning`` (``core/run_warning.py``): the sentence, a code, and whether it is
+listed in ``data.warnings``, raised when ``simulate()`` returns, or both.
+"""
 from __future__ import annotations
 
+from ..core.run_warning import RunWarning
 from ..situations.grid import HARD_TIERS
+
+TEMPLATE_WRITER = "template_writer"     # dropped once an LLM writer or pinned tasks wrote the asks
+RUBRIC_UNUSED = "rubric_unused"         # rubric= without grade=True
 
 
 def rubric_unused_note(cfg) -> str | None:
@@ -31,66 +39,70 @@ def _poison_hint(lost_by: dict) -> str:
     return ("; " + "; ".join(said)) if said else ""
 
 
-def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list, list, list]:
+def run_warnings(data, cfg, stats, seeds, dropped, fault_rate) -> tuple[list[RunWarning], list[str]]:
+    """``(warnings, degraded)`` for a finished run; ``stats`` is the planner's ``PlannerStats``."""
     rows = data.trajectories
     n = len(rows)
-    listed: list[str] = []
-    user: list[str] = []
+    out: list[RunWarning] = []
     degraded: list[str] = []
     if not seeds and not dropped and cfg.tasks is None:
-        listed.append(
-            f"simulator=False wrote these {stats['situations']} situations from a generic template that knows "
-            "only your tool names and policy; pass seeds= or use an LLM simulator before reading the scores.")
+        out.append(RunWarning(
+            f"simulator=False wrote these {stats.situations} situations from a generic template that knows "
+            "only your tool names and policy; pass seeds= or use an LLM simulator before reading the scores.",
+            TEMPLATE_WRITER))
     if dropped:
         total = len(seeds) + len(dropped)
-        listed.append(f"budget={cfg.budget} covers {len(seeds)} of {total} seeds at repeats={cfg.repeats}; "
-                      f"raise budget to {total * cfg.repeats}+ or drop seeds")
-    lost = sum(stats["lost_by"].values())
-    rerolled = sum(stats["rerolled_by"].values())
-    if stats["timed_out"]:
-        listed.append(f"{stats['timed_out']} agent call(s) timed out after {cfg.timeout:g} s and were re-rolled or "
-                      "dropped; scale-to-zero servers need 2-3 min to wake; raise timeout= or warm the endpoint")
+        out.append(RunWarning(f"budget={cfg.budget} covers {len(seeds)} of {total} seeds at repeats={cfg.repeats}; "
+                              f"raise budget to {total * cfg.repeats}+ or drop seeds", "seeds_dropped"))
+    lost, rerolled = stats.lost, stats.rerolled
+    if stats.timed_out:
+        out.append(RunWarning(f"{stats.timed_out} agent call(s) timed out after {cfg.timeout:g} s and were re-rolled "
+                              "or dropped; scale-to-zero servers need 2-3 min to wake; raise timeout= or warm the "
+                              "endpoint", "timed_out"))
     if lost:
-        why = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in stats["lost_by"].items() if v)
-        listed.append(f"{lost} rollout(s) of {n + lost} asked for never became rows ({why}), so every rate is "
-                      "over the survivors and the missing ones are not random; fix per reason; see "
-                      "report()['rollouts_lost_by']" + _poison_hint(stats["lost_by"]))
+        why = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in stats.lost_by.items() if v)
+        out.append(RunWarning(f"{lost} rollout(s) of {n + lost} asked for never became rows ({why}), so every rate is "
+                              "over the survivors and the missing ones are not random; fix per reason; see "
+                              "report()['rollouts_lost_by']" + _poison_hint(stats.lost_by), "rollouts_lost"))
         degraded.append("rollouts_lost")
     if data.stopped_because == "empty_replies":
-        listed.append(f"no rows: the agent returned an empty reply on all {lost + rerolled} rollouts; return "
-                      "{'final_text': ..., 'steps': [...]} from your agent")
+        out.append(RunWarning(f"no rows: the agent returned an empty reply on all {lost + rerolled} rollouts; return "
+                              "{'final_text': ..., 'steps': [...]} from your agent", "empty_replies"))
     if data.stopped_because == "time_budget" and n == 0:
-        listed.append(f"no rows: time_budget={cfg.time_budget:g} s ran out before the first rollout landed (the "
-                      "clock counts from the call, the start of the run's Ray actors included); raise time_budget=")
+        out.append(RunWarning(f"no rows: time_budget={cfg.time_budget:g} s ran out before the first rollout landed "
+                              "(the clock counts from the call, the start of the run's Ray actors included); raise "
+                              "time_budget=", "time_budget_no_rows"))
     if data.stopped_because == "agent_failed":
-        listed.append(f"no rows: the agent failed on all {lost + rerolled} rollouts; see "
-                      "search['first_agent_error'] and fix the agent before spending more budget")
+        out.append(RunWarning(f"no rows: the agent failed on all {lost + rerolled} rollouts; see "
+                              "search['first_agent_error'] and fix the agent before spending more budget",
+                              "agent_failed"))
         degraded.append("agent_errors")
     if rerolled > n and n > 0:
-        msg = (f"{rerolled} rollouts were re-rolled against {n} rows landed; most calls never became rows; fix: "
-               f"raise timeout= (now {cfg.timeout:g} s; {stats['timed_out']} were call timeouts) or fix the "
-               "agent errors in search['first_agent_error']")
-        listed.append(msg)
-        user.append(msg)
+        out.append(RunWarning(
+            f"{rerolled} rollouts were re-rolled against {n} rows landed; most calls never became rows; fix: "
+            f"raise timeout= (now {cfg.timeout:g} s; {stats.timed_out} were call timeouts) or fix the "
+            "agent errors in search['first_agent_error']", "mostly_rerolled", raised=True))
     if cfg.hard_share_set and n >= 20:
         hard = sum(1 for r in rows if r.get("tier") in HARD_TIERS)
         realized = hard / n
         if cfg.hard_share - realized > 0.10:
-            listed.append(f"hard_share={cfg.hard_share:g} asked, {realized:.2f} drawn ({hard} of {n} rows from the "
-                          "hard tiers); open asks and stance-less cells count as ordinary; pin "
-                          "dimensions={'stance': [...]} for an all-hard set")
+            out.append(RunWarning(f"hard_share={cfg.hard_share:g} asked, {realized:.2f} drawn ({hard} of {n} rows from "
+                                  "the hard tiers); open asks and stance-less cells count as ordinary; pin "
+                                  "dimensions={'stance': [...]} for an all-hard set", "hard_share_short"))
     if cfg.tools and n and not any(r.get("tools_used") for r in rows):
-        listed.append(f"0 of {n} rollouts called a tool; the agent never used the declared tools")
+        out.append(RunWarning(f"0 of {n} rollouts called a tool; the agent never used the declared tools",
+                              "no_tool_calls"))
         degraded.append("no_tool_calls")
     if cfg.fault_rate_set and n >= 20:
         share = sum(1 for r in rows if r.get("faults")) / n
         asked = min(1.0, float(cfg.fault_rate))
         if abs(share - asked) > 0.05:
-            user.append(f"fault_rate={cfg.fault_rate:g} asked but {share:.0%} of rows carry a fault; compare "
-                        "report()['delivered'] with report()['requested']")
+            out.append(RunWarning(f"fault_rate={cfg.fault_rate:g} asked but {share:.0%} of rows carry a fault; "
+                                  "compare report()['delivered'] with report()['requested']", "fault_rate_off",
+                                  listed=False, raised=True))
     unused = rubric_unused_note(cfg)
-    if unused:
-        listed.append(unused)       # the UserWarning was raised when the run started
+    if unused:       # listed only: the UserWarning was raised when the run started
+        out.append(RunWarning(unused, RUBRIC_UNUSED))
     for note in cfg.notes:
-        user.append(note)
-    return listed, user, degraded
+        out.append(RunWarning(note, "config_note", listed=False, raised=True))
+    return out, degraded

@@ -1,5 +1,9 @@
 """RolloutWorker: plays chunks of work units, many at a time, on one asyncio loop.
 
+A plain class: a rollout pool makes it a Ray actor (``actor_pool.py``), and the caller's own
+pool (``caller_player.py``) runs the very same class in the caller's process. It asks Ray only
+for the name of its node, and only when it was not told one.
+
 A callable agent runs in a thread executor (never on the event loop), one thread per
 concurrent rollout, under a semaphore sized ``concurrency``. The driver sends more units
 than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
@@ -20,8 +24,6 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import ray
-
 from ..agents.callable import agent_error
 from ..agents.play_callable import play_callable_unit
 from ..agents.play_model import play_model_row
@@ -38,7 +40,7 @@ FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied"
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
                  timeout: float | None = None, judge_timeout: float | None = None, model=None,
-                 metrics: dict | None = None):
+                 metrics: dict | None = None, node_id: str | None = None, deadline_at: float | None = None):
         self.agent = agent
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
@@ -53,17 +55,18 @@ class RolloutWorker:
         self.sem = asyncio.Semaphore(max(1, int(concurrency)))
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 8,
                                        thread_name_prefix="rollout")
-        self.node_id = ray.get_runtime_context().get_node_id()
+        self.node_id = node_id or _ray_node_id()
+        self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
         self.metrics = run_metrics(metrics)
 
     def ping(self) -> str:
         return self.node_id
 
-    async def run_chunk(self, units: list, deadline_at: float | None = None) -> list[dict]:
-        """Play ``units``; past ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet started
-        comes back ``{"skipped": True}`` unplayed (search/clock.py)."""
-        results = list(await asyncio.gather(*(self._one(u, deadline_at) for u in units)))
+    async def run_chunk(self, units: list) -> list[dict]:
+        """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
+        started comes back ``{"skipped": True}`` unplayed (search/clock.py)."""
+        results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
         self.metrics.rollout_seconds([r["seconds"] for r in results if "seconds" in r])    # metrics: once per chunk
         return results
 
@@ -92,7 +95,7 @@ class RolloutWorker:
             if problem is not None:        # one unit that cannot become a row never sinks its chunk
                 self.played += 1
                 return {"unit": unit, "row": None, "unusable": problem[0], "timed_out": False, "verdict": None,
-                        "fault_parent": False, "error": problem[1]}
+                        "fault_parent": False, "error": problem[1], "seconds": time.monotonic() - t0}
             unusable = row.get("_unusable")
         self.played += 1
         row["_ordinal"] = unit.ordinal
@@ -102,6 +105,12 @@ class RolloutWorker:
         return {"unit": unit, "row": None if unusable else row, "unusable": unusable, "seconds": seconds,
                 "timed_out": bool(row.get("_timed_out")), "verdict": None,
                 "fault_parent": _fault_parent(row), "error": row.get("_error")}
+
+
+def _ray_node_id() -> str:
+    """The node this actor runs on, as Ray names it (rows carry it: ``placement.rows_by_node``)."""
+    import ray   # here only: a RolloutWorker told its node (the caller's pool, a unit test) never needs Ray
+    return ray.get_runtime_context().get_node_id()
 
 
 def storable_problem(row: dict):

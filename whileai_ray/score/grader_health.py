@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-__all__ = ["grader_failure_note", "add_grader_note"]
+from ..core.run_warning import RunWarning, code_of
+
+__all__ = ["grader_failure_note", "add_grader_note", "GRADER_FAILED"]
 
 _PREFIX = "the grader failed on every row"
+GRADER_FAILED = "grader_failed"          # the RunWarning code of the note
 
 
 def grader_failure_note(rows) -> str | None:
@@ -28,8 +31,12 @@ def grader_failure_note(rows) -> str | None:
 
 
 def add_grader_note(warnings: list, rows) -> None:
-    """Replace any earlier note of this kind in ``warnings`` with the current one (if any)."""
-    warnings[:] = [w for w in warnings if not (isinstance(w, str) and w.startswith(_PREFIX))]
+    """Replace any earlier note of this kind in ``warnings`` with the current one (if any).
+
+    An earlier note is known by its code; one read back from a saved run is a plain string (the
+    file keeps only the text), known by its opening words."""
+    warnings[:] = [w for w in warnings if not (code_of(w) == GRADER_FAILED or
+                                               (code_of(w) is None and isinstance(w, str) and w.startswith(_PREFIX)))]
     note = grader_failure_note(rows)
     if note:
-        warnings.append(note)
+        warnings.append(RunWarning(note, GRADER_FAILED))

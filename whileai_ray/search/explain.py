@@ -82,8 +82,9 @@ def plateau_batches(curve: list) -> int:
     return n
 
 
-def avoid(stats: dict, precounted_prompts: int = 0, trace_near_copies: int = 0) -> dict:
-    family = stats.get("family_cap") or {}
+def avoid(stats, precounted_prompts: int = 0, trace_near_copies: int = 0) -> dict:
+    """``search["avoid"]``: what the run refused to draw again (``stats``: the planner's ``PlannerStats``)."""
+    family = stats.family_cap or {}
     return {"near_copy_families_refused": int(family.get("refused", 0)),
             "prompts_on_disk": int(precounted_prompts), "trace_near_copies": int(trace_near_copies)}
 

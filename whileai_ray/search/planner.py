@@ -9,16 +9,19 @@ rollout actors and nodes, in any completion order, while ``lag`` rounds stay in 
 Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
 
-What it is given is a ``PlanSettings`` (``plan_settings.py``), what it hears back is one
-``Outcome`` per unit (``outcome.py``), and what it reports at the end is ``planner_stats``
-(``planner_stats.py``).
+It is given a ``PlanSettings`` (``plan_settings.py``), hears back one ``Outcome`` per unit
+(``outcome.py``) and reports ``stats()``, a ``PlannerStats`` record (``planner_stats.py``), at the end.
+State is kept compact (``wordings.py``: a recipe per opened wording instead of its Situation;
+``groups.py``: counters in columns; digests instead of prompt strings), and ``state()`` /
+``Planner.from_state()`` (``planner_state.py``) turn it into plain data and back, for the
+planner snapshot beside a checkpoint (``store/plan_snapshot_file.py``).
 """
 from __future__ import annotations
 
-import copy
 import time
 from collections import deque
 
+from ..core.columns import Column, prompt_digest
 from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES
 from ..core.identity import prompt_sha
 from ..core.rng import draw, weyl
@@ -26,30 +29,38 @@ from ..core.unit import Unit
 from ..situations.grid import CONDITION_FAULT_MODE
 from ..situations.timed_writer import TimedWriter
 from .arms import ArmBandit
-from .trace_steering import make_picker
+from .ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, write_ask
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
-from .groups import GroupBook
+from .groups import COMPLETE, GroupBook
 from .novelty import NoveltyIndex, sketch
 from .outcome import Outcome
+from .parents import ParentQueue
 from .plan_settings import PlanSettings
+from .planner_state import PlannerState
+from .planner_stats import PlannerStatsReport
 from .targeting import ShapeTargets
+from .trace_steering import make_picker
+from .wordings import Wordings
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = LOST_REASONS                 # agent reasons (re-rolled) and poison causes (core/defaults.py)
-ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
-RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 TRACE_RETRIES = 58                # more picks before falling back to a non-fresh ask when traces= guards
 
 
-class Planner:
+class Planner(PlannerState, PlannerStatsReport):
+    """Decides units round by round (see the module docstring); ``state()`` / ``from_state()`` /
+    ``restore()`` / ``landed_keys()`` and the unit codec come from :class:`PlannerState`."""
+
     def __init__(self, settings: PlanSettings, writer, cells: list[dict]):
         self.s = settings
         self.writer = TimedWriter(writer)     # scenario_generation_seconds (situations/timed_writer.py)
         self.decide_seconds = 0.0             # writing + selection; selection = this - writer seconds
         self.picker = make_picker(cells, settings) if cells else None    # traces= "targeted": a SteeredPicker
         self.trace_near_copies = 0            # generated asks refused for near-copying a trace
-        self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed)
+        self.words = Wordings()               # every opened wording, by id (= its group's id)
+        self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed,
+                              key_of=self._group_key)
         self.landed = settings.precounted
         self.outstanding = 0
         self.scheduled = 0
@@ -66,9 +77,11 @@ class Planner:
             self.picker = None
         self._backlog: deque = deque()        # units decided but not yet fitted into a round
         self._rerolls: deque = deque()
-        self._situation_of: dict[tuple, object] = {}
-        self._faults_of: dict[str, dict | None] = {}
-        self._parents: deque = deque()
+        self._parents = ParentQueue()         # failures to mutate from, oldest first
+        # every landed row observed, in order: its wording, rollout index and ordinal (a snapshot
+        # names the rows it settled by these; their keys are derived, see landed_keys())
+        self._landed_wid, self._landed_ri, self._landed_ordinal = Column("int64"), Column("int32"), Column("int64")
+        self._landed_keys = None              # landed_keys(), kept while no row lands
         self._mutations = 0
         self._mutation_round = -1
         self._probes = 0
@@ -87,15 +100,18 @@ class Planner:
         self.shapes = ShapeTargets(settings.tools, settings.seed) if settings.tools else None
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
         self._targeted = 0
-        self._seen_prompts: set = set()       # a prompt is opened at most once: keys never collide
+        self._seen: set[int] = set()          # digests of opened prompts: a prompt opens at most once
         self._scored = ("", None, 0.0)
 
-    def __getstate__(self) -> dict:
-        """Pickled without its situation writer (``store/plan_snapshot_file.py``): the restorer
-        attaches a fresh one, which is stateless (template writer) by the snapshot's rule."""
-        state = dict(self.__dict__)
-        state["writer"] = None
-        return state
+    def _group_key(self, wid: int) -> list:
+        sit = self.words.situation(wid, self)
+        return [sit.scenario_id, sit.phrasing_index]
+
+    def _release(self, wid: int) -> None:
+        """Let go of a wording's Situation once nothing can ask for it (its group is complete and
+        no failure waits to be mutated from it); it can be written again from its recipe."""
+        if not self._parents.pinned(wid) and self.book.status[wid] == COMPLETE:
+            self.words.release(wid)
 
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:
@@ -106,13 +122,13 @@ class Planner:
         try:
             return self._decide(round_index)
         finally:
-            self.decide_seconds = getattr(self, "decide_seconds", 0.0) + time.perf_counter() - t0
+            self.decide_seconds += time.perf_counter() - t0
 
     def _decide(self, round_index: int) -> list[Unit]:
         room = min(self.s.round_size, self.capacity())
         if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
             room = 0                       # until= says coverage is done: finish what is in flight
-        self._prefetch(round_index, room)
+        prefetch_round(self, round_index, room)     # a batching writer's asks, in one call
         out: list[Unit] = []
         while room > 0 and self._rerolls:
             out.append(self._take(self._rerolls.popleft())); room -= 1
@@ -124,56 +140,10 @@ class Planner:
             while room > 0 and self._backlog:
                 out.append(self._take(self._backlog.popleft())); room -= 1
         if room > 0 and not out and self.outstanding == 0 and not self._can_open():
-            for gid, ri in self.book.reopen(room):
-                out.append(self._take(self._unit_for(gid, ri))); room -= 1
+            for wid, ri in self.book.reopen(room):
+                out.append(self._take(self._unit_for(wid, ri))); room -= 1
                 self.allocator["verify"] += 1
         return out
-
-    def _prefetch(self, round_index: int, room: int) -> None:
-        """Hand a writer that batches (the LLM writer's ``prefetch``) the asks this round will
-        most likely need, in one call, instead of one blocking model call per ask.
-
-        A copy of the cell picker runs ahead over the round's new situations, with the same
-        fault and arm draws ``_open_next`` will make. A wrong guess costs one ask written for
-        nothing (or one written later, alone); the decisions themselves do not change: they
-        read what the writer wrote for ``(cell, instance, phrasing)``."""
-        prefetch = getattr(self.writer, "prefetch", None)
-        if prefetch is None or self.picker is None or self.pinned_mode or room <= 0:
-            return
-        free = room - len(self._rerolls) - len(self._backlog)
-        per = max(1, self.s.n * (min(self.s.k, self.s.probe) if self.book.adaptive else self.s.k))
-        new = -(-max(0, free) // per) - len(self.seeds_left)
-        if self.s.situations is not None:
-            new = min(new, self.s.situations - self.situations_opened)
-        if new <= 0:
-            return
-        picker, requests = copy.deepcopy(self.picker), []
-        for ordinal in range(self.situations_opened + len(self.seeds_left),
-                             self.situations_opened + len(self.seeds_left) + new):
-            arm = self.bandit.peek(round_index, ordinal)
-            if (arm == "failure_mutation" and self.s.mutate and self._parents) or \
-                    (arm == "open_ended" and self.s.n == 1 and ordinal > 0) or \
-                    (arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1):
-                continue                   # written by the template side, no model call
-            cell, instance = picker.pick(weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate)
-            requests.append((cell, instance, 0))
-            requests += [(cell, instance + j * ALT_INSTANCE_STRIDE, 0)
-                         for j in range(1, max(1, self.s.novelty_candidates))]
-            requests += [(cell, instance, p) for p in range(1, self.s.n)]
-        if requests:
-            prefetch(requests)
-
-    def _write(self, cell: dict, instance: int, faulted: bool):
-        """``writer.write(cell, instance, 0)``; when a batching writer has not written it yet (the
-        round's prefetch guessed wrong: a prompt seen before or a near-copy made the planner pick
-        again), the picks most likely to come next are written with it, in one batch."""
-        has = getattr(self.writer, "has", None)
-        if has is not None and not has(cell, instance, 0):
-            picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
-            wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
-            self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
-                                  for j in range(max(1, self.s.novelty_candidates))])
-        return self.writer.write(cell, instance, 0)
 
     def _take(self, unit: Unit) -> Unit:
         unit.ordinal = self._ordinal
@@ -193,15 +163,17 @@ class Planner:
         cell = instance = None
         if self.pinned_left:
             base, faults = self.pinned_left.popleft()
+            recipe = ("pinned", len(self.s.pinned) - len(self.pinned_left) - 1, 0)
         elif self.seeds_left:
             text = self.seeds_left.popleft()
             base = self.writer.seed_situation(text, ordinal)
             faults = None
+            recipe = ("seed", len(dict.fromkeys(self.s.seeds)) - len(self.seeds_left) - 1, ordinal)
         else:
             faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
-            base, cell, instance = self._draw_fresh(round_index, ordinal, faulted)
+            base, cell, instance, recipe = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
-        self._seen_prompts.add(base.prompt)
+        self._seen.add(prompt_digest(base.prompt))
         if self._scored[0] is base.prompt:          # scored while choosing between candidates
             _, sk, nov = self._scored
         else:
@@ -209,56 +181,60 @@ class Planner:
             nov = self.novelty.novelty(base.prompt, sk)
         self.novelty.add(base.prompt, sk)
         self.tracker.note_selection([nov])
+        nov_milli = -1
         if not base.selection_reason or base.selection_reason in ("failure_mutation",):
             what = (f"least-covered cell={base.scenario_id} tier={base.tier} instance={instance}"
                     if cell is not None else base.arm)
             base.selection_reason = f"{what} novelty={nov:.3f}"
+            nov_milli = round(float(f"{nov:.3f}") * 1000)
         if faults:
             self.faulted_situations += 1
-        self._faults_of[base.scenario_id] = faults
         self.arm_counts[base.arm] = self.arm_counts.get(base.arm, 0) + 1
-        wordings = [base]
+        kind, a, b = recipe
+        wordings = [(base, self.words.add(base, kind, a, b, 0, nov_milli, faults, prompt_digest(base.prompt)))]
         if cell is not None:
             for p in range(1, self.s.n):
                 sit = self.writer.write(cell, instance, p)
                 if self._fresh(sit.prompt):          # two wordings that came out the same run once
-                    self._seen_prompts.add(sit.prompt)
-                    wordings.append(sit)
-        for p, sit in enumerate(wordings):
-            gid = (sit.scenario_id, sit.phrasing_index)
-            self._situation_of[gid] = sit
-            for ri in self.book.open(gid):
-                self._backlog.append(self._unit_for(gid, ri))
+                    self._seen.add(prompt_digest(sit.prompt))
+                    wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, prompt_digest(sit.prompt))))
+        for p, (sit, wid) in enumerate(wordings):
+            for ri in self.book.open(wid):
+                self._backlog.append(self._unit_for(wid, ri))
                 self.allocator["explore" if p == 0 else "expand"] += 1
 
     def _draw_fresh(self, round_index: int, ordinal: int, faulted: bool):
-        """A new situation from the arm the bandit draws for this slot: ``(situation, cell, instance)``."""
+        """A new situation from the arm the bandit draws for this slot:
+        ``(situation, cell, instance, recipe)`` (the recipe as ``wordings.py`` keeps it)."""
         arm = self.bandit.choose(round_index, ordinal)
         if arm == "failure_mutation" and self.s.mutate and self._parents:
-            parent, aim = self._parents.popleft()
+            pwid, aim = self._parents.pop()
+            parent = self.words.situation(pwid, self)
+            self._release(pwid)
             self.mutation_aims[aim]["rows"] += 1
             self._mutations += 1
             sit = self.writer.mutate(parent, self._mutations - 1)
             sit.extra.setdefault("parent_scenario_id", parent.scenario_id)
             if self._fresh(sit.prompt):
-                return sit, None, None
+                return sit, None, None, ("mutation", pwid, self._mutations - 1)
         if arm == "open_ended" and self.s.n == 1 and ordinal > 0:
             self._probes += 1
             sit = self.writer.probe(self._probes - 1)
             if self._fresh(sit.prompt):
-                return sit, None, None
+                return sit, None, None, ("probe", self._probes - 1, 0)
         if arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1:
             shape = self.shapes.next_target()
             if shape is not None:
                 self._targeted += 1
                 sit = self.shapes.situation(shape, self._targeted - 1)
                 if self._fresh(sit.prompt):
-                    return sit, None, None
+                    return sit, None, None, ("targeted", self.shapes.planned.index(shape), self._targeted - 1)
         best = None
         tries = 6 if self.s.trace_guard is None else 6 + TRACE_RETRIES   # a trace's near-copy is never the fallback
         for attempt in range(tries):
-            cell, instance = self.picker.pick(faulted)
-            sit = self._write(cell, instance, faulted)
+            ci, instance = self.picker.pick_index(faulted)
+            cell = self.picker.cells[ci]
+            sit = write_ask(self, cell, instance, faulted)
             if not self._fresh(sit.prompt):
                 continue
             if attempt < 5 and not self.family.allowed(sit.prompt):
@@ -266,7 +242,7 @@ class Planner:
             best = (sit, cell, instance)
             break
         if best is None:
-            return sit, cell, instance
+            return sit, cell, instance, ("grid", ci, instance)
         # novelty-based selection: a second instance of the same cell competes, the more novel
         # wording wins (the index answers in O(1) whatever the archive size)
         sit, cell, instance = best
@@ -274,7 +250,7 @@ class Planner:
         score = self.novelty.novelty(sit.prompt, sk)
         for j in range(1, max(1, self.s.novelty_candidates)):
             alt_instance = instance + j * ALT_INSTANCE_STRIDE
-            alt = self._write(cell, alt_instance, faulted)
+            alt = write_ask(self, cell, alt_instance, faulted)
             if self._fresh(alt.prompt) and self.family.allowed(alt.prompt):
                 alt_sk = sketch(alt.prompt)
                 alt_score = self.novelty.novelty(alt.prompt, alt_sk)
@@ -282,14 +258,14 @@ class Planner:
                     sit, score, instance, sk = alt, alt_score, alt_instance, alt_sk
         self._scored = (sit.prompt, sk, score)
         self.family.admit(sit.prompt)
-        return sit, cell, instance
+        return sit, cell, instance, ("grid", ci, instance)
 
     def _fresh(self, prompt: str) -> bool:
-        if prompt in self._seen_prompts:
+        if prompt_digest(prompt) in self._seen:
             return False
         if self.s.trace_guard is not None and self.s.trace_guard.near(prompt)[0]:
             self.trace_near_copies += 1       # held-out traces stay out of the run (and of training)
-            self._seen_prompts.add(prompt)
+            self._seen.add(prompt_digest(prompt))
             return False
         return not self.s.avoid_prompt_shas or prompt_sha(prompt) not in self.s.avoid_prompt_shas
 
@@ -302,11 +278,10 @@ class Planner:
             mode = FAULT_MODES[int(draw(self.s.seed, "fault-mode", sit.scenario_id) * len(FAULT_MODES))]
         return {"*": {"mode": mode, "rate": 1.0}}
 
-    def _unit_for(self, gid: tuple, rollout_index: int, attempt: int = 0) -> Unit:
-        sit = self._situation_of[gid]
-        return Unit(run_id=self.s.run_id, situation=sit, rollout_index=rollout_index,
-                    eval_run=self.s.eval_run, attempt=attempt,
-                    faults=self._faults_of.get(sit.scenario_id), seed=self.s.seed)
+    def _unit_for(self, wid: int, rollout_index: int, attempt: int = 0) -> Unit:
+        return Unit(run_id=self.s.run_id, situation=self.words.situation(wid, self), rollout_index=rollout_index,
+                    eval_run=self.s.eval_run, attempt=attempt, faults=self.words.faults(wid), seed=self.s.seed,
+                    group=wid)
 
     # --------------------------------------------------------------- observing
     def observe(self, outcomes: list[Outcome]) -> None:
@@ -318,26 +293,30 @@ class Planner:
         for o in outcomes:
             self.outstanding -= 1
             u = o.unit
-            gid = (u.situation.scenario_id, u.situation.phrasing_index)
+            wid = u.group
             if o.row is not None:
                 if not (o.resumed and self.s.precounted):
                     self.landed += 1
+                self._landed_wid.append(wid)
+                self._landed_ri.append(u.rollout_index)
+                self._landed_ordinal.append(u.ordinal)
                 self.tracker.observe(o.row, None)
                 if self.shapes is not None:
                     self.shapes.observe(o.row.get("tools_used"))
-                more = self.book.observe(gid, o.label)
+                more = self.book.observe(wid, o.label)
                 if o.fault_parent and self.s.mutate:
-                    self._parents.append((u.situation, "world_fault"))
+                    self._parents.push(wid, "world_fault")
                     self.mutation_aims["world_fault"]["parents"] += 1
                 elif o.graded_failure and self.s.mutate and self.s.mutate_graded:
                     # the verdict steers like a tool fault: the failed ask is mutated into new ones
-                    self._parents.append((u.situation, "graded_failure"))
+                    self._parents.push(wid, "graded_failure")
                     self.mutation_aims["graded_failure"]["parents"] += 1
                 for name in o.failed_markers:
                     self.failure_criteria[name] = self.failure_criteria.get(name, 0) + 1
                 for ri in more:
-                    self._backlog.append(self._unit_for(gid, ri))
+                    self._backlog.append(self._unit_for(wid, ri))
                     self.allocator["verify"] += 1
+                self._release(wid)
                 continue
             reason = o.unusable or "agent_error"
             if reason == "agent_error":
@@ -349,11 +328,12 @@ class Planner:
                 self.rerolled_by[reason] += 1
                 self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
                                           rollout_index=u.rollout_index, eval_run=u.eval_run,
-                                          attempt=u.attempt + 1, faults=u.faults, seed=u.seed))
+                                          attempt=u.attempt + 1, faults=u.faults, seed=u.seed, group=wid))
             else:
                 self.lost_by[reason] += 1
-                for ri in self.book.observe(gid, None):
-                    self._backlog.append(self._unit_for(gid, ri))
+                for ri in self.book.observe(wid, None):
+                    self._backlog.append(self._unit_for(wid, ri))
+                self._release(wid)
 
     # ------------------------------------------------------------------ stopping
     def stop_reason(self) -> str | None:
@@ -372,8 +352,7 @@ class Planner:
             empties = self.lost_by["empty_reply"] + self.rerolled_by["empty_reply"]
             return "empty_replies" if empties * 2 > failures else "agent_failed"
         if self.outstanding == 0 and not self._backlog and not self._rerolls and not self._can_open():
-            if self.book.adaptive and any(g.status == "stopped_unanimous" and g.scheduled < self.book.k
-                                          for g in self.book.groups.values()):
+            if self.book.reopenable():
                 return None
             if self.pinned_mode:
                 return "tasks_done"

@@ -1,31 +1,94 @@
-"""What the planner reports at the end of a run: coverage, arms, groups, counters, as a dict.
+"""PlannerStats: what the planner reports at the end of a run, as a typed record.
 
-``simulate()`` and ``report()`` read these keys to build the report; the driver actor returns
-them with the rows. (A typed record is the next step; the keys are the contract for now.)
+``Planner.stats(stopped_because)`` (``PlannerStatsReport``, a base of the planner) fills it from
+the planner's own parts (coverage tracker, arm bandit, group book, cell picker); the Driver
+returns it inside the ``RunResult``, and ``simulate()`` and ``result/report.py`` read its fields.
+A field renamed here breaks at import and type-check time, not in the middle of a report.
+
+Several evaluation runs (``runs=``) are reported as one: :meth:`PlannerStats.plus` adds the
+counters of a later run to the first run's record; the figures that describe the search itself
+(coverage, arms, groups) stay those of the first run.
 """
 from __future__ import annotations
 
-from .planner import Planner
+import dataclasses
+from dataclasses import dataclass, field
 
-__all__ = ["planner_stats"]
+__all__ = ["PlannerStats", "PlannerStatsReport"]
+
+SUMMED = ("landed", "scheduled", "timed_out", "agent_errors", "situations", "decide_seconds", "writer_seconds",
+          "trace_near_copies")
+SUMMED_BY_REASON = ("rerolled_by", "lost_by")
 
 
-def planner_stats(p: Planner, stopped_because=None) -> dict:
-    """The planner's end-of-run figures, as plain data (the driver returns them to ``simulate()``)."""
-    return {
-        "coverage_keys": p.tracker.report_keys(), "coverage_curve": p.tracker.finish(stopped_because,
-                                                                                     p.bandit.weights()),
-        "arm_weights": p.bandit.weights(), "arm_initial": dict(p.bandit.initial), "arms": p.bandit.stats(),
-        "uncovered_shapes": p.shapes.uncovered() if p.shapes else [], "family_cap": p.family.stats(),
-        "copy_deficit": p.tracker.copy_deficit(), "failure_criteria": dict(p.failure_criteria),
-        "landed": p.landed, "scheduled": p.scheduled, "rerolled_by": dict(p.rerolled_by),
-        "lost_by": dict(p.lost_by), "timed_out": p.timed_out, "agent_errors": p.agent_errors,
-        "situations": p.situations_opened, "groups": p.book.stats(),
-        "group_cut": [list(g) for g in p.book.groups if p.book.cut(g)] if p.book.adaptive or p.book.k > 1 else [],
-        "allocator": dict(p.allocator), "mutation_aims": p.mutation_aims, "arm_counts": dict(p.arm_counts),
-        "hard_picks": p.picker.hard_picks if p.picker else 0, "picks": p.picker.picks if p.picker else 0,
-        "faulted_situations": p.faulted_situations, "seeds_left": list(p.seeds_left),
-        "cell_opened": list(p.picker.opened) if p.picker else [],
-        "decide_seconds": p.decide_seconds, "writer_seconds": getattr(p.writer, "seconds", 0.0),
-        "trace_near_copies": getattr(p, "trace_near_copies", 0),
-    }
+@dataclass(frozen=True)
+class PlannerStats:
+    landed: int = 0
+    scheduled: int = 0
+    timed_out: int = 0
+    agent_errors: int = 0
+    situations: int = 0
+    rerolled_by: dict = field(default_factory=dict)
+    lost_by: dict = field(default_factory=dict)
+    coverage_keys: dict = field(default_factory=dict)
+    coverage_curve: list = field(default_factory=list)
+    arm_weights: dict = field(default_factory=dict)
+    arm_initial: dict = field(default_factory=dict)
+    arms: dict = field(default_factory=dict)
+    arm_counts: dict = field(default_factory=dict)
+    uncovered_shapes: list = field(default_factory=list)
+    family_cap: dict = field(default_factory=dict)
+    copy_deficit: int = 0
+    failure_criteria: dict = field(default_factory=dict)
+    groups: dict = field(default_factory=dict)
+    group_cut: list = field(default_factory=list)      # [scenario_id, phrasing_index] of groups cut short
+    allocator: dict = field(default_factory=dict)
+    mutation_aims: dict = field(default_factory=dict)
+    hard_picks: int = 0
+    picks: int = 0
+    faulted_situations: int = 0
+    seeds_left: list = field(default_factory=list)
+    cell_opened: list = field(default_factory=list)
+    decide_seconds: float = 0.0       # deciding (writing + selecting asks): selection = this - writer_seconds
+    writer_seconds: float = 0.0       # the situation writer's own time (situations/timed_writer.py)
+    trace_near_copies: int = 0        # traces=: generated asks refused for near-copying a trace
+
+    @property
+    def rerolled(self) -> int:
+        return sum(self.rerolled_by.values())
+
+    @property
+    def lost(self) -> int:
+        return sum(self.lost_by.values())
+
+    def plus(self, other: "PlannerStats") -> "PlannerStats":
+        """This run's record with ``other``'s counters added (see the module doc)."""
+        summed = {name: getattr(self, name) + getattr(other, name) for name in SUMMED}
+        for name in SUMMED_BY_REASON:
+            a, b = getattr(self, name), getattr(other, name)
+            summed[name] = {r: a.get(r, 0) + b.get(r, 0) for r in [*a, *(r for r in b if r not in a)]}
+        return dataclasses.replace(self, **summed)
+
+
+class PlannerStatsReport:
+    """The planner's ``stats()`` (a base of ``Planner``): the figures come from its own parts."""
+
+    def stats(self, stopped_because: str | None = None) -> PlannerStats:
+        """The end-of-run figures (called once, when the run stops: the coverage curve is closed)."""
+        weights, picker, book = self.bandit.weights(), self.picker, self.book
+        return PlannerStats(
+            landed=self.landed, scheduled=self.scheduled, timed_out=self.timed_out,
+            agent_errors=self.agent_errors, situations=self.situations_opened,
+            rerolled_by=dict(self.rerolled_by), lost_by=dict(self.lost_by),
+            coverage_keys=self.tracker.report_keys(), coverage_curve=self.tracker.finish(stopped_because, weights),
+            arm_weights=weights, arm_initial=dict(self.bandit.initial), arms=self.bandit.stats(),
+            arm_counts=dict(self.arm_counts), uncovered_shapes=self.shapes.uncovered() if self.shapes else [],
+            family_cap=self.family.stats(), copy_deficit=self.tracker.copy_deficit(),
+            failure_criteria=dict(self.failure_criteria), groups=book.stats(),
+            group_cut=[self._group_key(g) for g in book.cut_groups()] if book.adaptive or book.k > 1 else [],
+            allocator=dict(self.allocator), mutation_aims=self.mutation_aims,
+            hard_picks=picker.hard_picks if picker else 0, picks=picker.picks if picker else 0,
+            faulted_situations=self.faulted_situations, seeds_left=list(self.seeds_left),
+            cell_opened=list(picker.opened) if picker else [],
+            decide_seconds=self.decide_seconds, writer_seconds=getattr(self.writer, "seconds", 0.0),
+            trace_near_copies=self.trace_near_copies)

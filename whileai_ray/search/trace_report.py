@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+from ..core.run_warning import RunWarning
 from .trace_steering import in_region, leakage_summary
 
 __all__ = ["drop_trace_copies", "apply_trace_plan", "WORDING_CAVEAT"]
@@ -59,7 +60,8 @@ def apply_trace_plan(data, cfg, traces, leaked: int) -> None:
     data.search["trace_mining"]["background_rows"] = len(data.trajectories) - steered
     if leaked:
         data.degraded.append("trace_leakage_dropped")
-        data.warnings.append(f"{leaked} row(s) near-copied a trace's ask and were dropped after landing (see "
-                             "search['trace_leakage']); held-out traces stay out of the rows")
+        data.warnings.append(RunWarning(f"{leaked} row(s) near-copied a trace's ask and were dropped after landing "
+                                        "(see search['trace_leakage']); held-out traces stay out of the rows",
+                                        "trace_leakage_dropped"))
     if resolved in ("trace", "targeted") and cfg.grader is None and cfg.grade is False:
-        data.warnings.append(WORDING_CAVEAT)
+        data.warnings.append(RunWarning(WORDING_CAVEAT, "trace_wording_caveat"))

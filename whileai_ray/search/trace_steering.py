@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.columns import State
 from ..core.rng import stable_hash
 from ..situations.covering import fold_fault_cells, pairwise_cells
 from ..situations.grid import cell_key
@@ -62,14 +63,38 @@ class SteeredPicker:
         return self.aimed.hard_picks + (self.background.hard_picks if self.background else 0)
 
     def pick(self, faulted: bool | None = None) -> tuple[dict, int]:
+        index, instance = self.pick_index(faulted)
+        return self.cells[index], instance
+
+    def pick_index(self, faulted: bool | None = None) -> tuple[int, int]:
+        """``(index in cells, instance)``; a whole-grid cell's index follows the aimed cells and its
+        instance is offset, so its wording never meets an aimed one (and is written again the same)."""
         self._debt += self.weight
         if self._debt >= 0.5 or self.background is None:
             self._debt -= 1.0
             self.targeted += 1
-            return self.aimed.pick(faulted)
+            return self.aimed.pick_index(faulted)
         self.background_picks += 1
-        cell, instance = self.background.pick(faulted)
-        return cell, instance + BACKGROUND_INSTANCE_OFFSET
+        index, instance = self.background.pick_index(faulted)
+        return len(self.aimed.cells) + index, instance + BACKGROUND_INSTANCE_OFFSET
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self) -> State:
+        out = State(meta={"debt": self._debt, "targeted": self.targeted, "background_picks": self.background_picks})
+        out.nest("aimed", self.aimed.state())
+        if self.background is not None:
+            out.nest("background", self.background.state())
+        return out
+
+    def load_state(self, state: State) -> None:
+        m = state.meta
+        if ("background" in m) != (self.background is not None):
+            raise ValueError("snapshot and this run disagree on the trace picker's background grid")
+        self.aimed.load_state(state.part("aimed"))
+        if self.background is not None:
+            self.background.load_state(state.part("background"))
+        self._debt, self.targeted, self.background_picks = (float(m["debt"]), int(m["targeted"]),
+                                                            int(m["background_picks"]))
 
 
 def make_picker(cells: list, settings):

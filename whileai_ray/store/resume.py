@@ -54,11 +54,21 @@ class ResumeIndex:
         """Settle these keys at once (a planner snapshot's rows), rows left undecoded; False,
         and nothing claimed, unless every key is on disk and unclaimed."""
         keys = [tuple(k) for k in keys]
-        if any(k not in self._by_key for k in keys):
+        if len(set(keys)) != len(keys) or any(k not in self._by_key for k in keys):
             return False
         for k in keys:
             self._claimed[k] = self._by_key.pop(k)
         return True
+
+    def on_disk(self, keys) -> int:
+        """How many of ``keys``, from the first, are on disk and unclaimed (each once)."""
+        seen = set()
+        for i, key in enumerate(keys):
+            key = tuple(key)
+            if key in seen or key not in self._by_key:
+                return i
+            seen.add(key)
+        return len(keys)
 
     def claimed_row(self, key) -> dict:
         return self._rows[self._claimed[tuple(key)]]

@@ -139,3 +139,21 @@ def test_the_planner_never_draws_a_near_copy_of_a_trace():
         assert guard.best(u.prompt)[0] < NEAR_COPY_JACCARD
     planner.observe([Outcome(unit=u, row={"prompt": u.prompt, "tools_used": [], "scenario_dimensions": {}},
                              label="x") for u in units])
+
+
+def test_run_judges_scored_data_feeds_traces_directly():
+    """simulation_data.md: run_judge's output "feeds export_dataset and simulate(traces=...) directly"."""
+    import whileai_ray as wai
+    rows = [{"prompt": f"Where is my order ORD-{500 + i}? It never came.", "final_text": "Found it.",
+             "steps": [{"tool": "lookup_order", "arguments": {"order_id": f"ORD-{500 + i}"},
+                        "result": {"status": "timeout" if i % 2 else "ok"}}], "schema_version": "1"}
+            for i in range(4)]
+    scored = wai.run_judge(rows, lambda row: {"reward": 1, "reason": "ok"}, run_id="score_traces")
+    axes = build_axes(TOOLS, "")
+    cells = pairwise_cells(axes)
+    by_scored = plan_traces(cfg_of(traces=scored), axes, cells, False)
+    by_rows = plan_traces(cfg_of(traces=rows), axes, cells, False)
+    assert by_scored.count == 4 and by_scored.strategy == by_rows.strategy
+    assert by_scored.regions == by_rows.regions == {"tool": ["lookup_order"], "tool_condition": ["success", "timeout"],
+                                                    "world_state": by_rows.regions["world_state"]}
+    assert [t.reward for t in read_traces(scored).traces] == [1.0] * 4

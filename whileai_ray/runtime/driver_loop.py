@@ -58,7 +58,7 @@ class LoopSettings:
     chunk_size: int = 32
     concurrency: int = 32
     judge_chunk: int = 32
-    time_budget: float | None = None       # seconds from the loop's start (or from ``deadline - time_budget``)
+    time_budget: float | None = None       # seconds; the deadline is DriverLoop(deadline=) (from the call), else t0 + this
     timeout: float | None = None           # one agent call's limit: the watchdog reports past it + grace
 
     @classmethod

@@ -9,6 +9,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .cluster import NAMESPACE, ensure_ray, local_node_id
 from .driver_actor import DriverWorker
+from .travel_check import check_callables_travel
 
 POLL_S = 0.2
 
@@ -23,8 +24,12 @@ def _ship_user_code_by_value(*objs) -> None:
     the code itself. Installed packages (site-packages) and whileai_ray stay by reference."""
     import inspect
     import sys
+    from functools import partial
+
     from ray import cloudpickle
     for obj in objs:
+        while isinstance(obj, partial):      # functools.partial(MyAgent, ...): ship MyAgent's module
+            obj = obj.func
         if obj is None:
             continue
         for name in {getattr(obj, "__module__", None), getattr(type(obj), "__module__", None)}:
@@ -44,6 +49,7 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
     ensure_ray()
     _ship_user_code_by_value(job.get("agent"), job.get("grader"), job.get("execute"))
+    check_callables_travel(job)       # a callable that cannot be pickled fails here, in a few lines
     import time
     driver_started = time.monotonic()
     driver = _start_driver(job)
@@ -63,6 +69,9 @@ def execute_job(job: dict, on_snapshot=None) -> dict:
                     return result
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None)
+                    while isinstance(cause, ray.exceptions.RayTaskError) and isinstance(
+                            getattr(cause, "cause", None), Exception):
+                        cause = cause.cause              # an actor's error the driver passed on
                     if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping
                         raise cause from None
                     raise

@@ -190,6 +190,7 @@ def resolve_config(agent: Any, explicit: dict, passed: dict) -> RunConfig:
     cfg.advanced = validate_advanced(args["advanced"], moved, has_grader=cfg.grader is not None,
                                      has_traces=cfg.traces is not None)
     _apply_advanced(cfg)
+    _check_class_forms(cfg)
     return cfg
 
 
@@ -341,6 +342,29 @@ def _resolve_sampling(cfg: RunConfig, args: dict) -> None:
             raise ValueError("timeout= is seconds one agent call may take, above 0; leave it "
                              "unset for max(300, agent_max_tokens / 4)")
         cfg.timeout_set = True
+
+
+def _check_class_forms(cfg: RunConfig) -> None:
+    """A class given as agent=/grader=/execute= is built once per actor with advanced['<role>_args']
+    and ['<role>_kwargs']: check it can be (it has __call__, the arguments bind); arguments for a
+    role that is not a class are a mistake worth naming."""
+    from .agents.forms import check_class_form, is_class_form
+    for role in ("agent", "grader", "execute"):
+        args_key, kwargs_key = f"{role}_args", f"{role}_kwargs"
+        args, kwargs = cfg.advanced.get(args_key, ()), cfg.advanced.get(kwargs_key, {})
+        value = getattr(cfg, role)
+        if role == "agent" and cfg.agent_kind != "callable":
+            value = None
+        if not is_class_form(value):
+            if args or kwargs:
+                given = args_key if args else kwargs_key
+                what = "not set" if value is None else f"{getattr(value, '__name__', type(value).__name__)}, not a class"
+                raise ValueError(f"advanced['{given}'] holds constructor arguments for a class given as "
+                                 f"{role}= (built once per rollout actor); {role}= is {what}. Pass the class "
+                                 f"({role}=MyClass) or drop advanced['{given}']")
+            continue
+        check_class_form(value, role, args, kwargs,
+                         args_label=f"advanced['{args_key}'] and advanced['{kwargs_key}']")
 
 
 def _apply_advanced(cfg: RunConfig) -> None:

@@ -26,6 +26,8 @@ from .unit import RunMeta
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
 ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
+ASYNC_ACTOR_SLOTS = 2048                  # an async agent: rollouts are tasks on one loop, not threads
+CLASS_BUILD_S = 600.0                     # how long a class's __init__ (a model load) may take per actor
 
 
 def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = None,
@@ -72,7 +74,10 @@ def agent_model_version(cfg, roles=None) -> str:
         return str(cfg.advanced["model_version"])
     if roles is not None and roles.agent is not None:
         return roles.agent.model or "model"
-    name = getattr(cfg.agent, "__name__", None)
+    agent = cfg.agent
+    while isinstance(agent, partial):       # functools.partial(MyAgent, ...): named by MyAgent
+        agent = agent.func
+    name = getattr(agent, "__name__", None)
     return name if isinstance(name, str) and name else "callable-agent"
 
 
@@ -208,11 +213,19 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
     elif cfg.grade is True and grader is None:
         grader = roles.judge
     from .agents.backends import configured_ray_options
+    from .agents.forms import bind_class_form, is_async_callable, is_class_form
+    agent, execute = cfg.agent, cfg.execute
+    if cfg.agent_kind == "callable":        # a class: its constructor arguments travel with it
+        agent = bind_class_form(agent, knobs.get("agent_args", ()), knobs.get("agent_kwargs"))
+    execute = bind_class_form(execute, knobs.get("execute_args", ()), knobs.get("execute_kwargs"))
+    if cfg.grader is not None and grader is cfg.grader:
+        grader = bind_class_form(grader, knobs.get("grader_args", ()), knobs.get("grader_kwargs"))
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     per_actor = int(ray_opts.pop("concurrency_per_actor", 0) or 0)
     n_actors = int(ray_opts.pop("rollout_actors", 0) or 0)
+    slots = ASYNC_ACTOR_SLOTS if cfg.agent_kind == "callable" and is_async_callable(agent) else ROLLOUT_ACTOR_SLOTS
     if not n_actors:
-        n_actors = max(1, math.ceil(cfg.concurrency / (per_actor or ROLLOUT_ACTOR_SLOTS)))
+        n_actors = max(1, math.ceil(cfg.concurrency / (per_actor or slots)))
     if not per_actor:
         per_actor = max(1, math.ceil(cfg.concurrency / n_actors))
     plan_fp = plan_fingerprint(cfg, settings)
@@ -223,7 +236,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> dict:
         "model": model,
         "make_sink": partial(_make_sink, cfg, plan_fp, roles) if cfg.checkpoint else None,
         "plan_fingerprint": plan_fp,
-        "agent": cfg.agent, "meta": meta, "execute": cfg.execute, "grader": grader,
+        "agent": agent, "meta": meta, "execute": execute, "grader": grader,
+        "start_timeout_s": 60.0 + (CLASS_BUILD_S if any(map(is_class_form, (agent, execute, grader))) else 0.0),
         "per_actor_concurrency": per_actor, "n_actors": n_actors,
         "chunk_size": knobs["chunk_size"], "lag": knobs["lag"], "reproducible": cfg.reproducible,
         "concurrency": cfg.concurrency, "time_budget": cfg.time_budget, "timeout": cfg.timeout,

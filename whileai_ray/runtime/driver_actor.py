@@ -373,12 +373,14 @@ class DriverWorker:
 
     async def _start_actors(self, actors: list) -> list:
         pings = [_await(a.ping.remote()) for a in actors]
+        limit = self.job.get("start_timeout_s", PLACEMENT_TIMEOUT_S)   # longer when a class loads a model
         try:
-            self.actor_nodes = list(await asyncio.wait_for(asyncio.gather(*pings), PLACEMENT_TIMEOUT_S))
+            self.actor_nodes = list(await asyncio.wait_for(asyncio.gather(*pings), limit))
         except asyncio.TimeoutError:
             opts = {k: v for k, v in self._actor_options().items() if k != "scheduling_strategy"}
             raise RuntimeError(
-                f"the {len(actors)} rollout actor(s) could not be placed within {PLACEMENT_TIMEOUT_S:.0f}s; "
+                f"the {len(actors)} rollout actor(s) could not be placed (or a class given as agent= "
+                f"had not finished __init__) within {limit:.0f}s; "
                 f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
                 "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
         return actors
@@ -394,7 +396,8 @@ class DriverWorker:
         if self.job.get("grader") is None:
             return []
         judges = [self._new_judge() for _ in range(max(1, int(self.job.get("judge_actors", 1))))]
-        await asyncio.wait_for(asyncio.gather(*(_await(j.ping.remote()) for j in judges)), PLACEMENT_TIMEOUT_S)
+        await asyncio.wait_for(asyncio.gather(*(_await(j.ping.remote()) for j in judges)),
+                               self.job.get("start_timeout_s", PLACEMENT_TIMEOUT_S))
         return judges
 
     def _result(self, actors) -> dict:

@@ -83,6 +83,11 @@ def test_quickstart(tmp_path, kernel_env):
     html = outputs_html(book)
     assert "wai-progress" in html            # the live progress bar was displayed
     assert "<svg" in html and "pass@4" in html
+    text = "\n".join(str(out.get("text", "")) for cell in book.cells if cell.cell_type == "code"
+                     for out in cell.get("outputs", []))
+    # the three agent forms, each with a real openai client against the scripted server
+    assert "function: 20 rows" in text and "async function: 20 rows" in text
+    assert "class: 20 rows on 1 actor(s)" in text
 
 
 def test_cluster(tmp_path, kernel_env):

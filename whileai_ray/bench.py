@@ -7,6 +7,9 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
   the first and the last landing (what the pipe sustains); ``wall`` includes actor start-up.
 * CPU-bound: the seeded agent with no delay, 20,000 explore rows; rows/s and the caller's
   peak RSS.
+* async: an ``async def`` agent awaiting 1 s at concurrency 1,000 (``bench_async.py``).
+
+``whileai-ray bench --only async,cpu`` runs some lines (names in :data:`LINES`).
 """
 from __future__ import annotations
 
@@ -68,11 +71,7 @@ def bench_cpu(rows: int = 20000, concurrency: int = 32) -> dict:
             "distinct_prompts": data.report()["unique_prompts"], "stopped": data.stopped_because}
 
 
-def run_bench(quick: bool = False, out=print) -> int:
-    from .runtime.cluster import ensure_ray
-    t0 = time.monotonic()
-    ensure_ray()
-    out(f"ray ready in {time.monotonic() - t0:.1f}s")
+def _line_latency(quick: bool, out) -> None:
     n_lat = 500 if quick else 2000
     lat = bench_latency(rows=n_lat)
     out(f"latency-bound  50ms agent C=32 {lat['rows']} rows: steady {lat['steady_rows_s']:.0f} rows/s, "
@@ -81,20 +80,40 @@ def run_bench(quick: bool = False, out=print) -> int:
     lat2 = bench_latency(rows=n_lat, reproducible=False)
     out(f"latency-bound  reproducible=False: steady {lat2['steady_rows_s']:.0f} rows/s vs reproducible=True "
         f"{lat['steady_rows_s']:.0f} rows/s ({(lat2['steady_rows_s'] - lat['steady_rows_s']) / lat2['steady_rows_s']:+.1%} apart)")
+
+
+def _line_cpu(quick: bool, out) -> None:
     n_cpu = 2000 if quick else 20000
     cpu = bench_cpu(rows=n_cpu)
     out(f"cpu-bound      no-delay agent {cpu['rows']} rows: {cpu['rows_s']:.0f} rows/s, caller peak RSS "
         f"{cpu['peak_rss_mb']:.0f} MB, {cpu['distinct_prompts']} distinct prompts, stopped {cpu['stopped']}")
+
+
+def _line_model(quick: bool, out) -> None:
     model = bench_model(rows=300 if quick else 1000)
     out(f"model-backed   scripted server 200ms/call C=256 {model['rows']} rows ({model['calls_per_row']:.2f} calls/row): "
         f"steady {model['steady_rows_s']:.0f} rows/s, wall {model['wall_rows_s']:.0f} rows/s, ideal "
         f"{model['ideal']:.0f} rows/s, ratio {model['ratio']:.0%}")
+
+
+def _line_async(quick: bool, out) -> None:
+    from .bench_async import bench_async, format_async_line
+    out(format_async_line(bench_async(rows=2000 if quick else 4000)))
+
+
+def _line_selection(quick: bool, out) -> None:
     from .bench_search import bench_selection, format_line
     out(format_line(bench_selection()))
+
+
+def _line_judge(quick: bool, out) -> None:
     judge = bench_judge(rows=500 if quick else 2000)
     out(f"judge overlap  200ms grader, {judge['rows']} rows, no-delay agent, {judge['judge_slots']} judge slots: "
         f"run {judge['wall_s']:.1f}s vs judge pool alone {judge['judge_alone_s']:.1f}s "
         f"= {judge['ratio']:.2f}x (target < 1.3x)")
+
+
+def _line_resume(quick: bool, out) -> None:
     res = bench_resume(rows_on_disk=20_000 if quick else 100_000)
     out(f"resume         {res['rows_on_disk']} rows on disk: first new row after {res['first_new_row_s']:.2f}s "
         f"(target < 5s), loaded {res['resumed']} rows")
@@ -102,11 +121,33 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"resume exact   {ex['on_disk']}-row run resumed to {ex['rows']} with the same arguments ({ex['mode']}): "
         f"first new row after {ex['first_new_row_s']:.2f}s, planner restored from the snapshot after round "
         f"{ex['from_round']} ({ex['snapshots']} written by the first run)")
+
+
+def _line_nodes(quick: bool, out) -> None:
     from .runtime.bench_nodes import bench_nodes
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
         f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "
         f"(target >= 2.7x; ideal per node {nodes['ideal_per_node']:.0f} rows/s)")
+
+
+# name -> line, in the order a full bench prints them (``whileai-ray bench --only async,cpu``)
+LINES = {"latency": _line_latency, "cpu": _line_cpu, "model": _line_model, "async": _line_async,
+         "selection": _line_selection, "judge": _line_judge, "resume": _line_resume, "nodes": _line_nodes}
+
+
+def run_bench(quick: bool = False, out=print, only=None) -> int:
+    """Print every line (or the ``only`` ones, names from :data:`LINES`) on a local Ray."""
+    names = list(LINES) if not only else list(only)
+    unknown = [n for n in names if n not in LINES]
+    if unknown:
+        raise ValueError(f"bench --only: unknown line(s) {unknown}; the lines are {', '.join(LINES)}")
+    from .runtime.cluster import ensure_ray
+    t0 = time.monotonic()
+    ensure_ray()
+    out(f"ray ready in {time.monotonic() - t0:.1f}s")
+    for name in names:
+        LINES[name](quick, out)
     return 0
 
 

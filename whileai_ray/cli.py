@@ -6,7 +6,7 @@
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
-    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench.py)
+    whileai-ray bench [--quick] [--only L]  the speed figures (see whileai_ray/bench.py)
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -50,7 +50,8 @@ def _demo(args) -> int:
 
 def _bench(args) -> int:
     from .bench import run_bench
-    return run_bench(quick=args.quick)
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    return run_bench(quick=args.quick, only=only)
 
 
 def _err(command: str, message) -> None:
@@ -202,6 +203,8 @@ def main(argv=None) -> int:
     p.set_defaults(func=_demo)
     b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
+    b.add_argument("--only", default=None, help="comma-separated lines to run: latency, cpu, model, async, "
+                                                "selection, judge, resume, nodes (default: all)")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)
     args = parser.parse_args(argv)

@@ -348,7 +348,11 @@ def _check_class_forms(cfg: RunConfig) -> None:
     """A class given as agent=/grader=/execute= is built once per actor with advanced['<role>_args']
     and ['<role>_kwargs']: check it can be (it has __call__, the arguments bind); arguments for a
     role that is not a class are a mistake worth naming."""
-    from .agents.forms import check_class_form, is_class_form
+    from .agents.forms import check_class_form, is_async_callable, is_class_form
+    if cfg.execute is not None and is_async_callable(cfg.execute):
+        raise TypeError("execute= is async; the world answers a tool call synchronously, from inside the "
+                        "agent's call (current_rollout.call / wai.world), so pass a plain function or a class "
+                        "with a plain __call__(self, tool, arguments); an async agent can await its own tools")
     for role in ("agent", "grader", "execute"):
         args_key, kwargs_key = f"{role}_args", f"{role}_kwargs"
         args, kwargs = cfg.advanced.get(args_key, ()), cfg.advanced.get(kwargs_key, {})

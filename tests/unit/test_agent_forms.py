@@ -108,6 +108,8 @@ def test_constructor_arguments_are_validated_like_every_knob():
         _simulate_config(async_fn, advanced={"agent_args": ("m",)})
     with pytest.raises(ValueError, match=r"advanced\['grader_kwargs'\] .* grader= is not set"):
         _simulate_config(async_fn, advanced={"grader_kwargs": {"a": 1}})
+    with pytest.raises(TypeError, match=r"execute= is async; the world answers a tool call synchronously"):
+        _simulate_config(async_fn, execute=async_fn)
 
 
 def test_the_path_to_an_unpicklable_object_through_a_closure():

@@ -52,8 +52,11 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     """Generate situations for an agent, roll them out, and return the rows.
 
     ``agent`` is a callable ``message -> {"steps": [...], "final_text": str}`` (or a backend
-    spec); every other argument is keyword-only and documented in the seeds'
-    ``simulate.md``. Nothing is spent before every argument has been checked.
+    spec): a function (run in a rollout actor's threads), an ``async def`` function (awaited on
+    the actor's event loop) or a class (built once per rollout actor with
+    ``advanced["agent_args"/"agent_kwargs"]``, then called per rollout); see ``agents/forms.py``.
+    Every other argument is keyword-only and documented in the seeds' ``simulate.md``. Nothing
+    is spent before every argument has been checked.
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     cfg = resolve_config(agent, explicit, passed)

@@ -223,3 +223,28 @@ def test_sync_agents_still_run_in_threads_sized_to_the_slots(ray_local, tools, t
     names = set(_lines(log))
     assert all(n.startswith("rollout") for n in names), names
     assert len(names) <= 6 + 8                                   # the pool is sized to the slots
+
+
+_FLIGHT = {"now": 0, "log": None}
+
+
+async def counting_agent(message):
+    """Notes how many rollouts this actor process has in flight when each one starts."""
+    _FLIGHT["now"] += 1
+    _append(_FLIGHT["log"], f"{os.getpid()} {_FLIGHT['now']}")
+    try:
+        await asyncio.sleep(0.5)
+    finally:
+        _FLIGHT["now"] -= 1
+    return "ok"
+
+
+def test_one_actor_holds_over_a_thousand_async_rollouts_in_flight(ray_local, tools, tmp_path):
+    _FLIGHT["log"] = str(tmp_path / "flight.txt")
+    data = wai.simulate(counting_agent, tools=tools, simulator=False, budget=3000, seed=9, concurrency=1500,
+                        reproducible=False)
+    assert len(data.rows()) == 3000
+    assert data.report()["placement"]["rollout_actors"] == 1
+    seen = [line.split() for line in _lines(tmp_path / "flight.txt")]
+    assert len({pid for pid, _ in seen}) == 1
+    assert max(int(n) for _, n in seen) > 1000          # thousands in flight on one loop, no thread each

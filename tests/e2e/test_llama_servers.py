@@ -195,6 +195,9 @@ def test_a_server_killed_mid_run_is_restarted_and_its_rollouts_rerolled(llama_se
     assert failed, "no request to the killed replica failed"
     rollouts = data.search["rollouts"]
     assert rollouts["rerolled_by"].get("agent_error", 0) >= 1, rollouts   # its rollouts went again
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and servers.status()[0]["restarting"]:
+        time.sleep(0.2)
     status = servers.status()[0]
     assert status["restarts"] == 1 and status["pid"] != old_pid and status["healthy"], status
     assert not _alive(old_pid)

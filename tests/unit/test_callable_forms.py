@@ -67,7 +67,7 @@ def test_a_constructor_that_raises_names_the_class_and_the_line():
         build_role(Broken, "agent")
     text = str(err.value)
     assert "agent=" in text and "Broken" in text and "FileNotFoundError: no weights" in text
-    assert "test_agent_forms.py" in text and "in __init__" in text
+    assert "test_callable_forms.py" in text and "in __init__" in text
 
 
 def test_class_forms_are_checked_before_anything_runs():

@@ -41,7 +41,8 @@ def test_a_server_that_dies_is_restarted_on_its_port_until_max_restarts(tmp_path
         assert httpx.get(url + "/models", timeout=5, trust_env=False).status_code == 200
         os.kill(first, signal.SIGKILL)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (actor.restarts == 1 and actor.healthy()):
+        while time.monotonic() < deadline and not (actor.restarts == 1 and actor.healthy()
+                                                   and not actor.status()["restarting"]):
             time.sleep(0.1)
         status = actor.status()
         assert status["restarts"] == 1 and status["healthy"] and status["pid"] != first, status

@@ -45,6 +45,7 @@ class ServerActor:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._restarting = False
 
     def start(self, command, model: str, port: int | None, node_ip: str | None, gpus: float,
               extra_args, health_timeout_s: float) -> dict:
@@ -96,21 +97,26 @@ class ServerActor:
                 print(f"whileai_ray: model server {self.label} exited with code {code}; restarting it on "
                       f"{server.host}:{server.port} (restart {self.restarts} of {self.max_restarts})", flush=True)
                 server.launch()
+                self._restarting = True
             try:
                 server.wait_healthy(self._health_timeout_s)
             except RuntimeError as exc:
-                self.restart_errors.append(str(exc))
+                if server.proc.poll() is None:   # up but silent; one that died again is the next turn's
+                    self.restart_errors.append(str(exc))
+            finally:
+                self._restarting = False
 
     def status(self) -> dict:
-        """``{"pid", "alive", "healthy", "restarts", "errors", "log_tail"}`` of this replica now."""
+        """``{"pid", "alive", "healthy", "restarting", "restarts", "errors", "log_tail"}`` now
+        (``restarting``: relaunched, health not yet confirmed)."""
         server = self.server
         if server is None:
-            return {"pid": None, "alive": False, "healthy": False, "restarts": self.restarts,
-                    "errors": list(self.restart_errors), "log_tail": ""}
+            return {"pid": None, "alive": False, "healthy": False, "restarting": False,
+                    "restarts": self.restarts, "errors": list(self.restart_errors), "log_tail": ""}
         alive = server.proc is not None and server.proc.poll() is None
         return {"pid": server.pid, "alive": alive, "healthy": alive and server.healthy(),
-                "restarts": self.restarts, "errors": list(self.restart_errors),
-                "log_tail": log_tail(server.log_path, 5)}
+                "restarting": self._restarting, "restarts": self.restarts,
+                "errors": list(self.restart_errors), "log_tail": log_tail(server.log_path, 5)}
 
     def healthy(self) -> bool:
         return self.server is not None and self.server.proc.poll() is None and self.server.healthy()

@@ -5,10 +5,7 @@ import os
 
 import pytest
 
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
+from whileai_ray.testing.seeded_rows import TOOLS
 
 
 @pytest.fixture(scope="module")

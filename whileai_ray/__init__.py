@@ -7,21 +7,21 @@ The public surface, re-exported here and locked by tests/unit/test_public_api.py
 """
 from .agents.backends import OpenAI, configure
 from .agents.seeded import SEEDED_BEHAVIORS, seeded_agent
-from .data import SimulationData
-from .export import PublishGateError
-from .grading_paths import grade_llm, llm_grade
-from .grading_paths import grade_llm as grade
-from .grading_paths import rank_source as rank
-from .scored import ScoredData
-from .score.llm_judge import Judge
-from .loading import load
-from .notebook import notebook_progress
+from .core.rows import conversation
+from .errors import PublishGateError
+from .result.data import SimulationData
+from .result.grading_paths import grade_llm, llm_grade
+from .result.grading_paths import grade_llm as grade
+from .result.grading_paths import rank_source as rank
+from .result.loading import load
+from .result.notebook import notebook_progress
+from .result.scored import ScoredData
 from .score.compare import compare_runs, delta_report, format_delta_report
+from .score.llm_judge import Judge
 from .score.pass_at import PassAt, pass_at
 from .score.variance import eval_variance, noise_band
 from .simulation import simulate
-from .store.row_builder import conversation
-from .world.context import current_rollout
+from .world.current import current_rollout
 from .world.mock import World, world
 
 __version__ = "0.1.0"

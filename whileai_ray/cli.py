@@ -2,11 +2,12 @@
 
     whileai-ray run SPEC [--dry-run]        run a TOML run spec here (local Ray, or RAY_ADDRESS)
     whileai-ray report PATH [--json]        rows, stop reason, pass@1 and coverage of a saved run
+    whileai-ray report A [B] --html OUT     one self-contained HTML report (B: side by side, paired delta)
     whileai-ray submit SPEC --address URL   run a spec as a Ray Job (same spec = same job id;
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
-    whileai-ray bench [--quick] [--only L]  the speed figures (see whileai_ray/bench.py)
+    whileai-ray bench [--quick] [--only L]  the speed figures (see whileai_ray/bench/lines.py)
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -17,20 +18,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+
+from .agents.seeded import seeded_agent
+from .bench.lines import LINES, run_bench
+from .config.run_spec import SpecError, load_spec
+from .result.html_report import check_html_path, write_report
+from .result.loading import load
+from .runtime.job_plan import resolve_address
+from .score.compare import delta_report
+from .simulation import simulate
+from .testing.seeded_rows import TOOLS
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_JOB = 0, 1, 2, 3
 FAILED_STOPS = ("agent_failed", "empty_replies", "writer_failed")
 
 
 def _demo(args) -> int:
-    import whileai_ray as wai
-    tools = [{"type": "function", "function": {
-        "name": "lookup_order",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                       "required": ["order_id"]}}}]
-    agent = wai.seeded_agent(tools)
-    data = wai.simulate(agent, tools=tools, simulator=False, seed=args.seed, budget=args.budget,
+    agent = seeded_agent(TOOLS)
+    data = simulate(agent, tools=TOOLS, simulator=False, seed=args.seed, budget=args.budget,
                         output=args.output)
     data.grade(lambda row: 0.0 if row.get("seeded") else 1.0)
     rep = data.report()
@@ -49,7 +56,6 @@ def _demo(args) -> int:
 
 
 def _bench(args) -> int:
-    from .bench import run_bench
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     return run_bench(quick=args.quick, only=only)
 
@@ -59,7 +65,6 @@ def _err(command: str, message) -> None:
 
 
 def _run(args) -> int:
-    from .run_spec import SpecError, load_spec
     try:
         spec = load_spec(args.spec)
         if args.output_dir:
@@ -76,11 +81,10 @@ def _run(args) -> int:
         print(json.dumps({"run_id": run_id, "agent": repr(agent), "simulate": shown},
                          indent=2, default=repr))
         return EXIT_OK
-    import whileai_ray as wai
     print(f"run {run_id}: checkpoint {kwargs.get('checkpoint')}, output {kwargs.get('output')}",
           flush=True)
     try:
-        data = wai.simulate(agent, **kwargs)
+        data = simulate(agent, **kwargs)
     except Exception as exc:  # the run itself failed: report it, exit 1
         _err("run", f"run {run_id} failed: {type(exc).__name__}: {exc}")
         return EXIT_RUN_FAILED
@@ -119,29 +123,62 @@ def report_summary(data) -> dict:
 
 
 def _report(args) -> int:
-    import whileai_ray as wai
-    try:
-        data = wai.load(args.path)
-    except (OSError, ValueError) as exc:
-        _err("report", exc)
+    if len(args.paths) > 2:
+        _err("report", f"give one run, or two to compare (A B); got {len(args.paths)} paths")
         return EXIT_USAGE
-    s = report_summary(data)
-    if args.json:
-        print(json.dumps(s, indent=2, default=str))
+    if args.html:
+        try:
+            check_html_path(args.html, "--html")     # before any file is read
+        except ValueError as exc:
+            _err("report", exc)
+            return EXIT_USAGE
+        if args.max_rows < 1:
+            _err("report", f"--max-rows is how many rows the browser shows per run, 1 or more; got {args.max_rows}")
+            return EXIT_USAGE
+    datas = []
+    for path in args.paths:
+        try:
+            datas.append(load(path))
+        except (OSError, ValueError) as exc:
+            _err("report", exc)
+            return EXIT_USAGE
+    if args.html:
+        labels = _labels(args.paths)
+        out = write_report(args.html, datas, labels, max_rows=args.max_rows, argument="--html")
+        print(f"wrote {out} ({' vs '.join(labels)}, {sum(len(d) for d in datas)} rows); open it in a browser")
         return EXIT_OK
+    summaries = [report_summary(d) for d in datas]
+    if args.json:
+        out = summaries[0] if len(datas) == 1 else {"runs": dict(zip(args.paths, summaries)),
+                                                    "delta": delta_report(datas[0], datas[1]).to_dict()}
+        print(json.dumps(out, indent=2, default=str))
+        return EXIT_OK
+    for path, s in zip(args.paths, summaries):
+        _print_summary(path, s)
+    if len(datas) == 2:
+        print(f"paired delta ({args.paths[1]} minus {args.paths[0]}):")
+        print(delta_report(datas[0], datas[1]))
+    return EXIT_OK
+
+
+def _labels(paths) -> list:
+    """Short names for the runs of a report: file names, or whole paths when the names clash."""
+    names = [os.path.basename(os.path.normpath(p)) or p for p in paths]
+    return names if len(set(names)) == len(names) else list(paths)
+
+
+def _print_summary(path, s) -> None:
     stop = s["stopped_because"] or "unknown (no .meta.json sidecar)"
-    print(f"{args.path}: {s['rows']} rows, stopped_because={stop}")
+    print(f"{path}: {s['rows']} rows, stopped_because={stop}")
     print(s["pass_at_line"])
     cells = "" if s["unique_cells"] is None else f", {s['unique_cells']} grid cells"
     pairs = "" if s["pairwise"] is None else f", pairwise coverage {s['pairwise']:.0%}"
     print(f"coverage: {s['unique_prompts']} distinct prompts, {s['unique_scenarios']} scenarios"
           f"{cells}{pairs}, fault share {s['fault_share']:.0%}, {s['graded']} graded rows")
-    return EXIT_OK
 
 
 def _submit(args) -> int:
-    from .jobs import submit
-    from .run_spec import SpecError
+    from .runtime.jobs import submit   # lazy: ray's job client, only for this command
     try:
         out = submit(args.spec, args.address, run_id=args.run_id, working_dir=args.working_dir,
                      output_dir=args.output_dir)
@@ -155,7 +192,7 @@ def _submit(args) -> int:
           f"checkpoint {out['checkpoint']}")
     if not args.wait:
         return EXIT_OK
-    from .runtime.jobs import JobNotFound, job_logs, wait_for
+    from .runtime.jobs import JobNotFound, job_logs, wait_for   # lazy: ray
     try:
         state = wait_for(out["run_id"], out["address"], timeout_s=args.timeout)
     except (JobNotFound, ConnectionError, RuntimeError) as exc:
@@ -167,8 +204,7 @@ def _submit(args) -> int:
 
 
 def _status(args) -> int:
-    from .jobs import status
-    from .run_spec import SpecError, load_spec
+    from .runtime.jobs import status   # lazy: ray's job client, only for this command
     run_id = args.run
     try:
         if run_id.endswith(".toml"):
@@ -186,8 +222,7 @@ def _status(args) -> int:
     print(json.dumps(state, default=str) if args.json else
           f"run {run_id}: {state['status']} {state['message']}".rstrip())
     if args.logs:
-        from .runtime.jobs import job_logs
-        from .jobs import resolve_address
+        from .runtime.jobs import job_logs   # lazy: ray
         print(job_logs(run_id, resolve_address(args.address)))
     return EXIT_JOB if state["status"] in ("FAILED", "STOPPED") else EXIT_OK
 
@@ -201,10 +236,10 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default=None, help="write the rows here (JSONL + meta sidecar)")
     p.set_defaults(func=_demo)
-    b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench.py)")
+    b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench/lines.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
-    b.add_argument("--only", default=None, help="comma-separated lines to run: latency, cpu, model, async, "
-                                                "selection, judge, resume, nodes (default: all)")
+    b.add_argument("--only", default=None, help="comma-separated lines to run: " + ", ".join(LINES)
+                   + " (default: all)")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)
     args = parser.parse_args(argv)
@@ -227,10 +262,17 @@ def _add_spec_commands(sub) -> None:
     r.add_argument("--dry-run", action="store_true",
                    help="validate and print the resolved arguments; start nothing")
     r.set_defaults(func=_run)
-    rp = sub.add_parser("report", help="summarize a saved run (JSONL or Parquet, file or folder)",
-                        description="Print rows, stop reason, pass@1 and coverage of a saved run.")
-    rp.add_argument("path", help="a checkpoint=, output= or data.save() path")
+    rp = sub.add_parser("report", help="summarize a saved run, or compare two (JSONL or Parquet, file or folder)",
+                        description="Print rows, stop reason, pass@1 and coverage of a saved run; with two "
+                        "runs (A B), both and the paired delta of B against A. --html writes one "
+                        "self-contained HTML report instead (open it in any browser; nothing is fetched).")
+    rp.add_argument("paths", nargs="+", metavar="PATH",
+                    help="a checkpoint=, output= or data.save() path; a second PATH compares it with the first")
     rp.add_argument("--json", action="store_true", help="print one JSON object instead")
+    rp.add_argument("--html", default=None, metavar="OUT.html",
+                    help="write the HTML report here (summary, pass rates, coverage, failures, row browser)")
+    rp.add_argument("--max-rows", type=int, default=1000,
+                    help="rows the HTML row browser shows per run (failed rows first; default 1000)")
     rp.set_defaults(func=_report)
     sb = sub.add_parser("submit", help="run a spec as a Ray Job (one job per attempt of the run)",
                         description="Submit a spec to a Ray cluster's job server. Resubmitting "

@@ -12,7 +12,7 @@ from whileai_ray.store.schema import row_key
 from whileai_ray.runtime.local_head import LocalHead
 
 SPEC = '''
-agent = "whileai_ray.bench:SleepyAgent"
+agent = "whileai_ray.bench.lines:SleepyAgent"
 agent_kwargs = {{ latency_s = {latency} }}
 system_prompt = "You help customers look up their orders."
 run_id = "{run_id}"
@@ -50,7 +50,7 @@ def cli(*args, ok=(0,)):
 
 
 def wait_status(run_id, address, want, timeout=240):
-    from whileai_ray.jobs import status
+    from whileai_ray.runtime.jobs import status
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = status(run_id, address)
@@ -90,7 +90,7 @@ def test_submit_runs_to_completion_and_a_stopped_job_resumes(head, tmp_path):
         time.sleep(0.5)
     assert len(body(ck)) >= 200, "the job did not get going"
     from ray.job_submission import JobSubmissionClient
-    from whileai_ray.jobs import status
+    from whileai_ray.runtime.jobs import status
     first = status("jobs-slow", head.address)
     assert first["attempt"] == 1 and first["submission_id"] == "jobs-slow"
     JobSubmissionClient(head.address).stop_job(first["submission_id"])

@@ -121,3 +121,22 @@ def test_a_failing_cell_fails_the_run(tmp_path, kernel_env):
     nbformat.write(book, path)
     with pytest.raises(CellExecutionError, match="boom"):
         run_notebook(path, tmp_path, kernel_env)
+
+
+def test_a_run_in_a_notebook_draws_the_html_bar_not_stderr_lines(tmp_path, kernel_env):
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell(
+        "import whileai_ray as wai\n"
+        "TOOLS = [{'type': 'function', 'function': {'name': 'lookup_order', 'parameters': {'type': 'object',\n"
+        "          'properties': {'order_id': {'type': 'string'}}, 'required': ['order_id']}}}]\n"
+        "data = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=300)\n"
+        "print('ROWS', len(data.rows()))")]
+    path = tmp_path / "src" / "bar.ipynb"
+    path.parent.mkdir()
+    nbformat.write(book, path)
+    book = run_notebook(path, tmp_path, kernel_env)
+    outputs = book.cells[0].outputs
+    bars = [o for o in outputs if "wai-progress" in str(o.get("data", {}).get("text/html", ""))]
+    assert len(bars) == 1 and "300/300 rollouts" in bars[0]["data"]["text/html"]   # drawn once, updated in place
+    streams = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert "ROWS 300" in streams and "rollouts, " not in streams

@@ -54,6 +54,15 @@ def test_rows_come_from_every_node_and_match_a_single_node_run(cluster, tools):
     assert data.rows() == one.rows()                     # placement does not change the draw
 
 
+def test_a_default_run_places_rollout_actors_on_every_node_with_cpus(cluster, tools):
+    agent = SlowAgent(tools, 0.005)
+    data = wai.simulate(agent, tools=tools, simulator=False, budget=240, seed=4)     # no advanced={"ray": ...}
+    placement = data.report()["placement"]
+    assert len(placement["rows_by_node"]) == 3 and all(n > 0 for n in placement["rows_by_node"].values()), placement
+    assert placement["rollout_actors"] == 3 and len(set(placement["actor_nodes"])) == 3, placement
+    assert placement["pool"] == "actors"
+
+
 def test_an_agent_closing_over_an_openai_client_fails_before_any_rollout_in_a_few_lines(cluster, tools, tmp_path):
     import openai
 
@@ -100,8 +109,7 @@ def test_the_same_client_in_a_class_plays_on_every_node(cluster, tools):
     try:
         nodes = _alive_nodes()
         data = wai.simulate(ClientInInit, tools=tools, simulator=False, budget=60, seed=4, concurrency=12,
-                            advanced={"agent_args": (f"http://{host}:{port}/v1",),
-                                      "ray": {"rollout_actors": nodes, "concurrency_per_actor": 4}})
+                            advanced={"agent_args": (f"http://{host}:{port}/v1",)})   # default placement
         assert stop.server.requests == 60
     finally:
         stop()

@@ -127,8 +127,7 @@ def test_output_writes_jsonl_parquet_and_meta_that_load_back(ray_local, tools, t
 
 KILL_SCRIPT = r"""
 import sys, whileai_ray as wai
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object",
-    "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+from whileai_ray.testing.seeded_rows import TOOLS
 import time
 class Slow:
     def __init__(self):
@@ -143,6 +142,10 @@ wai.simulate(Slow(), tools=TOOLS, simulator=False, budget=3000, seed=9, checkpoi
 
 
 def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_rows(ray_local, tools, tmp_path):
+    # The kill point is drawn from a seed that is printed (pytest shows it when the test fails);
+    # WHILEAI_KILL_SEED=<seed> replays the same kill point.
+    seed = int(os.environ.get("WHILEAI_KILL_SEED") or random.SystemRandom().randrange(2**32))
+    print(f"kill-point seed {seed}: rerun with WHILEAI_KILL_SEED={seed}")
     agent = wai.seeded_agent(tools)
     task_file = tmp_path / "tasks.jsonl"
     wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=9).save(str(task_file))
@@ -154,7 +157,7 @@ def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_
                WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled")
     proc = subprocess.Popen([sys.executable, str(script), str(ck), str(task_file)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    want = random.Random(time.time_ns()).randint(200, 2500)
+    want = random.Random(seed).randint(200, 2500)           # rows on disk (~300 bytes each) before the kill
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if ck.exists() and ck.stat().st_size > want * 300:
@@ -165,14 +168,14 @@ def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     on_disk = len(_body_lines(ck)) if ck.exists() else 0
-    assert on_disk < 3000, "the victim finished before it was killed"
+    assert on_disk < 3000, f"the victim finished before it was killed (seed {seed})"
     time.sleep(1.0)                                  # let Ray reap the dead job's actors
     resumed = wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=9, tasks=str(task_file),
                            checkpoint=str(ck))
     body = _body_lines(ck)
-    assert len(body) == 3000 and len({row_key(r) for r in body}) == 3000
-    assert len(resumed.rows()) == 3000
-    assert _plain(resumed.rows()) == _plain(full.rows())
+    assert len(body) == 3000 and len({row_key(r) for r in body}) == 3000, f"seed {seed}, {on_disk} rows at the kill"
+    assert len(resumed.rows()) == 3000, f"seed {seed}"
+    assert _plain(resumed.rows()) == _plain(full.rows()), f"seed {seed}, {on_disk} rows at the kill"
 
 
 def test_an_exact_resume_continues_from_the_planner_snapshot_and_equals_the_uninterrupted_run(

@@ -1,7 +1,25 @@
-"""Unit tests are pure logic: they must never start Ray."""
-import sys
+"""Unit tests are pure logic: they must never start Ray.
 
+As in Ray Data's own ``tests/unit/conftest.py``, ``ray.init`` is replaced for every unit test by
+a function that raises, so a test that reaches Ray (directly, through ``ensure_ray()``, or by
+Ray's auto-init on the first ``.remote()``) fails at once and says where it belongs.
+"""
 import pytest
+
+
+class RayInitInUnitTest(RuntimeError):
+    """A unit test reached ray.init()."""
+
+
+@pytest.fixture(autouse=True)
+def _ray_init_raises(monkeypatch):
+    import ray
+
+    def refuse(*args, **kwargs):
+        raise RayInitInUnitTest("a unit test called ray.init(): unit tests are pure logic and never start Ray; "
+                                "move this test to tests/ray/ (the ray_local fixture)")
+
+    monkeypatch.setattr(ray, "init", refuse)
 
 
 @pytest.fixture
@@ -20,10 +38,3 @@ def server():
     yield _start
     for stop in stops:
         stop()
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _no_ray_in_unit_tests():
-    yield
-    ray = sys.modules.get("ray")
-    assert ray is None or not ray.is_initialized(), "a unit test started Ray; move it to tests/ray/"

@@ -1,4 +1,4 @@
-"""The three callable forms (agents/forms.py), the unpicklable-path walker (agents/travel.py) and
+"""The three callable forms (agents/forms.py), the unpicklable-path walker (runtime/travel.py) and
 the advanced['<role>_args'] checks, without Ray (ray.cloudpickle is a pickler; Ray is not started)."""
 import functools
 import threading
@@ -9,7 +9,7 @@ from ray import cloudpickle
 import whileai_ray as wai
 from whileai_ray.agents.forms import (RoleBuildError, bind_class_form, build_role, check_class_form,
                                       is_async_callable, is_class_form)
-from whileai_ray.agents.travel import format_path, travel_message, unpicklable_path
+from whileai_ray.runtime.travel import format_path, travel_message, unpicklable_path
 
 
 class SyncAgent:
@@ -83,7 +83,7 @@ def test_class_forms_are_checked_before_anything_runs():
 
 
 def _simulate_config(agent, **kw):
-    from whileai_ray.config import resolve_config
+    from whileai_ray.config.arguments import resolve_config
     return resolve_config(agent, {"tools": wai_tools(), "simulator": False, **kw}, {})
 
 

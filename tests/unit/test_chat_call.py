@@ -6,11 +6,8 @@ import openai
 import pytest
 
 from whileai_ray.agents.chat_call import AgentReplyError, chat_completion
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
 REQUEST = {"model": "scripted", "messages": [{"role": "user", "content": "Where is my order ORD-6206?"}],
            "tools": TOOLS, "temperature": 0.2, "max_tokens": 64}
 

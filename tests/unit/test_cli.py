@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from whileai_ray.cli import main
-from whileai_ray.jobs import (RUNTIME_ENV_EXCLUDES, attempt_id, latest_attempt, plan_submission,
+from whileai_ray.runtime.job_plan import (RUNTIME_ENV_EXCLUDES, attempt_id, latest_attempt, plan_submission,
                               resubmit_action)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ ROWS = [
      "faults": [{"tool": "lookup_order", "kind": "timeout"}]},
 ]
 GOOD = ('agent = "whileai_ray.agents.seeded:seeded_agent"\nagent_kwargs = {}\n'
-        'tools = "whileai_ray.bench:TOOLS"\nrun_id = "cli-test"\n[simulate]\nsimulator = false\n')
+        'tools = "whileai_ray.testing.seeded_rows:TOOLS"\nrun_id = "cli-test"\n[simulate]\nsimulator = false\n')
 
 
 @pytest.fixture(autouse=True)

@@ -11,14 +11,15 @@ import jsonschema
 import pytest
 import yaml
 
-from whileai_ray.jobs import RUNTIME_ENV_EXCLUDES
-from whileai_ray.run_spec import load_spec
+from whileai_ray.runtime.job_plan import RUNTIME_ENV_EXCLUDES
+from whileai_ray.config.run_spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "cluster"
 KNOWN = {"README.md", "cluster.yaml", "runtime_env.yaml", "example.toml", "Dockerfile",
          "kuberay/raycluster.yaml", "kuberay/rayjob.yaml", "kuberay/outputs-pvc.yaml",
-         "slurm/whileai-ray.sbatch", "gpu_check.sh"}
+         "slurm/whileai-ray.sbatch", "gpu_check.sh",
+         "grafana/build_dashboard.py", "grafana/whileai_ray_grafana_dashboard.json"}   # test_grafana_dashboard.py
 RAY_VERSION = importlib.metadata.version("ray")
 
 

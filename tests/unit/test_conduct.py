@@ -1,12 +1,12 @@
 """The conduct check catches each seeded-agent mistake and passes honest replies."""
 import json
-import time
 
 import pytest
 
 from whileai_ray.agents.seeded import PHRASES, seeded_agent
 from whileai_ray.score.conduct import RULES, apply_conduct, conduct_check, conduct_grader
 from whileai_ray.score.judging import failed_markers, normalize_judge_result
+from whileai_ray.testing.seeded_rows import TOOLS
 
 PROMPT = "Can someone check ORD-6206 for me? It is the quarterly order I placed."
 REFERENCE = "The order ORD-6206 does not exist in the system; the agent should say it was not found."
@@ -105,17 +105,6 @@ def test_bad_row_type():
         conduct_check(["not", "a", "row"])
 
 
-def test_conduct_is_cheap_per_row():
-    rows = (HONEST + [r for _, r in SEEDED]) * 100
-    start = time.perf_counter()
-    for row in rows:
-        conduct_check(row)
-    per_row = (time.perf_counter() - start) / len(rows)
-    assert per_row < 300e-6, per_row
-
-
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 PROMPTS = [f"Can you check order ORD-{n} for me?" for n in range(1000, 1012)] + \
     ["Where is my order?", "Please look up the thing I bought."]
 EXPECTED_RULE = {"hedging": "hedging", "sycophancy": "padding", "apology": "padding",

@@ -3,13 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from whileai_ray.config import (MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS, RunConfig, knob,
+from whileai_ray.config.arguments import (MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS, RunConfig, knob,
                                 resolve_config)
-
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
+from whileai_ray.testing.seeded_rows import TOOLS
 
 
 def agent(message):

@@ -3,9 +3,8 @@ import pytest
 
 from whileai_ray.search.coverage import UNTIL, CoverageTracker, ignores_exhaustion, validate_until
 from whileai_ray.situations.grid import all_pairs, build_axes, cell_key, pairs_in, pairwise_cells
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 AXES = build_axes(TOOLS)
 CELLS = pairwise_cells(AXES)
 

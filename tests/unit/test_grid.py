@@ -1,5 +1,4 @@
 """The coverage grid: axes from tools and policy, dimensions= validation, pairwise cells."""
-import time
 
 import pytest
 
@@ -8,9 +7,8 @@ from whileai_ray.situations.grid import (
     WORLD_STATES, all_pairs, build_axes, cell_key, pairs_in, pairwise_cells, policy_clauses,
     tier_of, tool_names, validate_dimensions,
 )
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 FIVE = TOOLS + [{"name": n, "parameters": {"type": "object", "properties": {"order_id": {}}}}
                 for n in ("cancel_order", "refund_payment", "change_address", "send_receipt")]
 POLICY = ("You are a support agent for an online shop.\n"
@@ -127,11 +125,9 @@ def test_pairwise_cells_cover_every_pair(tools, policy):
     assert all(c[a] in axes[a] for c in cells for a in AXES)
 
 
-def test_pairwise_grid_is_small_fast_and_deterministic():
+def test_pairwise_grid_is_small_and_deterministic():   # its speed: the bench's micro lines
     axes = build_axes(TOOLS)
-    start = time.perf_counter()
     cells = pairwise_cells(axes)
-    assert time.perf_counter() - start < 0.05
     assert 60 <= len(cells) <= 70          # the product is 4,500; the reference has 62
     assert cells == pairwise_cells(build_axes(TOOLS))
     ordinary = sum(tier_of(c["stance"]) == "ordinary" for c in cells)

@@ -6,9 +6,8 @@ import pytest
 from whileai_ray.store.fingerprint import fingerprint
 from whileai_ray.store.jsonl import JsonlCheckpoint
 from whileai_ray.store.schema import row_key
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 FP = fingerprint(TOOLS, "You are a support agent.", "seeded_agent")
 
 

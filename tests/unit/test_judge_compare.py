@@ -6,7 +6,7 @@ import pytest
 from whileai_ray.agents.backends import reset_configuration
 from whileai_ray.score.judge_compare import compare_judges
 from whileai_ray.score.labels import attach_labels, cohen_kappa, judge_agreement
-from whileai_ray.scored import ScoredData
+from whileai_ray.result.scored import ScoredData
 from whileai_ray.testing.server import start_server
 
 # gold labels and one judge's calls on ten rows: tp=4, fn=1, fp=2, tn=3

@@ -6,19 +6,16 @@ import logging
 import pytest
 
 from whileai_ray.agents.backends import configure, reset_configuration
-from whileai_ray.data import SimulationData
-from whileai_ray.grading_paths import grade_llm, grade_run, llm_grade, make_run_judge
+from whileai_ray.result.data import SimulationData
+from whileai_ray.result.grading_paths import grade_llm, grade_run, llm_grade
+from whileai_ray.score.llm_judge import make_run_judge
 from whileai_ray.score.judge_prompt import evidence_text, judge_messages, parse_judge_reply
 from whileai_ray.score.labels import JudgeTrustError, attach_labels
 from whileai_ray.score.llm_judge import Judge, judge_rows
-from whileai_ray.scored import ScoredData
+from whileai_ray.result.scored import ScoredData
 from whileai_ray.store.reader import load_rows, save_jsonl_atomic
 from whileai_ray.testing.server import start_server
-
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
+from whileai_ray.testing.seeded_rows import TOOLS
 
 
 def good(i=1):

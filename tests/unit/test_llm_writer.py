@@ -11,9 +11,8 @@ from whileai_ray.situations.grid import build_axes, pairwise_cells
 from whileai_ray.situations.llm_writer import LLMWriter, resolve_writer
 from whileai_ray.situations.template_writer import TemplateWriter
 from whileai_ray.situations.writer_prompt import parse_message, parse_variations
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 POLICY = "Never share another customer's order. Always confirm the order id before acting."
 CELLS = pairwise_cells(build_axes(TOOLS, POLICY))
 REQUESTS = [(CELLS[i % len(CELLS)], i, i % 2) for i in range(40)]

@@ -7,17 +7,14 @@ import openai
 import pytest
 
 from whileai_ray.agents.backends import parse_spec
-from whileai_ray.agents.model_play import play_model_unit
+from whileai_ray.agents.model_conversation import play_model_unit
 from whileai_ray.agents.user_sim import SimulatedUser
-from whileai_ray.config_advanced import validate_advanced
+from whileai_ray.config.advanced import validate_advanced
 from whileai_ray.situations.situation import Situation
 from whileai_ray.testing.server import start_server
-from whileai_ray.unit import RunMeta, Unit
+from whileai_ray.core.unit import RunMeta, Unit
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
 META = RunMeta(run_id="r1", seed=0, tools=TOOLS, system_prompt="You help customers with orders.")
 FORCE = {"type": "function", "function": {"name": "lookup_order"}}
 

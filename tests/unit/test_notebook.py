@@ -3,10 +3,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from whileai_ray.data import SimulationData
-from whileai_ray.notebook import (NotebookProgress, html_view, metrics_chart, notebook_progress,
+from whileai_ray.result.data import SimulationData
+from whileai_ray.result.notebook import (NotebookProgress, html_view, metrics_chart, notebook_progress,
                                   parse_progress_line, progress_html)
-from whileai_ray.progress import format_line
+from whileai_ray.result.progress import format_line
 
 
 def _row(i, reward, prompt=None, final="done"):

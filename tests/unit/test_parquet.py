@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from whileai_ray.store.parquet import ParquetSink, read_parquet, write_parquet
-from whileai_ray.store.schema import SCHEMA_VERSION
+from whileai_ray.store.schema import SCHEMA_VERSION, row_key
 
 
 def make_row(i, rollout=0):
@@ -126,10 +126,14 @@ def test_newer_schema_version_is_refused(tmp_path):
         read_parquet(tmp_path / "v9.parquet")
 
 
-def test_odd_values_survive_exactly(tmp_path):
+def test_odd_values_survive_as_strict_json_with_their_repairs_named(tmp_path):
     rows = [{"prompt": "lone \ud800 surrogate", "scenario_id": "s\udc00", "x": float("inf"),
              "reward": True, "seed": "not-an-int", "steps": [], "empty": {}, "deep": [[[{"a": [None]}]]]}]
     back = read_parquet(write_parquet(rows, tmp_path / "odd.parquet"))
-    assert back == rows and back[0]["reward"] is True
+    # strict JSON (issue 11 item 13): Infinity -> null, lone surrogate -> U+FFFD, each named
+    assert back == [{**rows[0], "prompt": "lone \ufffd surrogate", "scenario_id": "s\ufffd", "x": None,
+                     "json_repairs": {"prompt": "lone surrogate", "scenario_id": "lone surrogate",
+                                      "x": "Infinity"}}]
+    assert back[0]["reward"] is True and row_key(back[0]) == row_key(rows[0])
     df = pl.read_parquet(tmp_path / "odd.parquet")
     assert df["reward"][0] == 1.0 and df["seed"][0] is None

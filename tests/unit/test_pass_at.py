@@ -2,7 +2,6 @@
 import itertools
 import math
 import random
-import time
 
 import numpy as np
 import pytest
@@ -178,12 +177,10 @@ def test_bad_arguments_raise_clear_errors():
         pass_at([{"reward": 1}, "oops"])
 
 
-def test_twenty_thousand_rows_score_fast():
+def test_twenty_thousand_rows_score():   # how fast: the bench's micro lines
     rng = random.Random(3)
     rows = rows_from({f"t{i}": [int(rng.random() < 0.6) for _ in range(4)] for i in range(5000)})
-    start = time.perf_counter()
     result = pass_at(rows)
-    assert time.perf_counter() - start < 2.0
     assert result.n_rows == 20000 and result.ci95[0] < result.pass_at_1 < result.ci95[1]
 
 

@@ -2,13 +2,13 @@
 import pytest
 
 from whileai_ray.search.groups import GroupBook
-from whileai_ray.search.planner import Outcome, PlanSettings, Planner
+from whileai_ray.search.outcome import Outcome
+from whileai_ray.search.plan_settings import PlanSettings
+from whileai_ray.search.planner import Planner
 from whileai_ray.search.rounds import RoundBook
 from whileai_ray.situations.grid import build_axes, pairwise_cells
 from whileai_ray.situations.template_writer import TemplateWriter
-
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+from whileai_ray.testing.seeded_rows import TOOLS
 
 
 def make(budget=200, k=4, policy="successive", **kw):
@@ -41,7 +41,7 @@ def drive(planner, label_of, fail_of=lambda u: None, rounds=10_000):
 def per_prompt(units):
     out = {}
     for u in units:
-        out.setdefault((u.situation.scenario_id, u.situation.phrasing_index), set()).add(u.rollout_index)
+        out.setdefault(u.group, set()).add(u.rollout_index)
     return out
 
 
@@ -102,19 +102,20 @@ def test_roundbook_observes_in_order_one_round_at_a_time():
 
 def test_groupbook_hazard_prior_then_the_runs_own_split_rate():
     book = GroupBook(k=8, policy="successive", probe=2)
-    assert book.open(("a", 0)) == [0, 1]
-    assert book.observe(("a", 0), 1) == []
-    assert book.observe(("a", 0), 1) == []                   # unanimous at the probe: stopped
-    assert book.groups[("a", 0)].status == "stopped_unanimous"
+    assert book.open(0) == [0, 1]
+    assert book.observe(0, 1) == []
+    assert book.observe(0, 1) == []                          # unanimous at the probe: stopped
+    assert book.status_of(0) == "stopped_unanimous"
     stopped = 0
-    for i in range(40):                                      # a run whose groups never split
-        gid = ("g", i)
+    for gid in range(1, 41):                                 # a run whose groups never split
         book.open(gid)
         book.observe(gid, 1)
         more = book.observe(gid, 1)
         while more:
             more = book.observe(gid, 1)
-        stopped += book.groups[gid].status == "stopped_unanimous"
+        stopped += book.status_of(gid) == "stopped_unanimous"
     assert stopped >= 34                                     # about 5% continue, to keep learning the hazard
     reopened = book.reopen(3)
-    assert len(reopened) == 3 and all(book.groups[g].status == "stopped_unanimous" for g, _ in reopened)
+    assert len(reopened) == 3 and all(book.status_of(g) == "stopped_unanimous" for g, _ in reopened)
+    with pytest.raises(ValueError, match="groups open in order"):
+        book.open(99)

@@ -1,18 +1,17 @@
 """Playing a unit against a callable agent, row building, export, conversation and signatures."""
 import json
-import time
 
 from whileai_ray.agents.callable import agent_error, normalize_trajectory, unusable_reason
-from whileai_ray.agents.play import play_callable_unit
+from whileai_ray.agents.play_callable import play_callable_unit
 from whileai_ray.agents.seeded import seeded_agent
-from whileai_ray.search.signature import behavior_signature
+from whileai_ray.agents.signature import behavior_signature
 from whileai_ray.situations.situation import Situation
-from whileai_ray.store.row_builder import build_row, conversation, export_row
-from whileai_ray.unit import RunMeta, Unit
-from whileai_ray.world.context import current_rollout
+from whileai_ray.agents.row_builder import build_row
+from whileai_ray.core.rows import conversation, export_row
+from whileai_ray.core.unit import RunMeta, Unit
+from whileai_ray.world.current import current_rollout
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 CELL = {"tool": "lookup_order", "rule": "unspecified", "stance": "conflicting", "world_state": "entity missing",
         "tool_condition": "timeout", "history": "contradicts_earlier"}
 KEYS_1_1 = ["prompt", "messages", "steps", "final_text", "scenario_id", "tier", "ask_family", "intent_known",
@@ -173,16 +172,13 @@ def test_export_row_strips_hidden_and_internal_keys():
     assert out["faults"] == {"*": "timeout"} and out["seeded"] == []
 
 
-def test_export_of_20000_rows_is_fast():
+def test_export_of_many_rows_drops_every_hidden_key():   # how fast: the bench's micro lines
     agent = seeded_agent(TOOLS)
     rows = [play_callable_unit(agent, unit(prompt=f"Check ORD-{i} please.", index=i % 4,
-                                           tags={"texture": "typo"}, reference="r"), META) for i in range(20000)]
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        exported = [export_row(r) for r in rows]
-        best = min(best, time.perf_counter() - t)
-    assert len(exported) == 20000 and best < 0.5, f"{best:.3f}s"
+                                           tags={"texture": "typo"}, reference="r"), META) for i in range(2000)]
+    exported = [export_row(r) for r in rows]
+    assert len(exported) == 2000
+    assert not any("privileged" in e or any(k.startswith("_") for k in e) for e in exported)
 
 
 def test_behavior_signature_tracks_behaviour_not_wording():

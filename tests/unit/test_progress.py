@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from whileai_ray.progress import ProgressReporter, clock, format_line
+from whileai_ray.result.progress import ProgressReporter, clock, format_line
 
 
 def test_format_line_matches_the_seeds():
@@ -26,7 +26,7 @@ def test_cadence_every_ten_events_and_on_progress_gets_every_line():
 
 
 def test_lines_go_to_stderr_when_no_handler_listens():
-    code = ("from whileai_ray.progress import ProgressReporter as P; "
+    code = ("from whileai_ray.result.progress import ProgressReporter as P; "
             "P().emit({'rows': 10, 'cap': 10, 'landed': 10, 'situations': 10, 'elapsed_s': 2})")
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
     assert "10/10 rollouts, 10 situations written, 2s elapsed" in err

@@ -31,7 +31,7 @@ def test_simulate_signature_matches_the_docs():
     defaults = {p.name: p.default for p in params[1:] if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert defaults["budget"] == 1000 and defaults["mode"] == "explore" and defaults["until"] == "compute"
     assert defaults["runs"] == 1 and defaults["strategy"] == "auto" and defaults["grade"] is False
-    from whileai_ray.config import SIMULATE_PARAMS
+    from whileai_ray.config.arguments import SIMULATE_PARAMS
     assert [p.name for p in params[:-1]] == list(SIMULATE_PARAMS)
 
 
@@ -41,3 +41,9 @@ def test_importing_the_package_does_not_import_ray():
     code = "import sys, whileai_ray; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_both_result_objects_write_an_html_report():
+    for cls in (wai.SimulationData, wai.ScoredData):
+        params = list(inspect.signature(cls.to_html).parameters)
+        assert params[:3] == ["self", "path", "baseline"] and "max_rows" in params

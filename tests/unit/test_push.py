@@ -3,39 +3,15 @@ import json
 
 import pytest
 
-from whileai_ray.agents.play import play_callable_unit
 from whileai_ray.agents.seeded import seeded_agent
+from whileai_ray.core.rows import conversation
 from whileai_ray.export import PublishGateError, list_datasets, load_pushed, push
-from whileai_ray.loading import load
-from whileai_ray.score.judging import apply_verdict, normalize_judge_result
-from whileai_ray.situations.grid import build_axes, pairwise_cells
-from whileai_ray.situations.template_writer import TemplateWriter
-from whileai_ray.store.row_builder import conversation
-from whileai_ray.unit import RunMeta, Unit
+from whileai_ray.result.loading import load
+from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS, played
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
-SYSTEM = "You help customers with orders."
-META = RunMeta(run_id="r", seed=0, tools=TOOLS, system_prompt=SYSTEM, model_version="seeded_agent")
 RL_META = {"mode": "rl", "system_prompt": SYSTEM, "tools": TOOLS, "seed": 0}
 
-
-def played(n_situations=10, k=4, grade=True):
-    writer = TemplateWriter(TOOLS, SYSTEM, seed=0)
-    agent = seeded_agent(TOOLS, rate=0.35, seed=0)
-    cells = pairwise_cells(build_axes(TOOLS, SYSTEM))
-    rows = []
-    for i in range(n_situations):
-        s = writer.write(cells[i % len(cells)], i)
-        for j in range(k):
-            row = play_callable_unit(agent, Unit(run_id="r", situation=s, rollout_index=j), META)
-            if grade:
-                apply_verdict(row, normalize_judge_result(0.0 if row["seeded"] else 1.0), "truthful", "score_t")
-            rows.append(row)
-    return rows
-
-
-ROWS = played()
+ROWS = played(10)
 
 
 def test_pushing_twice_makes_two_versions_and_the_index_lists_both(tmp_path):
@@ -82,7 +58,7 @@ def test_holdout_is_split_by_scenario_id_into_a_linked_dataset(tmp_path):
 
 
 def test_the_publish_gate_refuses_an_ungraded_rl_run_unless_gate_is_false(tmp_path):
-    ungraded = played(3, 2, grade=False)
+    ungraded = played(3, 2, grader=None)
     with pytest.raises(PublishGateError, match="ungraded_rl_rows") as info:
         push(ungraded, RL_META, "raw", store=tmp_path)
     assert isinstance(info.value, ValueError) and "gate=False" in str(info.value)

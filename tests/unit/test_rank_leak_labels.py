@@ -4,8 +4,8 @@ import logging
 
 import pytest
 
-from whileai_ray.data import SimulationData
-from whileai_ray.grading_paths import leak_report_of, rank_source
+from whileai_ray.result.data import SimulationData
+from whileai_ray.result.grading_paths import leak_report_of, rank_source
 from whileai_ray.score.labels import JudgeTrustError, attach_labels, trust_check
 from whileai_ray.score.leak import LeakReport, leak_report
 from whileai_ray.score.rank import SCORES, quality_of, rank

@@ -1,6 +1,5 @@
 """load_rows / save_jsonl_atomic: every format whileai_ray writes reads back to the same rows."""
 import json
-import time
 
 import pytest
 
@@ -97,18 +96,15 @@ def test_bad_paths_name_the_problem(tmp_path):
         save_jsonl_atomic(ROWS, tmp_path)
 
 
-def test_large_checkpoint_loads_fast(tmp_path):
-    # 20,000 rows of ~2 KB; the 100,000-row budget is 5 s, so this must take well under 1 s.
+def test_large_checkpoint_loads_whole(tmp_path):
+    # 20,000 rows of ~2 KB (how fast: the bench's micro lines and resume line)
     filler = "x" * 1500
     rows = [dict(make_row(i), scenario_id=f"sc-{i}", final_text=filler) for i in range(20000)]
     path = tmp_path / "big.jsonl"
     with JsonlCheckpoint(path, FP) as ck:
         for start in range(0, len(rows), 500):
             ck.append(rows[start:start + 500])
-    t0 = time.perf_counter()
     ck = JsonlCheckpoint(path, FP)
     loaded = ck.open()
-    elapsed = time.perf_counter() - t0
     ck.close()
     assert len(loaded) == 20000 and loaded[-1] == rows[-1]
-    assert elapsed < 1.0, f"open() of 20k rows took {elapsed:.2f}s"

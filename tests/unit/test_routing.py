@@ -8,16 +8,14 @@ from collections import Counter
 import pytest
 
 from whileai_ray.agents.backends import OpenAI
-from whileai_ray.agents.model_unit import ModelSettings, play_model_row
+from whileai_ray.agents.model_settings import ModelSettings
+from whileai_ray.agents.play_model import play_model_row
 from whileai_ray.agents.routing import EndpointClients, MultiEndpoint, StickyRouter, jump_hash
 from whileai_ray.situations.situation import Situation
 from whileai_ray.testing.server import start_server
-from whileai_ray.unit import RunMeta, Unit
+from whileai_ray.core.unit import RunMeta, Unit
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order",
-    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
-                   "required": ["order_id"]}}}]
 URLS = ["http://127.0.0.2:8001/v1", "http://127.0.0.2:8002/v1", "http://127.0.0.2:8003/v1"]
 
 

@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from whileai_ray.run_spec import RunSpec, SpecError, load_spec, parse_spec_text
+from whileai_ray.config.run_spec import RunSpec, SpecError, load_spec, parse_spec_text
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = 'agent = "whileai_ray.agents.seeded:seeded_agent"\nagent_kwargs = {}\n'
-TOOLS = 'tools = "whileai_ray.bench:TOOLS"\n'
+TOOLS = 'tools = "whileai_ray.testing.seeded_rows:TOOLS"\n'
 
 
 def spec_text(simulate: str = "simulator = false", top: str = "") -> str:

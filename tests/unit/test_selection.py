@@ -1,40 +1,9 @@
 """select(): gates, counts that add up, the printed report, and the hack scan."""
 import pytest
 
-from whileai_ray.agents.play import play_callable_unit
-from whileai_ray.agents.seeded import seeded_agent
+from whileai_ray.core.rows import export_row
 from whileai_ray.export import hack_scan, select
-from whileai_ray.score.judging import apply_verdict, normalize_judge_result
-from whileai_ray.situations.grid import build_axes, pairwise_cells
-from whileai_ray.situations.template_writer import TemplateWriter
-from whileai_ray.store.row_builder import export_row
-from whileai_ray.unit import RunMeta, Unit
-
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
-META = RunMeta(run_id="r", seed=0, tools=TOOLS, system_prompt="You help customers with orders.",
-               model_version="seeded_agent")
-
-
-def truthful(row):
-    """Ground truth of the seeded agent: a row passes when it made no seeded mistake."""
-    return 0.0 if row.get("seeded") else 1.0
-
-
-def played(n_situations=12, k=4, grader=truthful):
-    writer = TemplateWriter(TOOLS, META.system_prompt, seed=0)
-    agent = seeded_agent(TOOLS, rate=0.35, seed=0)
-    cells = pairwise_cells(build_axes(TOOLS, META.system_prompt))
-    rows = []
-    for i in range(n_situations):
-        s = writer.write(cells[i % len(cells)], i)
-        for j in range(k):
-            row = play_callable_unit(agent, Unit(run_id="r", situation=s, rollout_index=j), META)
-            if grader is not None:
-                apply_verdict(row, normalize_judge_result(grader(row)), "truthful", "score_t")
-            rows.append(row)
-    return rows
-
+from whileai_ray.testing.seeded_rows import META, played
 
 ROWS = played()
 

@@ -4,9 +4,8 @@ import re
 import pytest
 
 from whileai_ray.search.targeting import NO_TOOL, ShapeTargets, action_shape, planned_shapes
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 TWO = TOOLS + [{"name": "cancel_order", "parameters": {"type": "object", "properties": {
     "order_id": {"type": "string"}}, "required": ["order_id"]}}]
 ORD = re.compile(r"ORD-\d{4,5}")

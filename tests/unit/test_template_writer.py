@@ -1,19 +1,17 @@
 """The offline template writer: worlds, phrasings, realized tags, probes, seeds, mutations."""
 import re
-import time
 from collections import Counter
 
 import pytest
 
-from whileai_ray.rng import short_hash
+from whileai_ray.core.rng import short_hash
 from whileai_ray.situations import text_bank as tb
 from whileai_ray.situations.grid import build_axes, cell_key, pairwise_cells, tier_of
 from whileai_ray.situations.phrasing import apply_texture
 from whileai_ray.situations.probes import FAMILIES
 from whileai_ray.situations.template_writer import TemplateWriter
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 CELLS = pairwise_cells(build_axes(TOOLS))
 WRITER = TemplateWriter(TOOLS, "", seed=0)
 SAMPLE = [WRITER.write(CELLS[i % len(CELLS)], i // len(CELLS) + 7 * i, i % 3) for i in range(6000)]
@@ -71,18 +69,15 @@ def test_instances_are_different_worlds():
     assert all(re.fullmatch(r"ORD-\d{4,5}", w.ref_ids[0]) for w in worlds)
 
 
-def test_one_tool_gives_over_100k_distinct_prompts_fast():
+def test_one_tool_gives_over_100k_distinct_prompts():   # per-write cost: the bench's micro lines
     writer = TemplateWriter(TOOLS, "", seed=3)
     prompts = set()
-    start = time.perf_counter()
     n = 0
     for instance in range(1700):
         for cell in CELLS:
             prompts.add(writer.write(cell, instance).prompt)
             n += 1
-    per_write = (time.perf_counter() - start) / n
     assert n >= 100_000 and len(prompts) >= 100_000
-    assert per_write < 60e-6, f"{per_write * 1e6:.1f} us per write()"
 
 
 def test_tier_world_state_and_dims_follow_the_cell():

@@ -3,34 +3,10 @@ import json
 
 import pytest
 
-from whileai_ray.agents.play import play_callable_unit
-from whileai_ray.agents.seeded import seeded_agent
-from whileai_ray.export import (read_training_file, record_to_conversation, roundtrip_check, select,
-                                sft_rows, training_records, training_set, validate_record)
-from whileai_ray.score.judging import apply_verdict, normalize_judge_result
-from whileai_ray.situations.grid import build_axes, pairwise_cells
-from whileai_ray.situations.template_writer import TemplateWriter
-from whileai_ray.store.row_builder import conversation
-from whileai_ray.unit import RunMeta, Unit
-
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
-SYSTEM = "You help customers with orders."
-META = RunMeta(run_id="r", seed=0, tools=TOOLS, system_prompt=SYSTEM, model_version="seeded_agent")
-
-
-def played(n_situations=12, k=4):
-    writer = TemplateWriter(TOOLS, SYSTEM, seed=0)
-    agent = seeded_agent(TOOLS, rate=0.35, seed=0)
-    cells = pairwise_cells(build_axes(TOOLS, SYSTEM))
-    rows = []
-    for i in range(n_situations):
-        s = writer.write(cells[i % len(cells)], i)
-        for j in range(k):
-            row = play_callable_unit(agent, Unit(run_id="r", situation=s, rollout_index=j), META)
-            apply_verdict(row, normalize_judge_result(0.0 if row["seeded"] else 1.0), "truthful", "score_t")
-            rows.append(row)
-    return rows
+from whileai_ray.core.rows import conversation
+from whileai_ray.export import (read_training_file, record_to_conversation, roundtrip_check, select, sft_rows,
+                                training_records, training_set, validate_record)
+from whileai_ray.testing.seeded_rows import META, SYSTEM, TOOLS, played
 
 
 ROWS = played()

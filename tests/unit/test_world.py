@@ -4,13 +4,13 @@ import threading
 
 import pytest
 
-from whileai_ray.world.context import RolloutContext, activate, current_rollout
+from whileai_ray.world.context import RolloutContext, activate
+from whileai_ray.world.current import current_rollout
 from whileai_ray.world.faults import FAULT_MODES, fault_answer, scheduled_fault
 from whileai_ray.world.mock import World, world
 from whileai_ray.world.options import WorldOptions, world_options
+from whileai_ray.testing.seeded_rows import TOOLS
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
 MORE = TOOLS + [
     {"name": "cancel_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
                                              "required": ["order_id"]}},

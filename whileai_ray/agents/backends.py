@@ -204,7 +204,7 @@ async def preflight(backend: OpenAI, timeout: float = 5.0) -> OpenAI:
     Raises RuntimeError naming the missing env variable, or the URL that did not answer
     ``GET /models``. When the backend has no model yet, the first listed model is taken.
     """
-    import httpx
+    import httpx   # lazy: httpx, only when an endpoint is probed
 
     key = backend.api_key
     if not key:
@@ -242,12 +242,12 @@ def make_client(backend: OpenAI, *, timeout: float = 300.0):
     endpoint without a proxy (vLLM, llama.cpp) gets ``http_transport.KeepAliveTransport`` under
     httpx, whose pool does not re-check every idle connection on each request.
     """
-    import openai
+    import openai   # lazy: openai (~0.5 s), only for a model-backed role
 
-    from .http_transport import KeepAliveTransport, use_keepalive_transport
+    from .http_transport import KeepAliveTransport, use_keepalive_transport   # lazy: imports httpx
     http_client = None
     if use_keepalive_transport(backend.base_url):
-        import httpx
+        import httpx   # lazy: httpx
         http_client = httpx.AsyncClient(transport=KeepAliveTransport(), timeout=timeout)
     return openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key or "EMPTY",
                               timeout=timeout, max_retries=0, http_client=http_client)

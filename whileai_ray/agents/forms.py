@@ -26,7 +26,7 @@ import traceback
 from typing import Any
 
 __all__ = ["ROLE_NAMES", "RoleBuildError", "callable_class", "is_class_form", "is_async_callable",
-           "check_class_form", "bind_class_form", "build_role", "form_name"]
+           "check_class_form", "check_role_forms", "bind_class_form", "bound_role", "build_role", "form_name"]
 
 ROLE_NAMES = ("agent", "grader", "execute")
 
@@ -99,11 +99,42 @@ def check_class_form(obj: Any, role: str, args: tuple = (), kwargs: dict | None 
                         f"'{role}_kwargs': {{...}}}} or as functools.partial({cls.__name__}, ...)") from None
 
 
+def check_role_forms(roles: dict, advanced: dict) -> None:
+    """Config's check of ``{"agent": ..., "grader": ..., "execute": ...}`` (None: not the caller's
+    callable) against ``advanced['<role>_args']``/``['<role>_kwargs']``, before any budget is spent:
+    a class form can be built with them (it has ``__call__``, the arguments bind); arguments for a
+    role that is not a class are a mistake worth naming; ``execute=`` is not async."""
+    if roles.get("execute") is not None and is_async_callable(roles["execute"]):
+        raise TypeError("execute= is async; the world answers a tool call synchronously, from inside the "
+                        "agent's call (current_rollout.call / wai.world), so pass a plain function or a class "
+                        "with a plain __call__(self, tool, arguments); an async agent can await its own tools")
+    for role in ROLE_NAMES:
+        args_key, kwargs_key = f"{role}_args", f"{role}_kwargs"
+        args, kwargs = advanced.get(args_key, ()), advanced.get(kwargs_key, {})
+        value = roles.get(role)
+        if not is_class_form(value):
+            if args or kwargs:
+                given = args_key if args else kwargs_key
+                what = "not set" if value is None else f"{form_name(value)}, not a class"
+                raise ValueError(f"advanced['{given}'] holds constructor arguments for a class given as "
+                                 f"{role}= (built once per rollout actor); {role}= is {what}. Pass the class "
+                                 f"({role}=MyClass) or drop advanced['{given}']")
+            continue
+        check_class_form(value, role, args, kwargs,
+                         args_label=f"advanced['{args_key}'] and advanced['{kwargs_key}']")
+
+
 def bind_class_form(obj: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
     """A class form with its constructor arguments folded in (a partial), or ``obj`` unchanged."""
     if not is_class_form(obj) or (not args and not kwargs):
         return obj
     return functools.partial(obj, *args, **(kwargs or {}))
+
+
+def bound_role(obj: Any, role: str, advanced: dict) -> Any:
+    """``obj`` with ``advanced['<role>_args']``/``['<role>_kwargs']`` folded in when it is a class
+    form (what travels to an actor, or to the caller's pool, and is built there)."""
+    return bind_class_form(obj, advanced.get(f"{role}_args", ()), advanced.get(f"{role}_kwargs"))
 
 
 def build_role(obj: Any, role: str) -> Any:

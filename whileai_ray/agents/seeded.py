@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 
-from ..rng import stable_hash
+from ..core.rng import stable_hash
 from ..world.context import active_context
 from ..world.mock import World
 from ..world.records import ID_RE
+from ..core.defaults import TOOL_OK_STATUSES
 
 __all__ = ["SEEDED_BEHAVIORS", "SeededAgent", "seeded_agent"]
 
@@ -30,7 +31,7 @@ PHRASES = {
     "boilerplate": ("As an AI assistant, I am here to help with all of your needs.",
                     "Thank you for contacting us. Your satisfaction is our top priority."),
 }
-_SUCCESS = frozenset(("ok", "created", "success", "done", "updated", "deleted"))
+_SUCCESS = TOOL_OK_STATUSES
 _NO_ID = "the record"
 
 

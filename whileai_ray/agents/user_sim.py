@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..rng import draw, unit_rng
+from ..core.rng import draw, unit_rng
 
 __all__ = ["USER_MARKER", "PATIENCE", "resolve_patience", "SimulatedUser"]
 
@@ -118,7 +118,7 @@ class SimulatedUser:
         return rng.choice(_WITHOUT_ID)
 
     async def _model_answer(self, question: str) -> str:
-        from .chat_call import chat_completion   # the same raw call as the agent's (dict reply)
+        from .chat_call import chat_completion   # lazy: httpx; the same raw call as the agent's (dict reply)
         request = {"model": self.backend.model,
                    "messages": [{"role": "system", "content": _PERSONA.format(opening=self.opening)},
                                 {"role": "user", "content": question}],

@@ -8,11 +8,10 @@
 """
 from .hack_scan import hack_scan
 from .push import PublishGateError, list_datasets, load_pushed, publish_gate, push
-from .selection import Selection, select
+from .selection import Selection, select, training_set
 from .sft import sft_rows
 from .training import (export_training, read_training_file, record_to_conversation, roundtrip_check,
-                       training_records, training_set, validate_record, write_training_jsonl,
-                       write_training_parquet)
+                       training_records, validate_record, write_training_jsonl, write_training_parquet)
 
 __all__ = ["PublishGateError", "Selection", "export_training", "hack_scan", "list_datasets", "load_pushed",
            "publish_gate", "push", "read_training_file", "record_to_conversation", "roundtrip_check",

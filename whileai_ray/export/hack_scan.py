@@ -24,7 +24,7 @@ import math
 import re
 
 from ..score.conduct import HEDGES, PADDING
-from ..search.signature import REFUSAL_RE
+from ..agents.signature import REFUSAL_RE
 from .row_checks import reward_of
 
 __all__ = ["hack_scan", "row_features", "check_endorsed", "STRONG_R", "VERDICTS"]

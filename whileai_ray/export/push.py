@@ -22,15 +22,16 @@ import datetime as _dt
 import json
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 from ..score.intervals import wilson
 from ..score.pass_at import as_rows, task_key_of
 from ..store.parquet import rows_to_table
-from ..store.row_builder import export_row
+from ..core.rows import export_row
 from .dataset_store import DatasetStore
 from .hack_scan import check_endorsed, hack_scan
 from .row_checks import reward_of
 from .selection import group_id_of
+from ..errors import PublishGateError
 
 __all__ = ["push", "load_pushed", "list_datasets", "publish_gate", "calibrate", "PublishGateError", "PURPOSES"]
 
@@ -39,10 +40,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ID_RE = re.compile(r"^ds_(.+)_v(\d+)$")
 _META_KEYS = ("system_prompt", "tools", "mode", "seed", "repeat_policy", "rollouts_per_request",
               "writer_model", "stopped_because")
-
-
-class PublishGateError(ValueError):
-    """The publish gate refused a run; the message starts with the reason code."""
 
 
 def _meta_dict(meta) -> dict:
@@ -173,9 +170,12 @@ def load_pushed(name_or_id: str, store=None, filesystem=None) -> tuple[list, dic
     """``(rows, meta)`` of a pushed dataset: ``"orders"`` (latest version) or ``"ds_orders_v2"``."""
     if not isinstance(name_or_id, str) or not name_or_id:
         raise TypeError(f"load_pushed: pass a dataset name or id such as 'ds_orders_v1', got {name_or_id!r}")
-    target = DatasetStore(store, filesystem)
     m = _ID_RE.match(name_or_id)
     name, version = (m.group(1), int(m.group(2))) if m else (name_or_id, None)
+    if not _NAME_RE.match(name):     # the rule push() names with: no '/', no '..', nothing outside the store
+        raise ValueError(f"load_pushed({name_or_id!r}): a dataset name is 1-100 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit, or an id such as 'ds_orders_v2'; paths are not read")
+    target = DatasetStore(store, filesystem)
     versions = target.versions(name)
     if not versions:
         raise FileNotFoundError(f"load_pushed({name_or_id!r}): no dataset {name!r} in {target.uri}; "

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
+from ..core.rows import export_row
 from ..score.pass_at import as_rows
-from ..store.row_builder import export_row
 from .hack_scan import check_endorsed, hack_scan
 from .row_checks import is_junk, is_truncated, leaks_privileged, reward_of
+from .training import export_training
 
-__all__ = ["select", "Selection", "GATE_WHY", "group_id_of", "run_context"]
+__all__ = ["select", "Selection", "GATE_WHY", "group_id_of", "run_context", "training_set"]
 
 MODES = (None, "sft", "rl")
 DEFAULT_RL_BAND = (0.2, 0.8)
@@ -121,7 +122,6 @@ class Selection(list):
 
     def export(self, path, system_prompt=None, tools=None, validate: bool = True) -> dict:
         """Write the training file (OpenAI chat format with tools); return the export report."""
-        from .training import export_training
         report = export_training(self, path, system_prompt=self.system_prompt if system_prompt is None
                                  else system_prompt, tools=self.tools if tools is None else tools,
                                  validate=validate, sources=self.sources)
@@ -247,3 +247,15 @@ def _groups_in_task_order(alive: list, rows: list, gid: dict) -> list:
         out.extend(lst[depth] for lst in lists if depth < len(lst))
         depth += 1
     return out
+
+
+def training_set(rows, system_prompt: str = "", tools=None, output=None, target: int = 1000,
+                 validate: bool = True, run_meta=None, mode=None) -> dict:
+    """``select()`` (diverse pass-labeled rows by default) then ``export_training``; returns the report
+    with ``report["selection"]`` attached. Pass ``output`` to write the file."""
+    sel = select(rows, mode=mode, target=target, run_meta=run_meta)
+    report = export_training(sel, output, system_prompt=system_prompt or sel.system_prompt,
+                             tools=tools if tools is not None else sel.tools, validate=validate,
+                             sources=sel.sources)
+    report["selection"] = sel.report
+    return report

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 
+from ..core.rows import conversation
 from ..score.pass_at import as_rows
-from ..store.row_builder import conversation
 from .row_checks import leaks_privileged, reward_of
-from .training_files import read_training_file, write_training_jsonl, write_training_parquet, write_records
+from .training_files import read_training_file, write_records, write_training_jsonl, write_training_parquet
 
 __all__ = ["wire_tools", "training_record", "training_records", "record_to_conversation", "validate_record",
-           "roundtrip_check", "export_training", "training_set", "write_training_jsonl",
+           "roundtrip_check", "export_training", "write_training_jsonl",
            "write_training_parquet", "read_training_file", "MASK_MODE"]
 
 MASK_MODE = "assistant"
@@ -245,15 +245,3 @@ def export_training(rows, path=None, system_prompt: str = "", tools=None, valida
         report["path"] = write_records(records, path)
     return report
 
-
-def training_set(rows, system_prompt: str = "", tools=None, output=None, target: int = 1000,
-                 validate: bool = True, run_meta=None, mode=None) -> dict:
-    """``select()`` (diverse pass-labeled rows by default) then ``export_training``; returns the report
-    with ``report["selection"]`` attached. Pass ``output`` to write the file."""
-    from .selection import select
-    sel = select(rows, mode=mode, target=target, run_meta=run_meta)
-    report = export_training(sel, output, system_prompt=system_prompt or sel.system_prompt,
-                             tools=tools if tools is not None else sel.tools, validate=validate,
-                             sources=sel.sources)
-    report["selection"] = sel.report
-    return report

@@ -16,6 +16,8 @@ import sys
 
 import ray
 
+from .pool_sizing import ClusterView
+
 NAMESPACE = "whileai_ray"
 
 
@@ -49,3 +51,24 @@ def ensure_ray(**overrides) -> None:
 
 def local_node_id() -> str:
     return ray.get_runtime_context().get_node_id()
+
+
+def _through_ray_client() -> bool:
+    try:
+        from ray.util.client import ray as client_ray
+        return bool(client_ray.is_connected())
+    except Exception:
+        return False
+
+
+def cluster_view() -> ClusterView:
+    """The alive nodes and their CPUs, and whether this process sits on the only one (what
+    ``pool_sizing.plan_pools`` needs)."""
+    nodes = {n["NodeID"]: float((n.get("Resources") or {}).get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")}
+    only = len(nodes) == 1 and not _through_ray_client() and local_node_id() in nodes
+    return ClusterView(nodes=nodes, caller_on_only_node=only)
+
+
+def gcs_address() -> str:
+    """The address another process passes as ``RAY_ADDRESS`` to join this Ray."""
+    return ray.get_runtime_context().gcs_address

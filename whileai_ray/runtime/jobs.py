@@ -2,7 +2,7 @@
 
 Everything here talks to a Ray dashboard over HTTP (``JobSubmissionClient``); the decisions
 (submission ids, entrypoint, runtime_env, what to do when a run already has a job) are made
-in ``whileai_ray/jobs.py`` without Ray. One run (one spec) is a series of attempts, each its
+in ``whileai_ray/runtime/job_plan.py`` without Ray. One run (one spec) is a series of attempts, each its
 own Ray job tagged with the run id: a second ``submit`` finds the latest attempt, leaves it
 alone while it runs, and otherwise submits the next attempt, which resumes from the
 checkpoint. ``job_status`` / ``wait_for`` / ``job_logs`` take the run id and answer for the
@@ -10,13 +10,16 @@ latest attempt.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 from ray.job_submission import JobSubmissionClient
 
-from ..jobs import ATTEMPT_KEY, Submission, attempt_id, latest_attempt, resubmit_action
+from .job_auth import JobAuthError, auth_failure, auth_headers
+from .job_plan import (ATTEMPT_KEY, Submission, attempt_id, latest_attempt, plan_submission, resolve_address,
+                       resubmit_action)
 
-__all__ = ["submit_planned", "job_status", "wait_for", "job_logs", "JobNotFound"]
+__all__ = ["submit", "status", "submit_planned", "job_status", "wait_for", "job_logs", "JobNotFound", "JobAuthError"]
 
 POLL_S = 2.0
 AGENT_WAIT_S = 30.0
@@ -27,11 +30,31 @@ class JobNotFound(LookupError):
 
 
 def _client(address: str) -> JobSubmissionClient:
+    """A Jobs client that sends the cluster's token when one is configured (``job_auth.py``)."""
     try:
-        return JobSubmissionClient(address)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ConnectionError(f"cannot reach the Ray dashboard at {address!r} ({exc}); start "
-                              f"the cluster or fix --address / RAY_ADDRESS") from exc
+        return JobSubmissionClient(address, headers=auth_headers())
+    except Exception as exc:
+        refused = auth_failure(address, exc)
+        if refused is not None:
+            raise refused from None
+        if isinstance(exc, (ConnectionError, RuntimeError, ValueError)):
+            raise ConnectionError(f"cannot reach the Ray dashboard at {address!r} ({exc}); start "
+                                  f"the cluster or fix --address / RAY_ADDRESS") from exc
+        raise
+
+
+@contextlib.contextmanager
+def _refused(address: str):
+    """Turn the dashboard's 401/403 on any later call into ``JobAuthError`` too."""
+    try:
+        yield
+    except JobAuthError:
+        raise
+    except Exception as exc:
+        refused = auth_failure(address, exc)
+        if refused is not None:
+            raise refused from None
+        raise
 
 
 def _job_dict(job) -> dict:
@@ -60,7 +83,8 @@ def _as_dict(run_id: str, info, attempt: int = 1, submission_id: str | None = No
 def submit_planned(submission: Submission, address: str) -> dict:
     """Submit ``submission`` (or leave a live attempt running); see the module doc."""
     client = _client(address)
-    latest = _latest(client, submission.run_id)
+    with _refused(address):
+        latest = _latest(client, submission.run_id)
     state = _as_dict(submission.run_id, latest[2], latest[0], latest[1]) if latest else None
     action = resubmit_action(state["status"] if state else None)
     out = {"run_id": submission.run_id, "checkpoint": submission.checkpoint,
@@ -69,7 +93,8 @@ def submit_planned(submission: Submission, address: str) -> dict:
         return {**out, "action": "already_running", "status": state["status"],
                 "attempt": state["attempt"], "submission_id": state["submission_id"]}
     attempt = state["attempt"] + 1 if state else 1
-    sid = _submit_with_retry(client, submission, attempt)
+    with _refused(address):
+        sid = _submit_with_retry(client, submission, attempt)
     return {**out, "action": "resubmitted" if action == "replace" else "submitted",
             "status": "PENDING", "attempt": attempt, "submission_id": sid}
 
@@ -101,7 +126,9 @@ def _submit_with_retry(client: JobSubmissionClient, submission: Submission, atte
 def job_status(run_id: str, address: str) -> dict | None:
     """The latest attempt's ``{"run_id", "status", "message", "attempt", "submission_id", ...}``,
     or None when the run has no job on this cluster."""
-    latest = _latest(_client(address), run_id)
+    client = _client(address)
+    with _refused(address):
+        latest = _latest(client, run_id)
     return None if latest is None else _as_dict(run_id, latest[2], latest[0], latest[1])
 
 
@@ -126,3 +153,19 @@ def job_logs(run_id: str, address: str) -> str:
     client = _client(address)
     latest = _latest(client, run_id)
     return "" if latest is None else client.get_job_logs(latest[1])
+
+
+def submit(spec_path, address: str | None, *, run_id: str | None = None, **options) -> dict:
+    """Submit (or resume, or leave running) the job for a spec; returns what happened.
+
+    ``{"run_id", "action": "submitted" | "resubmitted" | "already_running", "status",
+    "checkpoint", "entrypoint"}``. Needs a Ray dashboard address (``--address`` or
+    ``RAY_ADDRESS``, e.g. ``http://127.0.0.1:8265``).
+    """
+    submission = plan_submission(spec_path, run_id=run_id, **options)
+    return submit_planned(submission, resolve_address(address))
+
+
+def status(run_id: str, address: str | None) -> dict | None:
+    """The job's ``{"run_id", "status", "message", ...}``, or None when there is no such job."""
+    return job_status(run_id, resolve_address(address))

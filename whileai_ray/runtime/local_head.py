@@ -6,6 +6,8 @@ its own ``--temp-dir``; ``stop()`` ends exactly the processes it started (its se
 process naming its temp dir: Ray's agents rename themselves) and never runs ``ray stop``,
 which would stop every Ray on the machine. The dashboard is on, because the Jobs API lives
 there. Jobs run ``python`` from PATH: the head's PATH starts with this interpreter's folder.
+``LocalHead(auth_token=...)`` starts it with Ray's token auth (``RAY_AUTH_MODE=token``), as the
+files in ``cluster/`` do.
 """
 from __future__ import annotations
 
@@ -27,9 +29,10 @@ def free_port(host: str) -> int:
 
 
 class LocalHead:
-    def __init__(self, node_ip: str | None = None, num_cpus: int = 2):
+    def __init__(self, node_ip: str | None = None, num_cpus: int = 2, auth_token: str | None = None):
         self.node_ip = node_ip or os.environ.get("WHILEAI_RAY_NODE_IP", "127.0.0.2")
         self.num_cpus = num_cpus
+        self.auth_token = auth_token     # set: the head runs with RAY_AUTH_MODE=token and this token
         self.proc: subprocess.Popen | None = None
         self.temp_dir = ""
         self.gcs_address = ""
@@ -44,6 +47,12 @@ class LocalHead:
         self.temp_dir = tempfile.mkdtemp(prefix="wai-head-", dir="/tmp")
         env = {**os.environ, "RAY_AUTH_MODE": "disabled",
                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        env.pop("RAY_AUTH_TOKEN", None)
+        env.pop("RAY_AUTH_TOKEN_PATH", None)
+        headers = {}
+        if self.auth_token:                      # every process of the head (and its jobs) sees the token
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.auth_token)
+            headers = {"Authorization": f"Bearer {self.auth_token}"}
         self.proc = subprocess.Popen(
             [str(bin_dir / "ray"), "start", "--head", "--block", f"--node-ip-address={self.node_ip}",
              f"--port={port}", f"--dashboard-host={self.node_ip}", f"--dashboard-port={dash}",
@@ -52,11 +61,11 @@ class LocalHead:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         self.gcs_address = f"{self.node_ip}:{port}"
         self.address = f"http://{self.node_ip}:{dash}"
-        from ray.job_submission import JobSubmissionClient
+        from ray.job_submission import JobSubmissionClient   # lazy: the job client pulls in aiohttp
         deadline = time.monotonic() + timeout_s
         while True:                      # ready once the Jobs client can list jobs
             try:
-                JobSubmissionClient(self.address).list_jobs()
+                JobSubmissionClient(self.address, headers=dict(headers)).list_jobs()
                 return self
             except Exception:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -65,7 +74,7 @@ class LocalHead:
                 time.sleep(1.0)
 
     def _members(self) -> list:
-        import psutil
+        import psutil   # lazy: psutil, only to find this head's processes
         found = []
         for proc in psutil.process_iter(["pid", "cmdline"]):
             try:
@@ -81,7 +90,7 @@ class LocalHead:
 
     def stop(self) -> list:
         """Stop every process this head started; return the pids still alive (should be [])."""
-        import psutil
+        import psutil   # lazy: psutil
         if self.proc is None:
             return []
         members = self._members()

@@ -40,6 +40,7 @@ from ray.exceptions import GetTimeoutError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from ..agents.routing import MultiEndpoint
 from .server_actor import ServerActor
 from .server_process import server_command
 
@@ -169,7 +170,6 @@ class ModelServers:
 
     def endpoint(self, served_model_name: str | None = None, affinity: str = "rollout"):
         """An ``agents.routing.MultiEndpoint`` over the started replicas (pass it as ``agent=``)."""
-        from ..agents.routing import MultiEndpoint
         if not self.urls:
             raise RuntimeError("ModelServers.endpoint() needs the servers started: call start() first")
         name = served_model_name

@@ -1,22 +1,19 @@
 """RolloutWorker: plays chunks of work units, many at a time, on one asyncio loop.
 
-The agent comes in one of three forms (``agents/forms.py``), and each runs where it belongs:
+A plain class: a rollout pool makes it a Ray actor (``actor_pool.py``), and the caller's own
+pool (``caller_player.py``) runs the very same class in the caller's process. It asks Ray only
+for the name of its node, and only when it was not told one.
 
-* a plain (sync) callable runs in a thread executor (never on the event loop), one thread per
-  concurrent rollout: the pool is sized to the actor's slots (plus a few for stragglers), under a
-  semaphore of ``concurrency`` slots. An agent call that runs past ``timeout`` is cut: the unit
-  comes back as an agent error marked timed out (the thread runs on; Python cannot kill it, so
-  the pool has headroom for such stragglers);
-* an ``async def`` agent (or an object whose ``__call__`` is async) is awaited on this actor's
-  own event loop: no thread and no new loop per rollout, so one ``AsyncOpenAI`` client serves
-  every rollout and one actor holds thousands in flight. Each rollout is its own asyncio task,
-  so ``wai.current_rollout`` (a ContextVar) is that rollout's; ``timeout`` cancels the coroutine;
-* a class (or ``functools.partial`` of one) is built here, once, in ``__init__``; its instance is
-  then the agent (sync or async by its ``__call__``). ``execute=`` likewise. A constructor that
-  raises is reported by ``ping`` (the driver pings every actor before sending work).
-
-The driver sends more units than there are slots (one chunk of prefetch), so a slot that frees
-is refilled at once instead of waiting for the driver's next round trip.
+The agent comes in three forms (``agents/forms.py``). A class is built here, once per lane (a
+model loaded or a client opened in its ``__init__``), then its instance is called per rollout.
+An ``async def`` agent (or a class whose ``__call__`` is one) is awaited on this loop, one task
+per rollout: no thread, no new loop, one shared client, thousands in flight. A plain callable
+runs in a thread executor (never on the event loop), one thread per concurrent rollout (made on
+first use), under a semaphore sized ``concurrency``. The driver sends more units
+than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
+instead of waiting for the driver's next round trip. An agent call that runs past
+``timeout`` is cut: the unit comes back as an agent error marked timed out (the thread
+runs on; Python cannot kill it, so the pool has headroom for such stragglers).
 
 Grading happens on separate judge actors (judge_actor.py), so a rollout slot is free as
 soon as its rollout ends.
@@ -31,21 +28,26 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import ray
-
 from ..agents.callable import agent_error
 from ..agents.forms import RoleBuildError, build_role, is_async_callable
-from ..agents.play import play_async_unit, play_callable_unit
-from ..store.row_builder import build_row
+from ..agents.play_callable import play_async_unit, play_callable_unit
+from ..agents.play_model import play_model_row
+from ..agents.routing import EndpointClients
+from ..agents.row_builder import build_row
+from ..core.rows import stored_row
+from ..core.strict_json import dumps
+from .chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
+from .metrics import run_metrics
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
 
 
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
-                 timeout: float | None = None, judge_timeout: float | None = None, model=None):
+                 timeout: float | None = None, judge_timeout: float | None = None, model=None,
+                 metrics: dict | None = None, node_id: str | None = None):
         self.build_error: RoleBuildError | None = None
-        try:                                  # a class form is built here, once per actor
+        try:                                  # a class form is built here, once per lane
             agent = build_role(agent, "agent")
             execute = build_role(execute, "execute")
         except RoleBuildError as exc:
@@ -55,8 +57,6 @@ class RolloutWorker:
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
         if model is not None:                 # one client per endpoint per actor, sticky per rollout
-            from ..agents.model_unit import play_model_row  # noqa: F401  (imported now, see warm())
-            from ..agents.routing import EndpointClients
             self.clients = EndpointClients(model.backend, model.user_backend, timeout=model.timeout or 300.0)
             self.clients.warm()
         self.meta = meta
@@ -67,8 +67,9 @@ class RolloutWorker:
         self.slots = max(1, int(concurrency))
         self.sem = asyncio.Semaphore(self.slots)
         self._pool: ThreadPoolExecutor | None = None   # sync agents only; made on first use
-        self.node_id = ray.get_runtime_context().get_node_id()
+        self.node_id = node_id or _ray_node_id()
         self.played = 0
+        self.metrics = run_metrics(metrics)
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -77,41 +78,82 @@ class RolloutWorker:
             self._pool = ThreadPoolExecutor(max_workers=self.slots + 8, thread_name_prefix="rollout")
         return self._pool
 
+    def shutdown(self) -> None:
+        """Drop the rollouts still queued on the threads (only a sync agent's threads were made)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
     def ping(self) -> str:
-        if self.build_error is not None:
+        if self.build_error is not None:      # a class whose __init__ raised: said once, at start
             raise self.build_error
         return self.node_id
 
     async def run_chunk(self, units: list) -> list[dict]:
-        return list(await asyncio.gather(*(self._one(u) for u in units)))
+        results = list(await asyncio.gather(*(self._one(u) for u in units)))
+        self.metrics.rollout_seconds([r["seconds"] for r in results])    # metrics: once per chunk
+        return results
 
     async def _one(self, unit) -> dict:
         loop = asyncio.get_running_loop()
         async with self.sem:
             t0 = time.monotonic()
-            if self.model is not None:
-                from ..agents.model_unit import play_model_row
-                client, user_client = self.clients.for_unit(unit)
-                row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
-            elif self.build_error is not None:
-                row = build_row(unit, agent_error(self.build_error), self.meta)
-            elif self.is_async:
-                row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
-            else:
-                fut = loop.run_in_executor(self.pool, play_callable_unit, self.agent, unit, self.meta, self.execute)
-                try:
-                    row = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
-                except asyncio.TimeoutError:
-                    err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
-                    row = build_row(unit, agent_error(err, timed_out=True), self.meta)
+            try:
+                if self.model is not None:
+                    client, user_client = self.clients.for_unit(unit)
+                    row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
+                    problem = storable_problem(row)
+                elif self.build_error is not None:
+                    row, problem = build_row(unit, agent_error(self.build_error), self.meta), None
+                elif self.is_async:
+                    row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
+                    problem = storable_problem(row)
+                else:
+                    fut = loop.run_in_executor(self.pool, _play_checked, self.agent, unit, self.meta, self.execute)
+                    try:
+                        row, problem = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
+                    except asyncio.TimeoutError:
+                        err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
+                        row, problem = build_row(unit, agent_error(err, timed_out=True), self.meta), None
+            except Exception as exc:       # our code failed on this unit's output: the unit, not the chunk
+                bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
+                row, problem = None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
+                                      f"{type(exc).__name__}: {exc}"[:300])
+            if problem is not None:        # one unit that cannot become a row never sinks its chunk
+                self.played += 1
+                return {"unit": unit, "row": None, "unusable": problem[0], "timed_out": False, "verdict": None,
+                        "fault_parent": False, "error": problem[1], "seconds": time.monotonic() - t0}
             unusable = row.get("_unusable")
         self.played += 1
         row["_ordinal"] = unit.ordinal
         row["_node"] = self.node_id
-        row["_seconds"] = round(time.monotonic() - t0, 4)
-        return {"unit": unit, "row": None if unusable else row, "unusable": unusable,
+        seconds = time.monotonic() - t0
+        row["_seconds"] = round(seconds, 4)
+        return {"unit": unit, "row": None if unusable else row, "unusable": unusable, "seconds": seconds,
                 "timed_out": bool(row.get("_timed_out")), "verdict": None,
                 "fault_parent": _fault_parent(row), "error": row.get("_error")}
+
+
+def _ray_node_id() -> str:
+    """The node this actor runs on, as Ray names it (rows carry it: ``placement.rows_by_node``)."""
+    import ray   # here only: a RolloutWorker told its node (the caller's pool, a unit test) never needs Ray
+    return ray.get_runtime_context().get_node_id()
+
+
+def storable_problem(row: dict):
+    """``(cause, message)`` when ``row`` cannot be stored or sent back (a circular or
+    5,000-deep value an agent returned), else None. The checkpoint encodes the same form."""
+    try:
+        dumps(stored_row(row))
+    except (ValueError, RecursionError, TypeError) as exc:
+        kind = "circular" if "ircular" in str(exc) else "too deep" if isinstance(exc, RecursionError) else "not JSON"
+        return UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: {str(exc)[:120]})"
+    return None
+
+
+def _play_checked(agent, unit, meta, execute):
+    """Play in the worker thread and check the row there, off the event loop."""
+    row = play_callable_unit(agent, unit, meta, execute)
+    return row, storable_problem(row)
 
 
 def _fault_parent(row: dict) -> bool:

@@ -1,34 +1,38 @@
-"""The caller's side of a run: start or join Ray, start the Driver actor on this node,
-relay its progress to the logger and ``on_progress``, and return what it produced."""
+"""The caller's side of a run: start or join Ray, size the pools, start the Driver actor on this
+node (and, when the callables stay at home, the caller's own pool), relay the Driver's progress
+to the logger and ``on_progress``, and return the ``RunResult`` it produced."""
 from __future__ import annotations
 
-import uuid
+import dataclasses
+import functools
+import inspect
+import sys
+import time
 
 import ray
+from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from .cluster import NAMESPACE, ensure_ray, local_node_id
+from .caller_player import CallerPlayer
+from .caller_watch import CALLER_GONE
+from .checkpoint_guard import clear_checkpoint
+from .cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
 from .driver_actor import DriverWorker
-from .travel_check import check_callables_travel
+from .job_spec import JobSpec
+from .pool_sizing import ClusterView, PoolPlan, plan_pools
+from .run_result import RunResult
+from .stay_home import why_home
+from .travel import travel_message, unpicklable_path
 
 POLL_S = 0.2
-
-
-def new_run_id() -> str:
-    return "run_" + uuid.uuid4().hex[:12]
 
 
 def _ship_user_code_by_value(*objs) -> None:
     """Agents, graders and execute= functions often live in a script, a notebook or a test
     module that Ray's workers cannot import; pickle such modules by value so the workers get
     the code itself. Installed packages (site-packages) and whileai_ray stay by reference."""
-    import inspect
-    import sys
-    from functools import partial
-
-    from ray import cloudpickle
     for obj in objs:
-        while isinstance(obj, partial):      # functools.partial(MyAgent, ...): ship MyAgent's module
+        while isinstance(obj, functools.partial):      # functools.partial(MyAgent, ...): ship MyAgent's module
             obj = obj.func
         if obj is None:
             continue
@@ -45,59 +49,116 @@ def _ship_user_code_by_value(*objs) -> None:
                 pass
 
 
-def execute_job(job: dict, on_snapshot=None) -> dict:
-    """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot."""
+def _for_the_driver(spec: JobSpec, plan: PoolPlan) -> JobSpec:
+    """The spec the Driver actor gets: the callables that stay in the caller's process are left
+    out (they need not pickle); the ones that travel to actors stay in."""
+    keep_home = {}
+    if plan.where == "caller":
+        keep_home.update(agent=None, execute=None)
+    if plan.judges_where == "caller":
+        keep_home.update(grader=None)
+    return dataclasses.replace(spec, **keep_home) if keep_home else spec
+
+
+def kept_home(spec: JobSpec) -> frozenset:
+    """The roles whose callable must stay in this process (``stay_home.py``)."""
+    return frozenset(role for role, obj in spec.callables().items() if why_home(obj, cloudpickle.dumps))
+
+
+def _why_they_travel(spec: JobSpec, cluster: ClusterView) -> str:
+    if len(cluster.nodes) > 1:
+        return f"this Ray cluster has {len(cluster.nodes)} nodes, and the actors run on them"
+    if not cluster.caller_on_only_node:
+        return "this process is not on the Ray node that runs the actors"
+    return "advanced={'ray': {...}} asks for rollout actors, which are other processes"
+
+
+def refuse_what_cannot_travel(spec: JobSpec, cluster: ClusterView) -> None:
+    """TypeError (under 15 lines: which object, the two fixes) when a callable of ``spec`` -- the
+    Driver's spec, whose callables all play on actors -- does not pickle. Raised before the Driver
+    starts: no checkpoint opened, no situation written, no rollout played."""
+    for role, obj in spec.callables().items():
+        found = unpicklable_path(obj, cloudpickle.dumps, role)
+        if found is not None:
+            steps, error = found
+            raise TypeError(travel_message(role, steps, error, _why_they_travel(spec, cluster)))
+
+
+def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
+    """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot.
+
+    The Driver is polled every ``POLL_S`` whether or not anyone listens: the polls are how it
+    knows its caller is still there (``caller_watch.py``). A checkpoint another live run writes
+    is refused, and one an orphaned Driver still holds is cleared first (``checkpoint_guard.py``).
+    """
     ensure_ray()
-    _ship_user_code_by_value(job.get("agent"), job.get("grader"), job.get("execute"))
-    check_callables_travel(job)       # a callable that cannot be pickled fails here, in a few lines
-    import time
+    cluster = cluster_view()
+    plan = plan_pools(spec, cluster, kept_home(spec) if cluster.caller_on_only_node else frozenset())
+    driver_spec = _for_the_driver(spec, plan)
+    _ship_user_code_by_value(driver_spec.agent, driver_spec.grader, driver_spec.execute)
+    refuse_what_cannot_travel(driver_spec, cluster)   # what must travel and cannot: a short error, now
+    cleared = clear_checkpoint(spec.checkpoint)
+    here = local_node_id()
     driver_started = time.monotonic()
-    driver = _start_driver(job)
+    driver = _start_driver(driver_spec, plan, here)
+    player = None
+    if plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
+        player = CallerPlayer(driver, spec, plan, here).start()
     try:
         done_ref = driver.run.remote()
         while True:
             ready, _ = ray.wait([done_ref], timeout=POLL_S)
-            if on_snapshot is not None:
-                try:
-                    on_snapshot(ray.get(driver.poll.remote(), timeout=30))
-                except ray.exceptions.GetTimeoutError:
-                    pass
+            try:
+                snap = ray.get(driver.poll.remote(), timeout=30)
+                if on_snapshot is not None:
+                    on_snapshot(snap)
+            except ray.exceptions.GetTimeoutError:
+                pass
             if ready:
                 try:
-                    result = ray.get(done_ref)
-                    result["driver_started_at"] = driver_started
+                    result = dataclasses.replace(ray.get(done_ref), driver_started_at=driver_started,
+                                                 orphan_cleared=cleared or None)
+                    if result.stopped_because == CALLER_GONE:
+                        raise RuntimeError(
+                            f"the Driver of run {spec.run_id!r} stopped because {result.errors[-1]}: this "
+                            "process was not polling it. The rows that landed are in the checkpoint; call "
+                            "simulate() again with the same checkpoint= to resume.")
                     return result
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None)
                     while isinstance(cause, ray.exceptions.RayTaskError) and isinstance(
                             getattr(cause, "cause", None), Exception):
-                        cause = cause.cause              # an actor's error the driver passed on
+                        cause = cause.cause              # an actor's error the Driver passed on
                     if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping
                         raise cause from None
                     raise
+            if player is not None and player.error is not None:   # it ends by itself only when the loop does
+                raise RuntimeError(f"the caller's rollout pool stopped before the run ended: "
+                                   f"{type(player.error).__name__}: {player.error}") from player.error
     finally:
+        if player is not None:
+            player.stop()
         try:
             ray.kill(driver)
         except Exception:
             pass
 
 
-def _start_driver(job: dict, wait_s: float = 60.0):
+def _start_driver(spec: JobSpec, plan: PoolPlan, here: str, wait_s: float = 60.0):
     """The Driver actor, named by the run id so a notebook can reattach to it. A name still
     held by a run that just died (its job was stopped) frees within seconds; a live run with
     the same id is an error, since two runs would share one checkpoint."""
-    import time
     driver_cls = ray.remote(DriverWorker)
     deadline = time.monotonic() + wait_s
     while True:
         try:
             return driver_cls.options(
-                name=job["run_id"], namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=local_node_id(), soft=False),
-            ).remote(job)
+                name=spec.run_id, namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
+            ).remote(spec, plan, here)
         except ValueError as exc:
             if "already" not in str(exc) or time.monotonic() > deadline:
-                raise RuntimeError(f"a run named {job['run_id']!r} is already running in this Ray cluster; "
+                raise RuntimeError(f"a run named {spec.run_id!r} is already running in this Ray cluster; "
                                    "wait for it to finish or pass another advanced={'run_id': ...}") from None
             time.sleep(0.5)
 

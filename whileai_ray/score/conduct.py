@@ -26,6 +26,7 @@ import json
 import re
 
 from .leak import find_leak
+from ..core.defaults import TOOL_OK_STATUSES
 
 __all__ = ["RULES", "HEDGES", "PADDING", "conduct_check", "apply_conduct", "conduct_grader",
            "LEAK_MIN_CHARS"]
@@ -52,7 +53,7 @@ PADDING = ("sorry", "apologize", "apologise", "apologies", "great question", "ex
            "top priority")
 
 _FAILED = {"timeout", "permission_denied", "not_found", "error", "rejected", "failed", "denied"}
-_SUCCESS = {"ok", "created", "success", "done", "updated", "deleted", "found"}
+_SUCCESS = TOOL_OK_STATUSES | {"found"}   # a lookup that found its record counts too
 
 
 def _phrases(words) -> re.Pattern:

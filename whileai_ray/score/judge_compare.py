@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..agents.backends import OpenAI
-from .judging import apply_verdict, judge_name, new_scoring_run_id, normalize_judge_result
+from .grading import call_grader
+from .judging import apply_verdict, judge_name, new_scoring_run_id
 from .labels import FLOORS, judge_agreement
 from .llm_judge import Judge, judge_rows
 
@@ -155,18 +156,8 @@ def _verdicts(judge, views: list, concurrency: int, policy: str, tools) -> list:
         raise TypeError(f"compare_judges: a judge is a callable, a wai.Judge or a spec string; "
                         f"got {type(judge).__name__}")
 
-    def one(row):
-        try:
-            value = judge(row)
-        except Exception as exc:  # unjudged, never a 0
-            return normalize_judge_result(exc)
-        verdict = normalize_judge_result(value)
-        if isinstance(value, dict) and isinstance(value.get("judge_meta"), dict):
-            verdict["judge_meta"] = value["judge_meta"]
-        return verdict
-
     with ThreadPoolExecutor(max_workers=max(1, min(int(concurrency), 64))) as pool:
-        return list(pool.map(one, views))
+        return list(pool.map(lambda row: call_grader(judge, row, internal=True), views))
 
 
 def compare_judges(rows, judges, gold: str = "gold_reward", *, allow_model_gold: bool = False,

@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import re
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 from .conduct import RULES
+from ..core.defaults import JUDGE_PAYLOAD_CHARS
 
 __all__ = ["JUDGE_MARKER", "CONDUCT_FLOOR", "judge_messages", "evidence_text", "parse_judge_reply",
            "one_sentence", "rubric_sha"]
@@ -103,7 +104,7 @@ def _cut_middle(text: str, limit: int) -> str:
 
 
 def evidence_text(row: dict, *, policy: str = "", tools=None, use_privileged: bool = False,
-                  payload_chars: int = 8000) -> str:
+                  payload_chars: int = JUDGE_PAYLOAD_CHARS) -> str:
     """The user message: what the agent was told, what happened, and its final reply."""
     parts = []
     if policy:
@@ -120,7 +121,7 @@ def evidence_text(row: dict, *, policy: str = "", tools=None, use_privileged: bo
 
 
 def judge_messages(row: dict, *, rubric: str | None = None, policy: str = "", tools=None,
-                   use_privileged: bool = False, payload_chars: int = 8000) -> list[dict]:
+                   use_privileged: bool = False, payload_chars: int = JUDGE_PAYLOAD_CHARS) -> list[dict]:
     """The chat messages for judging one row."""
     return [{"role": "system", "content": _system(rubric)},
             {"role": "user", "content": evidence_text(row, policy=policy, tools=tools,

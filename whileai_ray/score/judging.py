@@ -28,7 +28,7 @@ import functools
 import math
 from numbers import Real
 
-from ..rng import short_hash
+from ..core.rng import short_hash
 
 __all__ = ["JUDGE_STATUSES", "normalize_judge_result", "judge_name", "apply_verdict",
            "is_graded_failure", "failed_markers", "new_scoring_run_id"]

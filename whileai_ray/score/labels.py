@@ -24,8 +24,10 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..store.schema import key_string, row_key
+from ..core.identity import key_string, row_key
 from .intervals import wilson
+from ..core.defaults import JUDGE_FLOORS
+from ..errors import JudgeTrustError
 
 __all__ = ["GOLD_KINDS", "TRUST_MODES", "JudgeTrustError", "attach_labels", "judge_agreement",
            "cohen_kappa", "trust_check"]
@@ -34,11 +36,7 @@ log = logging.getLogger("whileai_ray.trust")
 GOLD_KINDS = ("human", "program", "model")
 TRUST_MODES = ("warn", "require", "off")
 TRUSTED_KINDS = ("human", "program")
-FLOORS = (0.8, 0.6)
-
-
-class JudgeTrustError(RuntimeError):
-    """``trust="require"`` and the judge is unmeasured or under the floors."""
+FLOORS = JUDGE_FLOORS
 
 
 def _label(value) -> int | None:

@@ -22,10 +22,11 @@ import asyncio
 import threading
 
 from ..agents.backends import OpenAI, make_client, preflight, resolve_role
+from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from .judge_prompt import judge_messages, parse_judge_reply, rubric_sha
 from .judging import normalize_judge_result
 
-__all__ = ["Judge", "judge_rows", "judge_rows_async", "run_sync", "NO_JUDGE_MESSAGE"]
+__all__ = ["Judge", "judge_rows", "judge_rows_async", "run_sync", "NO_JUDGE_MESSAGE", "build_judge", "make_run_judge"]
 
 NO_JUDGE_MESSAGE = (
     "the LLM judge needs an OpenAI-compatible endpoint and none is configured: set WHILEAI_JUDGE "
@@ -88,7 +89,7 @@ class Judge:
 
     def __init__(self, rubric: str | None = None, *, model=None, base_url: str | None = None,
                  api_key: str | None = None, policy: str = "", tools=None, use_privileged: bool = False,
-                 name: str | None = None, payload_chars: int = 8000, max_tokens: int = 120,
+                 name: str | None = None, payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS,
                  timeout: float = 60.0):
         if rubric is not None and not isinstance(rubric, str):
             raise TypeError(f"Judge(rubric=...) is the grading criterion as text; got {type(rubric).__name__}")
@@ -177,7 +178,7 @@ class Judge:
 
     def __call__(self, row: dict) -> dict:
         """Judge one row synchronously (thread-safe; one shared client)."""
-        import openai
+        import openai   # lazy: openai (~0.5 s), only when an LLM judge grades
 
         if self.backend.model is None:
             self.check()
@@ -196,7 +197,7 @@ class Judge:
         if client is None:
             async with make_client(self.backend, timeout=self.timeout) as own:
                 return await self.ajudge(row, own)
-        import openai
+        import openai   # lazy: openai
 
         for attempt in range(_RETRIES + 1):
             try:
@@ -252,3 +253,25 @@ async def judge_rows_async(judge: Judge, rows, concurrency: int = 16) -> list[di
 def judge_rows(judge: Judge, rows, concurrency: int = 16) -> list[dict]:
     """Sync :func:`judge_rows_async` (works inside a running event loop too)."""
     return run_sync(judge_rows_async(judge, rows, concurrency))
+
+
+def build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged, payload_chars,
+                 max_tokens) -> Judge:
+    """A checked Judge from what a grading call was given (a ready ``wai.Judge`` gets the run's context)."""
+    if isinstance(spec, Judge):   # a ready judge (e.g. data.grade(wai.Judge(...))): the run fills its context
+        spec.policy = spec.policy or policy or ""
+        spec.tools = spec.tools or list(tools or [])
+        return spec.check()
+    choice = model if base_url is not None else (spec if spec is not None else model)
+    judge = Judge(rubric, model=choice, base_url=base_url, api_key=api_key, policy=policy or "",
+                  tools=tools, use_privileged=use_privileged, payload_chars=payload_chars,
+                  max_tokens=max_tokens)
+    return judge.check()
+
+
+def make_run_judge(rubric=None, *, policy: str = "", tools=None, use_privileged: bool = False,
+                   payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS, model=None) -> Judge:
+    """The judge ``simulate(grade=True)`` uses, built and checked before any budget is spent
+    (RuntimeError naming WHILEAI_JUDGE / configure(judge=) when no endpoint is configured)."""
+    return build_judge(None, None, model, None, rubric, policy, tools, use_privileged,
+                        payload_chars, max_tokens)

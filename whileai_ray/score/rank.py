@@ -29,6 +29,7 @@ import re
 import statistics
 
 from .leak import find_leak
+from ..core.defaults import TOOL_OK_STATUSES
 
 __all__ = ["SCORES", "rank", "quality_of", "DEFAULT_MIN_QUALITY"]
 
@@ -38,7 +39,7 @@ _BUCKETS = ("0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0")
 _DEBRIS = re.compile(r"^\W*(sure[,!]|certainly[,!]|here is|here's|as an ai|scenario\s*:|user\s*:|"
                      r"prompt\s*:|customer\s*:|\[|\{)", re.I)
 _GREETING = re.compile(r"^\W*(hi|hello|hey|good (morning|afternoon|evening))\W*(there)?\W*$", re.I)
-_OK = frozenset(("ok", "created", "success", "done", "updated", "deleted", "found"))
+_OK = TOOL_OK_STATUSES | {"found"}
 
 
 def _opener(prompt) -> tuple[float, str]:

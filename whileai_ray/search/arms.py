@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 
-from ..rng import draw
+from ..core.rng import draw
+from ..core.columns import State
 
 __all__ = ["ARMS", "DEFAULT_WEIGHTS", "DEFAULT_FLOORS", "ArmBandit", "validate_arm_weights"]
 
@@ -182,3 +183,20 @@ class ArmBandit:
                 "pinned": self.pinned, "updates": self.updates, "chosen": dict(self.chosen),
                 "yield": {a: {"rows": t[0], "new_signatures": t[1], "new_cells": t[2]}
                           for a, t in self.totals.items()}}
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self) -> State:
+        return State(meta={"weights": [self._w[a] for a in self.arms], "updates": self.updates,
+                           "chosen": [self.chosen[a] for a in self.arms],
+                           "totals": [self.totals[a] for a in self.arms]})
+
+    def load_state(self, state: State) -> None:
+        """Continue from :meth:`state` (on a bandit made with the same arms, seed and pins)."""
+        m = state.meta
+        if not all(len(m[k]) == len(self.arms) for k in ("weights", "chosen", "totals")):
+            raise ValueError("snapshot bandit has other arms than this run")
+        self._w = {a: float(w) for a, w in zip(self.arms, m["weights"])}
+        self._cum = self._cumulative()
+        self.updates = int(m["updates"])
+        self.chosen = {a: int(n) for a, n in zip(self.arms, m["chosen"])}
+        self.totals = {a: [int(x) for x in t] for a, t in zip(self.arms, m["totals"])}

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import heapq
 
-from ..rng import draw
+import numpy as np
+
+from ..core.rng import draw
 from ..situations.grid import HARD_TIERS, cell_key, tier_of
+from ..core.columns import State
 
 
 class CellPicker:
@@ -28,16 +31,21 @@ class CellPicker:
         self._hard_debt = 0.0
         self.hard_picks = 0
         self.picks = 0
-        # four heaps: (hard?, faulted?) -> [(opened, tie, index)]
-        self._heaps: dict[tuple[bool, bool], list] = {}
-        for i, c in enumerate(cells):
-            hard = tier_of(c.get("stance", "ordinary")) in HARD_TIERS
-            faulted = c.get("tool_condition", "success") not in ("success", None)
-            self._heaps.setdefault((hard, faulted), []).append((0, self._tie(i, 0), i))
-        for h in self._heaps.values():
-            heapq.heapify(h)
+        self._build_heaps()
         self.has_hard = any(k[0] for k in self._heaps)
         self.has_ordinary = any(not k[0] for k in self._heaps)
+
+    def _build_heaps(self) -> None:
+        """Four heaps, (hard?, faulted?) -> [(opened, tie, index)], from ``opened``. A heap only
+        ever hands out its least entry and its entries are all distinct, so heaps rebuilt from
+        the counts pop in the same order as the ones that were grown pick by pick."""
+        self._heaps: dict[tuple[bool, bool], list] = {}
+        for i, c in enumerate(self.cells):
+            hard = tier_of(c.get("stance", "ordinary")) in HARD_TIERS
+            faulted = c.get("tool_condition", "success") not in ("success", None)
+            self._heaps.setdefault((hard, faulted), []).append((self.opened[i], self._tie(i, self.opened[i]), i))
+        for h in self._heaps.values():
+            heapq.heapify(h)
 
     def _tie(self, index: int, opened: int) -> float:
         return draw(self.seed, "cell-tie", self.keys[index], opened)
@@ -59,6 +67,11 @@ class CellPicker:
         ``faulted`` asks for a cell whose tool_condition is a fault (True), is success
         (False), or either (None); the tier class comes first, the fault class second.
         """
+        index, instance = self.pick_index(faulted)
+        return self.cells[index], instance
+
+    def pick_index(self, faulted: bool | None = None) -> tuple[int, int]:
+        """:meth:`pick`, with the cell's index in ``cells`` instead of the cell."""
         hard = self._want_hard()
         index = None
         for want_hard in (hard, not hard):
@@ -73,7 +86,7 @@ class CellPicker:
         self.picks += 1
         if tier_of(self.cells[index].get("stance", "ordinary")) in HARD_TIERS:
             self.hard_picks += 1
-        return self.cells[index], instance
+        return index, instance
 
     def _pop(self, hard: bool, faulted: bool | None) -> int | None:
         heaps = [self._heaps.get((hard, f)) for f in ((True, False) if faulted is None else (faulted,))]
@@ -84,3 +97,17 @@ class CellPicker:
         opened, _tie, index = heapq.heappop(best)
         heapq.heappush(best, (opened + 1, self._tie(index, opened + 1), index))
         return index
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self) -> State:
+        return State(meta={"hard_debt": self._hard_debt, "hard_picks": self.hard_picks, "picks": self.picks},
+                     tables={"opened": np.asarray(self.opened, dtype=np.int64)})
+
+    def load_state(self, state: State) -> None:
+        opened = state.array("opened", np.int64)
+        if len(opened) != len(self.cells) or (len(opened) and int(opened.min()) < 0):
+            raise ValueError(f"snapshot picker has {len(opened)} cells, this run plans {len(self.cells)}")
+        self.opened = opened.tolist()
+        m = state.meta
+        self._hard_debt, self.hard_picks, self.picks = float(m["hard_debt"]), int(m["hard_picks"]), int(m["picks"])
+        self._build_heaps()

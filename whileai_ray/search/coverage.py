@@ -16,12 +16,22 @@ a point to :attr:`curve` (the ``coverage_curve`` of the result).
   reopening cells until the budget is spent (:func:`ignores_exhaustion`).
 
 Both early stops report ``stopped_because="saturation"`` (reference 4.6).
+
+The distinct prompts, scenario ids and signatures are kept as 64-bit digests
+(:class:`~whileai_ray.search.columns.DigestSet`), not as the strings: only their count and
+membership are ever read. ``state()`` / ``load_state()`` carry the tracker across a planner
+snapshot (the curve as an append-only log of JSON lines, the per-cell counts as a column).
 """
 from __future__ import annotations
 
+import json
 import math
+
+import numpy as np
+
 from ..situations.covering import all_pairs, pairs_in
 from ..situations.grid import cell_key
+from ..core.columns import Column, DigestSet, State, digest, prompt_digest
 from .targeting import action_shape
 
 __all__ = ["UNTIL", "validate_until", "ignores_exhaustion", "CoverageTracker"]
@@ -64,10 +74,13 @@ class CoverageTracker:
         # into success cells, the explore default) the pairs of the cells actually planned
         self.pairs_planned = (pairs_in(cells) if cells else all_pairs(axes)) if axes else set()
         self.pairs_covered: set = set()
+        self._pairs_sorted = None
+        self._pair_order()                       # sorted once here, not in a snapshot's pause
         self.rows = 0
-        self.prompts: set[str] = set()
-        self.scenario_ids: set = set()
-        self.signatures: set = set()
+        # the planner derives prompts and scenario ids for its snapshot (state(row_sets=False))
+        self.prompts = DigestSet(logged=False)
+        self.scenario_ids = DigestSet(logged=False)
+        self.signatures = DigestSet()
         self.cells: dict[str, int] = {}
         self.shapes: dict[str, int] = {}
         self.curve: list[dict] = []
@@ -75,6 +88,8 @@ class CoverageTracker:
         self._batch_rows = 0
         self._batch_fresh = 0
         self._novelties: list[float] = []
+        self._curve_log = Column(np.uint8)       # the curve as JSON lines, for snapshots
+        self._curve_logged = 0
 
     # ------------------------------------------------------------------ feeding
     def observe(self, row: dict, arm_weights: dict | None = None) -> tuple[bool, bool]:
@@ -85,14 +100,10 @@ class CoverageTracker:
         """
         self.rows += 1
         prompt = row.get("prompt")
-        fresh = prompt not in self.prompts
-        if fresh:
-            self.prompts.add(prompt)
-        self.scenario_ids.add(row.get("scenario_id"))
+        fresh = self.prompts.add(prompt_digest(prompt) if isinstance(prompt, str) else digest(prompt))
+        self.scenario_ids.add(digest(row.get("scenario_id")))
         sig = row.get("behavior_signature")
-        new_sig = sig is not None and sig not in self.signatures
-        if new_sig:
-            self.signatures.add(sig)
+        new_sig = sig is not None and self.signatures.add(digest(sig))
         key = _cell_of(row)
         new_cell = False
         if key is not None:
@@ -191,3 +202,66 @@ class CoverageTracker:
                 "predicted_remaining": deficit if self.planned else None,
                 "min_cell_copies": self.min_cell_copies, "pairwise": self.pairwise(),
                 "copies_needed": self.copies_needed}
+
+    # ------------------------------------------------------------------ snapshot
+    def _pair_order(self) -> list:
+        """The planned pairs in a fixed order (their index is what a snapshot keeps)."""
+        if getattr(self, "_pairs_sorted", None) is None:
+            self._pairs_sorted = sorted(self.pairs_planned, key=repr)
+            self._pair_index = {pair: i for i, pair in enumerate(self._pairs_sorted)}
+        return self._pairs_sorted
+
+    def state(self, row_sets: bool = True) -> State:
+        """Counters whole; digests, curve and covered pairs as logs; planned-cell counts as a table.
+        ``row_sets=False`` leaves out the prompts and scenario ids of the rows (the planner keeps
+        which rows landed and derives them: ``load_state(..., prompts=, scenario_ids=)``)."""
+        new = self.curve[self._curve_logged:]
+        if new:
+            self._curve_log.extend(np.frombuffer("".join(json.dumps(p) + "\n" for p in new).encode(), np.uint8))
+            self._curve_logged = len(self.curve)
+        extra = [[k, n] for k, n in self.cells.items() if k not in self.planned]
+        covered = []
+        if self.pairs_covered:
+            self._pair_order()
+            covered = sorted(self._pair_index[pair] for pair in self.pairs_covered)
+        return State(
+            meta={"rows": self.rows, "below_needed": self._below_needed, "empty": self._empty,
+                  "batch_rows": self._batch_rows, "batch_fresh": self._batch_fresh,
+                  "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
+                  "shapes": list(self.shapes.items()), "cells_extra": extra, "points": len(self.curve)},
+            logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
+                  **({"prompts": np.asarray(sorted(self.prompts._set), dtype=np.uint64),
+                      "scenario_ids": np.asarray(sorted(self.scenario_ids._set), dtype=np.uint64)}
+                     if row_sets else {})},
+            tables={"planned": np.asarray(list(self.planned.values()), dtype=np.int64),
+                    "pairs": np.asarray(covered, dtype=np.int64)})
+
+    def load_state(self, state: State, prompts=None, scenario_ids=None) -> None:
+        """Continue from :meth:`state` (on a tracker made with the same cells, axes and copies);
+        ``prompts`` / ``scenario_ids``: the digests, when the state was taken without them."""
+        m = state.meta
+        planned = state.array("planned", np.int64)
+        if len(planned) != len(self.planned):
+            raise ValueError(f"snapshot tracker plans {len(planned)} cells, this run {len(self.planned)}")
+        self.planned = dict(zip(self.planned, planned.tolist()))
+        self.cells = {k: n for k, n in self.planned.items() if n}
+        self.cells.update((str(k), int(n)) for k, n in m["cells_extra"])
+        order = self._pair_order()
+        pairs = state.array("pairs", np.int64)
+        if len(pairs) and (int(pairs.min()) < 0 or int(pairs.max()) >= len(order)):
+            raise ValueError("snapshot tracker covers pairs this run does not plan")
+        self.pairs_covered = {order[i] for i in pairs.tolist()}
+        self.prompts = DigestSet.of(state.array("prompts", np.uint64) if prompts is None else prompts, logged=False)
+        self.scenario_ids = DigestSet.of(state.array("scenario_ids", np.uint64) if scenario_ids is None
+                                         else scenario_ids, logged=False)
+        self.signatures = DigestSet.of(state.array("signatures", np.uint64))
+        curve = state.array("curve", np.uint8)
+        self.curve = [json.loads(line) for line in curve.tobytes().decode().splitlines()]
+        if len(self.curve) != int(m["points"]):
+            raise ValueError("snapshot coverage curve is incomplete")
+        self._curve_log, self._curve_logged = Column.of(curve, np.uint8), len(self.curve)
+        self.rows, self._below_needed, self._empty = int(m["rows"]), int(m["below_needed"]), int(m["empty"])
+        self._batch_rows, self._batch_fresh = int(m["batch_rows"]), int(m["batch_fresh"])
+        self._novelties = [float(x) for x in m["novelties"]]
+        self._yields = {str(a): [int(x) for x in v] for a, v in m["yields"]}
+        self.shapes = {str(k): int(n) for k, n in m["shapes"]}

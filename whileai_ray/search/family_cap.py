@@ -9,13 +9,18 @@ thing, so after ``cap`` of them the search spends its slots elsewhere.
 ``FamilyCap(cap)``: ``family(prompt)`` (the key), ``allowed(prompt)``, ``admit(prompt)`` (count
 it if allowed, return whether it was), ``note(prompt)`` (count it regardless: seeds, pinned
 tasks and re-rolls must never be refused), ``stats()``. Per call: one regex pass and a dict
-lookup.
+lookup. Counts are kept compact: each family as its 40-bit key (an int) with an id, and the
+counts in an ``array`` column by id (``state()`` / ``load_state()`` for the planner snapshot).
 """
 from __future__ import annotations
 
 import re
+from array import array
 
-from ..rng import short_hash
+import numpy as np
+
+from ..core.rng import short_hash
+from ..core.columns import Column, State
 
 __all__ = ["FamilyCap", "skeleton", "family_key"]
 
@@ -66,7 +71,10 @@ class FamilyCap:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ValueError(f"family cap must be an int >= 1 (prompts per scenario family); got {cap!r}")
         self.cap = cap
-        self.counts: dict[str, int] = {}
+        self._id: dict[int, int] = {}            # family (its key as an int) -> id
+        self._families = Column(np.uint64)      # family keys by id, first seen first
+        self._counts = array("i")               # prompts counted per family id
+        self._counted = Column(np.int32)        # the family id of every prompt counted, in order
         self.refused = 0
         self._recent: dict[str, str] = {}   # the planner asks allowed() then admit() of a few prompts
 
@@ -78,26 +86,55 @@ class FamilyCap:
             key = self._recent[prompt] = family_key(prompt)
         return key
 
+    def count(self, key: str) -> int:
+        """Prompts counted in family ``key`` so far."""
+        i = self._id.get(int(key, 16))
+        return 0 if i is None else self._counts[i]
+
+    def _bump(self, key: str) -> None:
+        k = int(key, 16)
+        i = self._id.get(k)
+        if i is None:
+            i = self._id[k] = len(self._counts)
+            self._families.append(k)
+            self._counts.append(0)
+        self._counts[i] += 1
+        self._counted.append(i)
+
     def allowed(self, prompt: str) -> bool:
         """Whether one more prompt of this family fits under the cap (counts nothing)."""
-        return self.counts.get(self.family(prompt), 0) < self.cap
+        return self.count(self.family(prompt)) < self.cap
 
     def admit(self, prompt: str) -> bool:
         """Count the prompt and return True if its family is under the cap; else refuse it."""
         key = self.family(prompt)
-        n = self.counts.get(key, 0)
-        if n >= self.cap:
+        if self.count(key) >= self.cap:
             self.refused += 1
             return False
-        self.counts[key] = n + 1
+        self._bump(key)
         return True
 
     def note(self, prompt: str) -> None:
         """Count a prompt that must run whatever the cap (seeds, pinned tasks)."""
-        key = family_key(prompt)
-        self.counts[key] = self.counts.get(key, 0) + 1
+        self._bump(family_key(prompt))
 
     def stats(self) -> dict:
         """``{"cap", "families", "refused", "largest"}`` for ``search``."""
-        return {"cap": self.cap, "families": len(self.counts), "refused": self.refused,
-                "largest": max(self.counts.values(), default=0)}
+        return {"cap": self.cap, "families": len(self._counts), "refused": self.refused,
+                "largest": max(self._counts, default=0)}
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self) -> State:
+        """Append-only: the families in first-seen order and the family of each prompt counted."""
+        return State(meta={"refused": self.refused},
+                     logs={"families": self._families.view(), "counted": self._counted.view()})
+
+    def load_state(self, state: State) -> None:
+        families = state.array("families", np.uint64)
+        counted = state.array("counted", np.int32)
+        if len(counted) and (counted.min() < 0 or counted.max() >= len(families)):
+            raise ValueError("snapshot family cap counts a family it does not list")
+        self._families, self._counted = Column.of(families, np.uint64), Column.of(counted, np.int32)
+        self._id = {k: i for i, k in enumerate(families.tolist())}
+        self._counts = array("i", np.bincount(counted, minlength=len(families)).astype(np.int32).tobytes())
+        self.refused = int(state.meta["refused"])

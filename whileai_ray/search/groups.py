@@ -1,6 +1,9 @@
 """Repeat policies: how many rollouts each ask (one prompt) gets.
 
-A *group* is every rollout of one prompt: key ``(scenario_id, phrasing_index)``.
+A *group* is every rollout of one prompt (one wording the planner opened). Groups are numbered
+in the order they open (``0, 1, 2, ...``: the planner's wording ids) and kept as columns
+(counters in ``array`` columns, the first label as an id into a small table, a split flag), so
+a million groups cost a few bytes each, and the snapshot copies the columns, not objects.
 
 * ``none`` / ``fixed``: all ``k`` rollouts scheduled when the ask opens (explore has k=1
   unless ``repeats`` says otherwise).
@@ -23,53 +26,69 @@ about half of all unanimous groups going in a run that never splits; this one st
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from array import array
 
-from ..rng import draw
+import numpy as np
+
+from ..core.rng import draw
+from ..core.columns import State
 
 EXPLORE_SHARE = 0.05
-
-
-@dataclass(slots=True)
-class Group:
-    gid: tuple
-    scheduled: int = 0           # rollout indices handed out (0..scheduled-1)
-    done: int = 0                # rollouts observed (landed or lost)
-    landed: int = 0
-    labels: list = field(default_factory=list)
-    status: str = "probe"        # probe / mixed / stopped_unanimous / complete
-    target: int = 1              # rollouts this group is meant to reach now
+STATUSES = ("probe", "open", "mixed", "stopped_unanimous", "complete")
+PROBE, OPEN, MIXED, STOPPED, COMPLETE = range(len(STATUSES))
+_COLUMNS = ("scheduled", "done", "landed", "target", "label", "split", "status")
 
 
 class GroupBook:
-    def __init__(self, k: int, policy: str, probe: int = 2, seed: int = 0):
+    def __init__(self, k: int, policy: str, probe: int = 2, seed: int = 0, key_of=None):
         self.seed = seed
+        # what keys a group's seeded draws: the planner passes [scenario_id, phrasing_index]
+        self.key_of = key_of or (lambda gid: [gid])
         self.k = max(1, int(k))
         self.policy = policy
         self.probe = min(self.k, max(1, int(probe))) if policy in ("successive", "adaptive") else self.k
-        self.groups: dict[tuple, Group] = {}
+        # one slot per group: rollout indices handed out (0..scheduled-1), rollouts observed (landed
+        # or lost), landed, the rollouts it is meant to reach now, its first label (an id into
+        # ``_labels``, -1 before any), whether two labels differ, its status (an index of STATUSES)
+        self.scheduled, self.done, self.landed = array("i"), array("i"), array("i")
+        self.target, self.label = array("i"), array("i")
+        self.split, self.status = array("b"), array("b")
+        self._labels: list = []                  # distinct labels, first seen first
+        self._label_id: dict = {}
         self.probed = 0
         self.mixed = 0
         self._cont_obs: dict[int, int] = {}
         self._cont_split: dict[int, int] = {}
-        self._stopped: list[tuple] = []          # stopped groups, oldest first
+        self._stopped = array("q")               # stopped groups, oldest first
+
+    def __len__(self) -> int:
+        return len(self.status)
 
     @property
     def adaptive(self) -> bool:
         return self.policy in ("successive", "adaptive") and self.k > 1
 
-    def open(self, gid: tuple) -> list[int]:
-        """Register a new ask; return the rollout indices to schedule now."""
-        first = self.probe if self.adaptive else self.k
-        g = Group(gid=gid, target=first, status="probe" if self.adaptive else "open")
-        self.groups[gid] = g
-        return self._hand_out(g, first)
+    def status_of(self, gid: int) -> str:
+        return STATUSES[self.status[gid]]
 
-    def _hand_out(self, g: Group, upto: int) -> list[int]:
+    def open(self, gid: int) -> list[int]:
+        """Register group ``gid`` (the next id: ``len(book)``); return the rollout indices to schedule now."""
+        if gid != len(self.status):
+            raise ValueError(f"GroupBook.open: groups open in order; expected id {len(self.status)}, got {gid}")
+        first = self.probe if self.adaptive else self.k
+        for col in (self.scheduled, self.done, self.landed):
+            col.append(0)
+        self.target.append(first)
+        self.label.append(-1)
+        self.split.append(0)
+        self.status.append(PROBE if self.adaptive else OPEN)
+        return self._hand_out(gid, first)
+
+    def _hand_out(self, gid: int, upto: int) -> list[int]:
         upto = min(upto, self.k)
-        out = list(range(g.scheduled, upto))
-        g.scheduled = max(g.scheduled, upto)
-        g.target = max(g.target, upto)
+        out = list(range(self.scheduled[gid], upto))
+        self.scheduled[gid] = max(self.scheduled[gid], upto)
+        self.target[gid] = max(self.target[gid], upto)
         return out
 
     def mixed_rate(self) -> float:
@@ -79,86 +98,145 @@ class GroupBook:
         prior = 0.5 * self.mixed_rate() / self.probe
         return (self._cont_split.get(n, 0) + prior) / (self._cont_obs.get(n, 0) + 1)
 
-    def observe(self, gid: tuple, label) -> list[int]:
+    def _note_label(self, gid: int, label) -> None:
+        """Count a landed label; a group's labels are kept as its first label and a split flag
+        (all the policy reads: whether they differ, and whether a new one differs from the rest)."""
+        status = self.status[gid]
+        first = self.label[gid]
+        self.landed[gid] += 1
+        lid = self._label_id.get(label)
+        if lid is None:
+            lid = self._label_id[label] = len(self._labels)
+            self._labels.append(label)
+        # counted groups are unanimous so far (a split one is mixed), so "new label" = "not the first"
+        if status == STOPPED or (status == PROBE and self.done[gid] > self.probe):
+            n = self.landed[gid] - 1
+            self._cont_obs[n] = self._cont_obs.get(n, 0) + 1
+            if first >= 0 and lid != first and not self.split[gid]:
+                self._cont_split[n] = self._cont_split.get(n, 0) + 1
+        if first < 0:
+            self.label[gid] = lid
+        elif lid != first:
+            self.split[gid] = 1
+
+    def observe(self, gid: int, label) -> list[int]:
         """Record one finished rollout (``label`` None = lost); return rollout indices to add."""
-        g = self.groups[gid]
-        g.done += 1
+        self.done[gid] += 1
         if label is not None:
-            g.landed += 1
-            before = set(g.labels)
-            g.labels.append(label)
-            if g.status == "stopped_unanimous" or (g.status == "probe" and g.done > self.probe):
-                n = g.landed - 1
-                self._cont_obs[n] = self._cont_obs.get(n, 0) + 1
-                if before and label not in before:
-                    self._cont_split[n] = self._cont_split.get(n, 0) + 1
-        if g.done < g.scheduled:
+            self._note_label(gid, label)
+        if self.done[gid] < self.scheduled[gid]:
             return []
         if not self.adaptive:
-            if g.done >= g.target:
-                g.status = "complete"
+            if self.done[gid] >= self.target[gid]:
+                self.status[gid] = COMPLETE
             return []
-        split = len(set(g.labels)) > 1
-        if g.status == "probe" and g.done == self.probe:
+        split = bool(self.split[gid])
+        status = self.status[gid]
+        if status == PROBE and self.done[gid] == self.probe:
             self.probed += 1
             if split:
                 self.mixed += 1
         if split:
-            if g.status != "mixed" and g.status != "complete":
-                g.status = "mixed"
-            if g.scheduled < self.k:
-                return self._hand_out(g, self.k)
-            g.status = "complete"
+            if status != MIXED and status != COMPLETE:
+                self.status[gid] = MIXED
+            if self.scheduled[gid] < self.k:
+                return self._hand_out(gid, self.k)
+            self.status[gid] = COMPLETE
             return []
-        if g.scheduled >= self.k:
-            g.status = "complete"
+        if self.scheduled[gid] >= self.k:
+            self.status[gid] = COMPLETE
             return []
-        if g.landed and (self.hazard(g.landed) > self.mixed_rate() / self.probe
-                         or draw(self.seed, "explore-hazard", list(gid), g.landed) < EXPLORE_SHARE):
-            return self._hand_out(g, g.scheduled + 1)
-        if g.status != "stopped_unanimous":
-            g.status = "stopped_unanimous"
+        landed = self.landed[gid]
+        if landed and (self.hazard(landed) > self.mixed_rate() / self.probe
+                       or draw(self.seed, "explore-hazard", self.key_of(gid), landed) < EXPLORE_SHARE):
+            return self._hand_out(gid, self.scheduled[gid] + 1)
+        if status != STOPPED:
+            self.status[gid] = STOPPED
             self._stopped.append(gid)
         return []
 
-    def reopen(self, limit: int) -> list[tuple[tuple, int]]:
+    def reopen(self, limit: int) -> list[tuple[int, int]]:
         """Nothing fresh is left: give stopped groups one more rollout each, oldest first."""
         out = []
-        keep = []
+        keep = array("q")
         for gid in self._stopped:
-            g = self.groups[gid]
-            if len(out) < limit and g.status == "stopped_unanimous" and g.scheduled < self.k and g.done == g.scheduled:
-                out.extend((gid, i) for i in self._hand_out(g, g.scheduled + 1))
-            if g.status == "stopped_unanimous" and g.scheduled < self.k:
+            stopped = self.status[gid] == STOPPED and self.scheduled[gid] < self.k
+            if len(out) < limit and stopped and self.done[gid] == self.scheduled[gid]:
+                out.extend((gid, i) for i in self._hand_out(gid, self.scheduled[gid] + 1))
+            if self.status[gid] == STOPPED and self.scheduled[gid] < self.k:
                 keep.append(gid)
         self._stopped = keep
         return out
 
+    def reopenable(self) -> bool:
+        """Some stopped group could still get another rollout."""
+        if not self.adaptive or not len(self.status):
+            return False
+        status, scheduled = self._np("status"), self._np("scheduled")
+        return bool(np.any((status == STOPPED) & (scheduled < self.k)))
+
+    def _np(self, name: str) -> np.ndarray:
+        col = getattr(self, name)
+        return np.frombuffer(col, dtype={"b": np.int8, "i": np.int32, "q": np.int64}[col.typecode]).copy()
+
     def stats(self) -> dict:
-        gs = list(self.groups.values())
-        counts = {s: 0 for s in ("mixed", "stopped_unanimous", "complete", "partial")}
-        saved = 0
-        for g in gs:
-            if g.status == "complete" and len(set(g.labels)) > 1:
-                counts["mixed"] += 1
-            if g.status == "mixed":
-                counts["mixed"] += 1
-            if g.status == "stopped_unanimous":
-                counts["stopped_unanimous"] += 1
-                saved += self.k - g.scheduled
-            if g.status == "complete":
-                counts["complete"] += 1
-            elif g.status in ("probe", "mixed", "open") or g.done < g.scheduled:
-                counts["partial"] += 1
-        return {"k": self.k, "probe": self.probe, "groups": len(gs), **counts,
+        st, split = self._np("status"), self._np("split").astype(bool)
+        scheduled, done = self._np("scheduled"), self._np("done")
+        complete = st == COMPLETE
+        stopped = st == STOPPED
+        partial = ~complete & (np.isin(st, (PROBE, MIXED, OPEN)) | (done < scheduled))
+        counts = {"mixed": int(np.sum(complete & split) + np.sum(st == MIXED)),
+                  "stopped_unanimous": int(stopped.sum()), "complete": int(complete.sum()),
+                  "partial": int(partial.sum())}
+        saved = int(np.sum(self.k - scheduled[stopped]))
+        return {"k": self.k, "probe": self.probe, "groups": len(st), **counts,
                 "rollouts_saved": saved, "mixed_rate": round(self.mixed_rate(), 4),
                 "hazard": {str(n): round(self.hazard(n), 4) for n in sorted(self._cont_obs)}}
 
-    def cut(self, gid: tuple) -> bool:
+    def cut(self, gid: int) -> bool:
         """True when the group did not reach its planned size (budget or clock stopped it)."""
-        g = self.groups.get(gid)
-        if g is None:
+        if not 0 <= gid < len(self.status):
             return False
-        if g.status in ("probe", "mixed", "open"):
+        if self.status[gid] in (PROBE, MIXED, OPEN):
             return True
-        return g.done < g.scheduled
+        return self.done[gid] < self.scheduled[gid]
+
+    def cut_groups(self) -> list[int]:
+        """Every group :meth:`cut` names, in id order."""
+        st, done, scheduled = self._np("status"), self._np("done"), self._np("scheduled")
+        return np.flatnonzero(np.isin(st, (PROBE, MIXED, OPEN)) | (done < scheduled)).tolist()
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self) -> State:
+        """The book as one table, a row per group (copied: it changes in place), and its counters."""
+        groups = np.empty((len(self.status), len(_COLUMNS)), dtype=np.int32)
+        for j, name in enumerate(_COLUMNS):
+            col = getattr(self, name)
+            groups[:, j] = np.frombuffer(col, dtype=np.int8 if col.typecode == "b" else np.int32)
+        tables = {"groups": groups, "stopped": self._np("_stopped")}
+        return State(meta={"probed": self.probed, "mixed": self.mixed, "labels": list(self._labels),
+                           "cont_obs": sorted(self._cont_obs.items()),
+                           "cont_split": sorted(self._cont_split.items())}, tables=tables)
+
+    def load_state(self, state: State) -> None:
+        """Continue from :meth:`state` (on a book made with the same k, policy, probe and seed)."""
+        m = state.meta
+        table = state.array("groups", np.int32, width=len(_COLUMNS))
+        n = len(table)
+        stopped = state.array("stopped", np.int64)
+        split, status = table[:, _COLUMNS.index("split")], table[:, _COLUMNS.index("status")]
+        if n and (split.min() < 0 or split.max() > 1 or status.min() < 0 or status.max() > COMPLETE) \
+                or len(stopped) and (stopped.min() < 0 or stopped.max() >= n):
+            raise ValueError("snapshot group columns are out of range")
+        for j, name in enumerate(_COLUMNS):
+            code = getattr(self, name).typecode
+            setattr(self, name, array(code, table[:, j].astype(np.int8 if code == "b" else np.int32).tobytes()))
+        self._stopped = array("q", stopped.tobytes())
+        labels = m["labels"]
+        if not isinstance(labels, list) or (n and int(self._np("label").max()) >= len(labels)):
+            raise ValueError("snapshot group labels do not match the label column")
+        self._labels = labels
+        self._label_id = {label: i for i, label in enumerate(labels)}
+        self.probed, self.mixed = int(m["probed"]), int(m["mixed"])
+        self._cont_obs = {int(a): int(b) for a, b in m["cont_obs"]}
+        self._cont_split = {int(a): int(b) for a, b in m["cont_split"]}

@@ -27,7 +27,8 @@ from array import array
 
 import numpy as np
 
-from ..rng import draw
+from ..core.rng import draw
+from ..core.columns import Column, State, prompt_digest
 
 __all__ = ["NoveltyIndex", "sketch"]
 
@@ -84,8 +85,8 @@ def sketch(text: str) -> np.ndarray:
     return (mixed.min(axis=1) >> np.uint64(32)).astype(np.uint32)
 
 
-def _text_key(text: str) -> bytes:
-    return hashlib.blake2b(str(text).encode(), digest_size=12).digest()
+def _text_key(text: str) -> int:
+    return prompt_digest(str(text))
 
 
 class NoveltyIndex:
@@ -99,8 +100,9 @@ class NoveltyIndex:
         # before it in that bucket (-1 at the end). Plain ints and an array: nothing for the
         # garbage collector to walk, so a large archive does not slow every collection.
         self._heads: list[dict[int, int]] = [{} for _ in range(BANDS)]
-        self._next = array("q")
-        self._exact: dict[bytes, int] = {}
+        self._next = array("i")                    # int32: 64 bytes a prompt
+        self._exact: dict[int, int] = {}           # text key -> first id with that text
+        self._keys = Column(np.uint64)             # text key per id (what a snapshot keeps of it)
 
     def __len__(self) -> int:
         return self._n
@@ -120,7 +122,9 @@ class NoveltyIndex:
             self._sk = grown
         self._sk[i] = sk
         self._n += 1
-        self._exact.setdefault(_text_key(text), i)
+        key = _text_key(text)
+        self._exact.setdefault(key, i)
+        self._keys.append(key)
         nxt = self._next
         for heads, key in zip(self._heads, self._band_keys(sk)):
             nxt.append(heads.get(key, -1))
@@ -187,3 +191,47 @@ class NoveltyIndex:
             near = 1.0 - (sks == sks[pick]).sum(axis=1) / K
             score = np.minimum(score, near)
         return out
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self, keys: bool = True) -> State:
+        """The sketches and (unless the caller keeps them: ``keys=False``) the text keys, the
+        ``prompt_digest`` of each text, in id order (views: rows once written never change).
+        The buckets are not kept: :meth:`load_state` rebuilds them from the sketches."""
+        sk = self._sk[:self._n]
+        sk.flags.writeable = False
+        logs = {"sk": sk, "key": self._keys.view()} if keys else {"sk": sk}
+        return State(meta={"bucket_cap": self.bucket_cap}, logs=logs)
+
+    def load_state(self, state: State, keys: np.ndarray | None = None) -> None:
+        sk = state.array("sk", np.uint32, width=K)
+        keys = state.array("key", np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
+        if len(keys) != len(sk):
+            raise ValueError("snapshot novelty: one text key per sketch")
+        n = len(sk)
+        self.bucket_cap = int(state.meta["bucket_cap"])
+        self._sk = np.zeros((max(16, 2 * n), K), dtype=np.uint32)
+        self._sk[:n] = sk
+        self._n = n
+        self._keys = Column.of(keys, np.uint64)
+        ids = list(range(n))
+        self._exact = dict(zip(keys.tolist()[::-1], ids[::-1]))       # the first id of each text wins
+        self._heads, nxt = _buckets(sk)
+        self._next = array("i", nxt.astype(np.int32).tobytes())
+
+
+def _buckets(sk: np.ndarray) -> tuple[list[dict[int, int]], np.ndarray]:
+    """The bucket heads and chains ``add`` would have built, adding ``sk``'s rows in order."""
+    n = len(sk)
+    keys = np.ascontiguousarray(sk).view(np.uint64).reshape(n, BANDS) if n else np.zeros((0, BANDS), np.uint64)
+    nxt = np.full((n, BANDS), -1, dtype=np.int64)
+    heads: list[dict[int, int]] = []
+    for b in range(BANDS):
+        k = keys[:, b]
+        order = np.argsort(k, kind="stable")           # equal keys: older ids first
+        ks = k[order]
+        same = ks[1:] == ks[:-1]
+        nxt[order[1:][same], b] = order[:-1][same]      # each member points at the one before it
+        last = np.ones(n, dtype=bool)
+        last[:-1] = ~same
+        heads.append(dict(zip(ks[last].tolist(), order[last].tolist())))
+    return heads, nxt.reshape(-1)

@@ -8,82 +8,56 @@ rollout actors and nodes, in any completion order, while ``lag`` rounds stay in 
 
 Budget: a round never schedules more than ``budget - landed - outstanding`` units, so the run
 can never overshoot; a lost unit frees its slot for a re-roll or a fresh ask.
+
+It is given a ``PlanSettings`` (``plan_settings.py``), hears back one ``Outcome`` per unit
+(``outcome.py``) and reports ``stats()``, a ``PlannerStats`` record (``planner_stats.py``), at the end.
+State is kept compact (``wordings.py``: a recipe per opened wording instead of its Situation;
+``groups.py``: counters in columns; digests instead of prompt strings), and ``state()`` /
+``Planner.from_state()`` (``planner_state.py``) turn it into plain data and back, for the
+planner snapshot beside a checkpoint (``store/plan_snapshot_file.py``).
 """
 from __future__ import annotations
 
+import copy
 from collections import deque
-from dataclasses import dataclass, field
 
-from ..rng import weyl, draw
-from ..store.row_key import prompt_sha
+from ..core.columns import Column, prompt_digest
+from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES
+from ..core.identity import prompt_sha
+from ..core.rng import draw, weyl
+from ..core.unit import Unit
 from ..situations.grid import CONDITION_FAULT_MODE
-from ..unit import Unit
 from .arms import ArmBandit
 from .cell_picker import CellPicker
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
-from .groups import GroupBook
+from .groups import COMPLETE, GroupBook
 from .novelty import NoveltyIndex, sketch
+from .outcome import Outcome
+from .parents import ParentQueue
+from .plan_settings import PlanSettings
+from .planner_state import PlannerState
+from .planner_stats import PlannerStatsReport
 from .targeting import ShapeTargets
+from .wordings import Wordings
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
-REASONS = ("agent_error", "empty_reply", "tool_markup")
+REASONS = LOST_REASONS                 # agent reasons (re-rolled) and poison causes (core/defaults.py)
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
 
 
-@dataclass
-class PlanSettings:
-    run_id: str
-    seed: int = 0
-    budget: int = 1000
-    round_size: int = 64
-    n: int = 1
-    k: int = 1
-    repeat_policy: str = "none"
-    situations: int | None = None
-    hard_share: float = 0.4
-    fault_rate: float = 0.1
-    probe_share: float = 0.05
-    probe: int = 2
-    seeds: list = field(default_factory=list)
-    mutate: bool = True
-    mutate_graded: bool = True            # advanced={"mutate_graded_failures": False} turns it off
-    novelty_candidates: int = 2           # structured asks drawn per slot; the most novel is kept
-    dead_agent_errors: int = 16
-    eval_run: int = 0
-    pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
-    tools: list = field(default_factory=list)
-    axes: dict = field(default_factory=dict)
-    until: str = "compute"
-    arm_weights: dict | None = None               # advanced={"arm_weights": ...}: pinned, no reallocation
-    llm_writer: bool = False
-    family_cap: int = 3
-    copies_needed: int = 5
-    precounted: int = 0                           # rows on disk counted toward the budget up front
-    avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
+class Planner(PlannerState, PlannerStatsReport):
+    """Decides units round by round (see the module docstring); ``state()`` / ``from_state()`` /
+    ``restore()`` / ``landed_keys()`` and the unit codec come from :class:`PlannerState`."""
 
-
-@dataclass(slots=True)
-class Outcome:
-    """What came back for one unit: a row (landed) or the reason it is unusable."""
-    unit: Unit
-    row: dict | None
-    unusable: str | None = None
-    timed_out: bool = False
-    label: object = None
-    fault_parent: bool = False
-    resumed: bool = False
-    graded_failure: bool = False          # the judge scored it under the pass threshold
-    failed_markers: tuple = ()
-
-
-class Planner:
     def __init__(self, settings: PlanSettings, writer, cells: list[dict]):
         self.s = settings
         self.writer = writer
         self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
-        self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed)
+        self.words = Wordings()               # every opened wording, by id (= its group's id)
+        self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed,
+                              key_of=self._group_key)
         self.landed = settings.precounted
         self.outstanding = 0
         self.scheduled = 0
@@ -100,9 +74,11 @@ class Planner:
             self.picker = None
         self._backlog: deque = deque()        # units decided but not yet fitted into a round
         self._rerolls: deque = deque()
-        self._situation_of: dict[tuple, object] = {}
-        self._faults_of: dict[str, dict | None] = {}
-        self._parents: deque = deque()
+        self._parents = ParentQueue()         # failures to mutate from, oldest first
+        # every landed row observed, in order: its wording, rollout index and ordinal (a snapshot
+        # names the rows it settled by these; their keys are derived, see landed_keys())
+        self._landed_wid, self._landed_ri, self._landed_ordinal = Column("int64"), Column("int32"), Column("int64")
+        self._landed_keys = None              # landed_keys(), kept while no row lands
         self._mutations = 0
         self._mutation_round = -1
         self._probes = 0
@@ -121,15 +97,18 @@ class Planner:
         self.shapes = ShapeTargets(settings.tools, settings.seed) if settings.tools else None
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
         self._targeted = 0
-        self._seen_prompts: set = set()       # a prompt is opened at most once: keys never collide
+        self._seen: set[int] = set()          # digests of opened prompts: a prompt opens at most once
         self._scored = ("", None, 0.0)
 
-    def __getstate__(self) -> dict:
-        """Pickled without its situation writer (``store/plan_snapshot.py``): the restorer
-        attaches a fresh one, which is stateless (template writer) by the snapshot's rule."""
-        state = dict(self.__dict__)
-        state["writer"] = None
-        return state
+    def _group_key(self, wid: int) -> list:
+        sit = self.words.situation(wid, self)
+        return [sit.scenario_id, sit.phrasing_index]
+
+    def _release(self, wid: int) -> None:
+        """Let go of a wording's Situation once nothing can ask for it (its group is complete and
+        no failure waits to be mutated from it); it can be written again from its recipe."""
+        if not self._parents.pinned(wid) and self.book.status[wid] == COMPLETE:
+            self.words.release(wid)
 
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:
@@ -150,8 +129,8 @@ class Planner:
             while room > 0 and self._backlog:
                 out.append(self._take(self._backlog.popleft())); room -= 1
         if room > 0 and not out and self.outstanding == 0 and not self._can_open():
-            for gid, ri in self.book.reopen(room):
-                out.append(self._take(self._unit_for(gid, ri))); room -= 1
+            for wid, ri in self.book.reopen(room):
+                out.append(self._take(self._unit_for(wid, ri))); room -= 1
                 self.allocator["verify"] += 1
         return out
 
@@ -173,7 +152,6 @@ class Planner:
             new = min(new, self.s.situations - self.situations_opened)
         if new <= 0:
             return
-        import copy
         picker, requests = copy.deepcopy(self.picker), []
         for ordinal in range(self.situations_opened + len(self.seeds_left),
                              self.situations_opened + len(self.seeds_left) + new):
@@ -196,7 +174,6 @@ class Planner:
         again), the picks most likely to come next are written with it, in one batch."""
         has = getattr(self.writer, "has", None)
         if has is not None and not has(cell, instance, 0):
-            import copy
             picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
             wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
             self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
@@ -221,15 +198,17 @@ class Planner:
         cell = instance = None
         if self.pinned_left:
             base, faults = self.pinned_left.popleft()
+            recipe = ("pinned", len(self.s.pinned) - len(self.pinned_left) - 1, 0)
         elif self.seeds_left:
             text = self.seeds_left.popleft()
             base = self.writer.seed_situation(text, ordinal)
             faults = None
+            recipe = ("seed", len(dict.fromkeys(self.s.seeds)) - len(self.seeds_left) - 1, ordinal)
         else:
             faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
-            base, cell, instance = self._draw_fresh(round_index, ordinal, faulted)
+            base, cell, instance, recipe = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
-        self._seen_prompts.add(base.prompt)
+        self._seen.add(prompt_digest(base.prompt))
         if self._scored[0] is base.prompt:          # scored while choosing between candidates
             _, sk, nov = self._scored
         else:
@@ -237,54 +216,58 @@ class Planner:
             nov = self.novelty.novelty(base.prompt, sk)
         self.novelty.add(base.prompt, sk)
         self.tracker.note_selection([nov])
+        nov_milli = -1
         if not base.selection_reason or base.selection_reason in ("failure_mutation",):
             what = (f"least-covered cell={base.scenario_id} tier={base.tier} instance={instance}"
                     if cell is not None else base.arm)
             base.selection_reason = f"{what} novelty={nov:.3f}"
+            nov_milli = round(float(f"{nov:.3f}") * 1000)
         if faults:
             self.faulted_situations += 1
-        self._faults_of[base.scenario_id] = faults
         self.arm_counts[base.arm] = self.arm_counts.get(base.arm, 0) + 1
-        wordings = [base]
+        kind, a, b = recipe
+        wordings = [(base, self.words.add(base, kind, a, b, 0, nov_milli, faults, prompt_digest(base.prompt)))]
         if cell is not None:
             for p in range(1, self.s.n):
                 sit = self.writer.write(cell, instance, p)
                 if self._fresh(sit.prompt):          # two wordings that came out the same run once
-                    self._seen_prompts.add(sit.prompt)
-                    wordings.append(sit)
-        for p, sit in enumerate(wordings):
-            gid = (sit.scenario_id, sit.phrasing_index)
-            self._situation_of[gid] = sit
-            for ri in self.book.open(gid):
-                self._backlog.append(self._unit_for(gid, ri))
+                    self._seen.add(prompt_digest(sit.prompt))
+                    wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, prompt_digest(sit.prompt))))
+        for p, (sit, wid) in enumerate(wordings):
+            for ri in self.book.open(wid):
+                self._backlog.append(self._unit_for(wid, ri))
                 self.allocator["explore" if p == 0 else "expand"] += 1
 
     def _draw_fresh(self, round_index: int, ordinal: int, faulted: bool):
-        """A new situation from the arm the bandit draws for this slot: ``(situation, cell, instance)``."""
+        """A new situation from the arm the bandit draws for this slot:
+        ``(situation, cell, instance, recipe)`` (the recipe as ``wordings.py`` keeps it)."""
         arm = self.bandit.choose(round_index, ordinal)
         if arm == "failure_mutation" and self.s.mutate and self._parents:
-            parent, aim = self._parents.popleft()
+            pwid, aim = self._parents.pop()
+            parent = self.words.situation(pwid, self)
+            self._release(pwid)
             self.mutation_aims[aim]["rows"] += 1
             self._mutations += 1
             sit = self.writer.mutate(parent, self._mutations - 1)
             sit.extra.setdefault("parent_scenario_id", parent.scenario_id)
             if self._fresh(sit.prompt):
-                return sit, None, None
+                return sit, None, None, ("mutation", pwid, self._mutations - 1)
         if arm == "open_ended" and self.s.n == 1 and ordinal > 0:
             self._probes += 1
             sit = self.writer.probe(self._probes - 1)
             if self._fresh(sit.prompt):
-                return sit, None, None
+                return sit, None, None, ("probe", self._probes - 1, 0)
         if arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1:
             shape = self.shapes.next_target()
             if shape is not None:
                 self._targeted += 1
                 sit = self.shapes.situation(shape, self._targeted - 1)
                 if self._fresh(sit.prompt):
-                    return sit, None, None
+                    return sit, None, None, ("targeted", self.shapes.planned.index(shape), self._targeted - 1)
         best = None
         for attempt in range(6):
-            cell, instance = self.picker.pick(faulted)
+            ci, instance = self.picker.pick_index(faulted)
+            cell = self.picker.cells[ci]
             sit = self._write(cell, instance, faulted)
             if not self._fresh(sit.prompt):
                 continue
@@ -293,7 +276,7 @@ class Planner:
             best = (sit, cell, instance)
             break
         if best is None:
-            return sit, cell, instance
+            return sit, cell, instance, ("grid", ci, instance)
         # novelty-based selection: a second instance of the same cell competes, the more novel
         # wording wins (the index answers in O(1) whatever the archive size)
         sit, cell, instance = best
@@ -309,10 +292,10 @@ class Planner:
                     sit, score, instance, sk = alt, alt_score, alt_instance, alt_sk
         self._scored = (sit.prompt, sk, score)
         self.family.admit(sit.prompt)
-        return sit, cell, instance
+        return sit, cell, instance, ("grid", ci, instance)
 
     def _fresh(self, prompt: str) -> bool:
-        if prompt in self._seen_prompts:
+        if prompt_digest(prompt) in self._seen:
             return False
         return not self.s.avoid_prompt_shas or prompt_sha(prompt) not in self.s.avoid_prompt_shas
 
@@ -325,11 +308,10 @@ class Planner:
             mode = FAULT_MODES[int(draw(self.s.seed, "fault-mode", sit.scenario_id) * len(FAULT_MODES))]
         return {"*": {"mode": mode, "rate": 1.0}}
 
-    def _unit_for(self, gid: tuple, rollout_index: int, attempt: int = 0) -> Unit:
-        sit = self._situation_of[gid]
-        return Unit(run_id=self.s.run_id, situation=sit, rollout_index=rollout_index,
-                    eval_run=self.s.eval_run, attempt=attempt,
-                    faults=self._faults_of.get(sit.scenario_id), seed=self.s.seed)
+    def _unit_for(self, wid: int, rollout_index: int, attempt: int = 0) -> Unit:
+        return Unit(run_id=self.s.run_id, situation=self.words.situation(wid, self), rollout_index=rollout_index,
+                    eval_run=self.s.eval_run, attempt=attempt, faults=self.words.faults(wid), seed=self.s.seed,
+                    group=wid)
 
     # --------------------------------------------------------------- observing
     def observe(self, outcomes: list[Outcome]) -> None:
@@ -341,41 +323,47 @@ class Planner:
         for o in outcomes:
             self.outstanding -= 1
             u = o.unit
-            gid = (u.situation.scenario_id, u.situation.phrasing_index)
+            wid = u.group
             if o.row is not None:
                 if not (o.resumed and self.s.precounted):
                     self.landed += 1
+                self._landed_wid.append(wid)
+                self._landed_ri.append(u.rollout_index)
+                self._landed_ordinal.append(u.ordinal)
                 self.tracker.observe(o.row, None)
                 if self.shapes is not None:
                     self.shapes.observe(o.row.get("tools_used"))
-                more = self.book.observe(gid, o.label)
+                more = self.book.observe(wid, o.label)
                 if o.fault_parent and self.s.mutate:
-                    self._parents.append((u.situation, "world_fault"))
+                    self._parents.push(wid, "world_fault")
                     self.mutation_aims["world_fault"]["parents"] += 1
                 elif o.graded_failure and self.s.mutate and self.s.mutate_graded:
                     # the verdict steers like a tool fault: the failed ask is mutated into new ones
-                    self._parents.append((u.situation, "graded_failure"))
+                    self._parents.push(wid, "graded_failure")
                     self.mutation_aims["graded_failure"]["parents"] += 1
                 for name in o.failed_markers:
                     self.failure_criteria[name] = self.failure_criteria.get(name, 0) + 1
                 for ri in more:
-                    self._backlog.append(self._unit_for(gid, ri))
+                    self._backlog.append(self._unit_for(wid, ri))
                     self.allocator["verify"] += 1
+                self._release(wid)
                 continue
             reason = o.unusable or "agent_error"
             if reason == "agent_error":
                 self.agent_errors += 1
                 if o.timed_out:
                     self.timed_out += 1
-            if u.attempt < self.s.k:
+            final = reason == "worker_crashed" or (reason in POISON_REASONS and u.attempt + 1 >= POISON_TRIES)
+            if u.attempt < self.s.k and not final:
                 self.rerolled_by[reason] += 1
                 self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
                                           rollout_index=u.rollout_index, eval_run=u.eval_run,
-                                          attempt=u.attempt + 1, faults=u.faults, seed=u.seed))
+                                          attempt=u.attempt + 1, faults=u.faults, seed=u.seed, group=wid))
             else:
                 self.lost_by[reason] += 1
-                for ri in self.book.observe(gid, None):
-                    self._backlog.append(self._unit_for(gid, ri))
+                for ri in self.book.observe(wid, None):
+                    self._backlog.append(self._unit_for(wid, ri))
+                self._release(wid)
 
     # ------------------------------------------------------------------ stopping
     def stop_reason(self) -> str | None:
@@ -394,8 +382,7 @@ class Planner:
             empties = self.lost_by["empty_reply"] + self.rerolled_by["empty_reply"]
             return "empty_replies" if empties * 2 > failures else "agent_failed"
         if self.outstanding == 0 and not self._backlog and not self._rerolls and not self._can_open():
-            if self.book.adaptive and any(g.status == "stopped_unanimous" and g.scheduled < self.book.k
-                                          for g in self.book.groups.values()):
+            if self.book.reopenable():
                 return None
             if self.pinned_mode:
                 return "tasks_done"

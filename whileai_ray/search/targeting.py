@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 
-from ..rng import draw, unit_rng
+from ..core.rng import draw, unit_rng
+from ..core.columns import State
 from ..situations.situation import Situation
 from ..situations.tool_intent import ToolIntent, intents_for, make_id
 
@@ -123,3 +124,15 @@ class ShapeTargets:
         """``{"shape_counts", "uncovered_shapes", "aimed"}`` for ``search``."""
         return {"shape_counts": dict(self.counts), "uncovered_shapes": self.uncovered(),
                 "aimed": {s: n for s, n in self.aimed.items() if n}}
+
+    # ------------------------------------------------------------------ snapshot
+    def state(self) -> State:
+        return State(meta={"counts": list(self.counts.items()), "aimed": [self.aimed[s] for s in self.planned]})
+
+    def load_state(self, state: State) -> None:
+        m = state.meta
+        if len(m["aimed"]) != len(self.planned):
+            raise ValueError("snapshot shape targets plan other shapes than this run")
+        self.counts = {str(s): int(n) for s, n in m["counts"]}
+        self.aimed = {s: int(n) for s, n in zip(self.planned, m["aimed"])}
+        self._uncovered = set(self.planned) - set(self.counts)

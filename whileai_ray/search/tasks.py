@@ -1,8 +1,12 @@
 """``tasks=``: the task set of an earlier run, to replay instead of drawing a new one.
 
 One task per distinct non-empty prompt, in first-seen order, carrying what makes it the same
-task: scenario_id, scenario_dimensions, tier, tags, arm, writer_model, the fault plan and the
-world state (and the privileged reference when the source still has it). k is this call's
+task: scenario_id, scenario_dimensions, tier, tags, arm, writer_model, the fault plan, the
+world state and the privileged block (expected outcome, hidden state), which ``save()`` and the
+checkpoint keep and ``data.rows()`` carries beside its rows. A prompt's phrasing index (part of
+every draw) is its rank within its scenario, not its position in the source, so a
+``SimulationData``, its ``rows()``, a ``save()`` file and a checkpoint listed in landing order
+all replay to the same rows. k is this call's
 ``repeats`` when given, else the pinned run's own k (its ``rollouts_per_request`` when the
 source is a SimulationData or has a meta sidecar, else the most rollouts any prompt has).
 """
@@ -10,7 +14,9 @@ from __future__ import annotations
 
 import os
 
+from ..core.identity import prompt_sha
 from ..situations.situation import Situation
+from ..store.reader import load_rows
 
 TAG_KEYS = ("texture", "length", "tone", "ask", "vagueness", "phrasing", "pressure", "user", "stance", "history")
 
@@ -21,10 +27,28 @@ def source_rows(tasks) -> tuple[list[dict], dict]:
         return list(tasks.trajectories), {"k": getattr(tasks, "rollouts_per_request", None),
                                           "system_prompt": getattr(tasks, "system_prompt", "")}
     if isinstance(tasks, (str, os.PathLike)):
-        from ..store.reader import load_rows
         rows, meta = load_rows(tasks)
         return rows, {"k": meta.get("rollouts_per_request"), "system_prompt": meta.get("system_prompt", "")}
+    privileged = getattr(tasks, "privileged", None)     # data.rows(): kept beside the rows (rowlist.py)
+    if isinstance(privileged, list) and len(privileged) == len(tasks):
+        rows = [dict(r, privileged=p) if isinstance(r, dict) and p and "privileged" not in r else r
+                for r, p in zip(tasks, privileged)]
+        return [r for r in rows if isinstance(r, dict)], {"k": None}
     return [r for r in tasks if isinstance(r, dict)], {"k": None}
+
+
+def _phrasing_indices(seen: dict) -> dict:
+    """Each prompt's phrasing index within its scenario: its rank by ``prompt_sha`` among the
+    scenario's prompts. It is part of every random draw of a unit, so it must not depend on the
+    order the source lists its rows in (a checkpoint lists them as they landed)."""
+    by_sid: dict[str, list] = {}
+    for prompt, row in seen.items():
+        by_sid.setdefault(str(row.get("scenario_id") or ""), []).append(prompt)
+    out = {}
+    for prompts in by_sid.values():
+        for i, prompt in enumerate(sorted(prompts, key=lambda p: (prompt_sha(p), p))):
+            out[prompt] = i
+    return out
 
 
 def build_tasks(tasks) -> tuple[list[tuple[Situation, dict | None]], int, dict]:
@@ -32,19 +56,17 @@ def build_tasks(tasks) -> tuple[list[tuple[Situation, dict | None]], int, dict]:
     rows, info = source_rows(tasks)
     seen: dict[str, dict] = {}
     counts: dict[str, int] = {}
-    phrasing: dict[str, int] = {}
-    out = []
     for row in rows:
         prompt = row.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             continue
         counts[prompt] = counts.get(prompt, 0) + 1
-        if prompt in seen:
-            continue
-        seen[prompt] = row
+        seen.setdefault(prompt, row)
+    phrasing = _phrasing_indices(seen)
+    out = []
+    for prompt, row in seen.items():
         sid = str(row.get("scenario_id") or "")
-        p_index = phrasing.get(sid, 0)
-        phrasing[sid] = p_index + 1
+        p_index = phrasing[prompt]
         dims = row.get("scenario_dimensions") or {}
         if dims.get("origin") == "realized":
             dims = {}

@@ -26,15 +26,14 @@ import asyncio
 import threading
 
 from ..agents.backends import OpenAI, configure, make_client, parse_spec, preflight, resolve_role
-from ..rng import unit_rng
+from ..core.rng import unit_rng
 from .grid import cell_key
 from .phrasing import apply_texture
 from .seed_amplifier import SeedAmplifier
 from .situation import Situation
 from .template_writer import TemplateWriter
 from .tool_intent import intents_for, plural
-from .writer_prompt import (WRITER_MARKER, ask_request, cell_lines, parse_message, system_message,
-                            tools_block)
+from .writer_prompt import WRITER_MARKER, ask_request, cell_lines, parse_message, system_message, tools_block
 
 __all__ = ["LLMWriter", "WRITER_MARKER", "resolve_writer", "fallback_note"]
 
@@ -135,7 +134,7 @@ class LLMWriter:
 
     async def complete(self, system: str, user: str, sem=None) -> tuple[list, str | None]:
         """``([(content, finish_reason), ...], error_reason)`` for one chat request."""
-        import openai
+        import openai   # lazy: openai (~0.5 s), only for the LLM writer
 
         if sem is not None:
             async with sem:

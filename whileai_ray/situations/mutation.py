@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..rng import unit_rng
+from ..core.rng import unit_rng
 from .situation import Situation
 from .tool_intent import ToolIntent
 

@@ -9,7 +9,7 @@ thousands of indices give thousands of distinct prompts. Every draw is keyed by
 """
 from __future__ import annotations
 
-from ..rng import unit_rng
+from ..core.rng import unit_rng
 from . import text_bank as tb
 from .tool_intent import ToolIntent, make_id, plural
 

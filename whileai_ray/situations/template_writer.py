@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..rng import short_hash, unit_rng
+from ..core.rng import short_hash, unit_rng
 from . import text_bank as tb
 from .grid import canonical_stance, cell_key, tier_of
 from .mutation import mutate_prompt
@@ -141,7 +141,7 @@ class TemplateWriter:
             key, plan = cell_key(cell), None
         if plan is None:
             plan = self._plans[key] = self._plan(cell)
-        sid = "sc-" + short_hash(plan.ck, self.seed, instance)
+        sid = self.scenario_id(cell, instance, plan.ck)
         w = unit_rng(self.seed, "world", sid).random
         intent = plan.intent
         kind = plan.kind
@@ -229,6 +229,10 @@ class TemplateWriter:
             extra_out.update(notes)
         return Situation(sid, text, phrasing, dict(plan.cell), plan.tier, tags, family,
                          plan.world_state, ref, ids, "structured", "template", "", None, extra_out)
+
+    def scenario_id(self, cell: dict, instance: int, ck: str | None = None) -> str:
+        """The scenario id ``write(cell, instance, p)`` gives, without writing it."""
+        return "sc-" + short_hash(ck if ck is not None else cell_key(cell), self.seed, instance)
 
     # ---- cell-less situations ----------------------------------------------------------
     def probe(self, index: int) -> Situation:

@@ -7,12 +7,34 @@ only those it settles, so the first new row does not wait for 100,000 rows to be
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 from collections.abc import Sequence
 
-__all__ = ["DiskRows"]
+from ..core.identity import row_key
+
+__all__ = ["DiskRows", "gc_paused"]
 
 _DECODE = json.JSONDecoder().decode
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while decoding many rows.
+
+    Decoding 100,000 rows allocates millions of dicts and lists; without the pause the
+    collector re-scans them over and over and loading takes 3-4x longer. The rows form no
+    cycles, so nothing is lost by collecting once afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
 
 
 class DiskRows(Sequence):
@@ -28,7 +50,6 @@ class DiskRows(Sequence):
     @classmethod
     def of(cls, rows: list) -> "DiskRows":
         """Rows already in memory (no file behind them)."""
-        from .row_key import row_key
         rows = list(rows)
         return cls(b"", [(0, 0)] * len(rows), [row_key(r) for r in rows], dict(enumerate(rows)))
 
@@ -51,7 +72,6 @@ class DiskRows(Sequence):
     def decode_all(self) -> list:
         """Every row, decoded once (the collector paused: the rows form no cycles)."""
         if self._all is None:
-            from .jsonl import gc_paused
             with gc_paused():
                 self._all = [self[i] for i in range(len(self.keys))]
             self._data, self._decoded = b"", {}

@@ -12,181 +12,50 @@ see ``fingerprint.py``). Every other line is one exported row exactly as ``rows(
 no extra bookkeeping keys. A row's identity is recomputed from its content with
 ``schema.row_key``, so a resumed run (with a new run id) matches the rows already on disk.
 
-``JsonlCheckpoint.open()`` loads what is on disk, refuses a file written by a different
+``JsonlCheckpoint.open()`` takes the checkpoint's lock (``checkpoint_lock.py``: one writer
+at a time, a second run fails naming the first), loads what is on disk, refuses a file written by a different
 setup (raising ``ValueError`` and leaving the file byte-identical), and repairs a torn last
 line (a crash mid-write) by truncating to the last whole line, with a warning.
 ``append(rows)`` writes a batch in one ``write``, flushes and fsyncs, and never writes a key
-twice. ``parse_jsonl`` is the shared, tolerant line parser also used by ``reader.load_rows``.
+twice, and a failed write (a full disk) leaves no torn line. A file with no header whose lines
+are not rows of a run is refused untouched. The line encoder and scanner live in
+``jsonl_lines.py`` (re-exported here).
 """
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import gc
-import json
 import logging
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .disk_rows import DiskRows
+from ..core.identity import row_key
+from .atomic import write_error
+from .checkpoint_lock import CheckpointLock
+from .disk_rows import DiskRows, gc_paused
 from .fingerprint import fingerprint_mismatch
-from .key_index import entry_line, index_path, line_crc, read_index, write_index
-from .row_key import row_key
+from .jsonl_lines import HEADER_KEY, JsonlContents, _scan, dump_line, parse_jsonl
+from .key_index import entry_line, index_path, line_crc, write_index
 
-__all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line", "gc_paused"]
+__all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line"]
 
 log = logging.getLogger(__name__)
 
-HEADER_KEY = "_whileai_ray_checkpoint"
-_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_ROW_FIELDS = (("prompt", str), ("steps", list), ("final_text", str))
 
 
-def dump_line(row: dict) -> bytes:
-    """One row as a JSONL line (ASCII-escaped JSON, so any string round-trips)."""
-    return (_ENCODE(row) + "\n").encode("ascii")
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while decoding many rows.
-
-    Decoding 100,000 rows allocates millions of dicts and lists; without the pause the
-    collector re-scans them over and over and loading takes 3-4x longer. The rows form no
-    cycles, so nothing is lost by collecting once afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-@dataclass
-class JsonlContents:
-    """What ``parse_jsonl`` found in a JSONL byte string."""
-
-    rows: list = field(default_factory=list)
-    header: dict | None = None
-    warnings: list = field(default_factory=list)
-    good_bytes: int = 0          # length of the prefix made only of whole, kept lines
-    needs_newline: bool = False  # the last row was whole but had no trailing newline
-    bad_lines: int = 0           # complete lines that were not JSON objects (skipped)
-
-
-def parse_jsonl(data: bytes, source: str = "<jsonl>") -> JsonlContents:
-    """Parse JSONL bytes: rows, the checkpoint header (if any) and warnings.
-
-    A last segment without a trailing newline is kept when it is a whole JSON object and
-    dropped (with a warning) when it is torn. Invalid complete lines are skipped and counted.
-    """
-    with gc_paused():
-        scan = _scan(data, source, use_index=False)
-    return JsonlContents(rows=[scan.decoded[i] for i in range(len(scan.keys))], header=scan.header,
-                         warnings=scan.warnings, good_bytes=scan.good_bytes,
-                         needs_newline=scan.needs_newline, bad_lines=scan.bad_lines)
-
-
-_DECODE = json.JSONDecoder().decode
-
-
-@dataclass
-class _Scan:
-    """What ``_scan`` found in a checkpoint's bytes (rows by span and key, not decoded)."""
-    header: dict | None = None
-    spans: list = field(default_factory=list)     # [(start, end)] of every row line
-    keys: list = field(default_factory=list)      # row_key per span
-    decoded: dict = field(default_factory=dict)   # span index -> row decoded while scanning
-    entries: list = field(default_factory=list)   # [(end, crc, key)] for the .keys index
-    warnings: list = field(default_factory=list)
-    good_bytes: int = 0
-    needs_newline: bool = False
-    bad_lines: int = 0
-    index_stale: bool = False
-
-
-def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
-    """Split JSONL bytes into row lines and key each one: from the ``.keys`` index beside
-    ``path`` when the line's end offset and CRC match it, else by decoding the line (every line
-    when ``use_index`` is False). A torn last line is dropped with a warning; a whole last line
-    without its newline is kept (``needs_newline``); complete lines that are not JSON objects
-    are skipped and counted."""
-    out = _Scan(good_bytes=len(data))
-    if not data:
-        return out
-    cut = data.rfind(b"\n") + 1
-    view = memoryview(data)
-    first_end = data.find(b"\n")
-    if first_end > 0 and data.find(HEADER_KEY.encode(), 0, first_end) >= 0:
-        try:
-            out.header = _DECODE(data[:first_end].decode("utf-8"))
-        except ValueError:
-            out.header = None
-    index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
-    hits, pos, number = 0, 0, 0
-    find, crc32 = data.find, line_crc
-    while pos < cut:
-        end = find(b"\n", pos)
-        number += 1
-        if end == pos:
-            pos += 1
-            continue
-        crc = crc32(view[pos:end]) if use_index else 0       # only the index needs it
-        hit = index.get(end)
-        if hit is not None and hit[0] == crc:
-            key = hit[1]
-            hits += 1
-        else:
-            line = data[pos:end].decode("utf-8", "replace")
-            try:
-                obj = _DECODE(line)
-            except ValueError:
-                obj = None if line.strip() else ""
-            if obj == "":
-                pos = end + 1
-                continue
-            if type(obj) is not dict:
-                out.bad_lines += 1
-                out.warnings.append(f"{path}: line {number} is not a JSON object; skipped")
-                pos = end + 1
-                continue
-            if HEADER_KEY in obj:
-                out.header = out.header or obj
-                pos = end + 1
-                continue
-            key = row_key(obj)
-            out.decoded[len(out.keys)] = obj
-        out.spans.append((pos, end))
-        out.keys.append(key)
-        out.entries.append((end, crc, key))
-        pos = end + 1
-    tail = data[cut:]
-    if tail.strip():
-        try:
-            obj = json.loads(tail)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            if HEADER_KEY in obj:
-                out.header = out.header or obj
-            else:
-                key = row_key(obj)
-                out.decoded[len(out.keys)] = obj
-                out.spans.append((cut, len(data)))
-                out.keys.append(key)
-                out.entries.append((len(data), crc32(tail), key))
-            out.needs_newline = True
-        else:
-            out.good_bytes = cut
-            out.warnings.append(
-                f"{path}: dropped a torn last line ({len(tail)} bytes, no trailing newline); "
-                "it was being written when the run stopped and will be redone"
-            )
-    out.index_stale = hits != len(out.entries) or hits != len(index)
-    return out
+def _refuse_foreign_rows(path, decoded: dict) -> None:
+    """A file without a checkpoint header is resumed only when every line is a row a run
+    wrote (a ``save()`` file, say); chat transcripts or any other JSONL are refused untouched."""
+    for row in decoded.values():
+        missing = [name for name, kind in _ROW_FIELDS if not isinstance(row.get(name), kind)]
+        if missing:
+            keys = ", ".join(sorted(map(str, row))[:6]) or "none"
+            raise ValueError(
+                f"checkpoint={str(path)!r} is not a whileai_ray checkpoint: it has no checkpoint header "
+                f"and holds lines that are not rows of a run (no {'/'.join(missing)}; keys: {keys}). "
+                "The file was left untouched; pass a new checkpoint path.")
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -213,10 +82,13 @@ class JsonlCheckpoint:
         ck.close()
     """
 
-    def __init__(self, path, fingerprint: dict):
+    def __init__(self, path, fingerprint: dict, *, run_id: str | None = None, caller: dict | None = None,
+                 lock: bool = True):
         if not isinstance(fingerprint, dict):
             raise TypeError("JsonlCheckpoint(fingerprint=...) expects the dict from store.fingerprint()")
         self.path = Path(path)
+        # one writer at a time (checkpoint_lock.py); run_id and caller describe this run to a second one
+        self.lock = CheckpointLock(self.path, run_id, caller) if lock else None
         self.fingerprint = dict(fingerprint)
         self.warnings: list[str] = []
         self.duplicates_skipped = 0
@@ -246,10 +118,32 @@ class JsonlCheckpoint:
             raise ValueError(f"checkpoint={str(self.path)!r} is a folder; pass a file path such as "
                              f"{str(self.path / 'checkpoint.jsonl')!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        data, scan = self._read_and_verify()            # raises before anything is written
+        if self.lock is not None:
+            self.lock.acquire()                          # CheckpointBusy: another run appends here
+            try:
+                if self.path.exists() and self.path.stat().st_size != len(data):
+                    data, scan = self._read_and_verify()     # it moved while we waited: read it again
+            except BaseException:
+                self.lock.release()
+                raise
+        try:
+            return self._open_locked(data, scan)
+        except BaseException:
+            if self.lock is not None:
+                self.lock.release()
+            raise
+
+    def _read_and_verify(self):
         data = self.path.read_bytes() if self.path.exists() else b""
         with gc_paused():
             scan = _scan(data, self.path)
-        self._verify(scan.header, bool(scan.keys), scan.bad_lines)  # raises before anything is written
+        self._verify(scan.header, bool(scan.keys), scan.bad_lines)
+        if scan.header is None:
+            _refuse_foreign_rows(self.path, scan.decoded)
+        return data, scan
+
+    def _open_locked(self, data: bytes, scan) -> DiskRows:
         if scan.good_bytes < len(data):
             with open(self.path, "r+b") as fh:
                 fh.truncate(scan.good_bytes)
@@ -258,19 +152,21 @@ class JsonlCheckpoint:
         self.warnings.extend(scan.warnings)
         for message in scan.warnings:
             log.warning(message)
-        self._fh = open(self.path, "ab")
+        self._fh = open(self.path, "ab", buffering=0)   # unbuffered: a failed write leaves nothing behind
+        self._size = self._fh.seek(0, os.SEEK_END)
         if scan.needs_newline:
-            self._fh.write(b"\n")
+            self._write(b"\n")
         if scan.good_bytes == 0 and not scan.keys:
             self._write_header()
             scan.index_stale = True
         self.header = scan.header or self._written_header
         created = (self.header or {}).get("created")
         if scan.index_stale:
+            if scan.entries:
+                self.warnings.append(f"{self._index_path}: the key index was missing, stale or tampered with; "
+                                     f"rebuilt from the {len(scan.entries)} rows of the checkpoint")
             write_index(self._index_path, created, scan.entries)
-        self._ix = open(self._index_path, "ab")
-        self._fh.flush()
-        self._size = self._fh.seek(0, os.SEEK_END)
+        self._ix = open(self._index_path, "ab", buffering=0)
         rows = self._kept(scan, data)
         self.rows_loaded = len(rows)
         return rows
@@ -316,10 +212,22 @@ class JsonlCheckpoint:
         header = {HEADER_KEY: 1, "fingerprint": self.fingerprint,
                   "created": _dt.datetime.now(_dt.timezone.utc).isoformat()}
         self._written_header = header
-        self._fh.write(dump_line(header))
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._write(dump_line(header))
         _fsync_dir(self.path.parent)
+
+    def _write(self, data: bytes) -> None:
+        """Append ``data`` whole and fsync it, or (disk full, I/O error) cut the file back to
+        where it was and raise an OSError that names the checkpoint: no torn line is left."""
+        view, done = memoryview(data), 0
+        try:
+            while done < len(view):
+                done += self._fh.write(view[done:])
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fh.fileno(), self._size)
+            raise write_error(self.path, exc, "appending to the checkpoint") from exc
+        self._size += len(data)
 
     def _take_new(self, rows) -> list[tuple]:
         """``[(row, key)]`` for the rows whose key this checkpoint has not seen (now marked
@@ -349,16 +257,21 @@ class JsonlCheckpoint:
             if not pairs:
                 return 0
             chunks = [dump_line(row) for row, _key in pairs]
-            self._fh.write(b"".join(chunks))
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
             entries, pos = [], self._size
+            try:
+                self._write(b"".join(chunks))
+            except OSError:
+                self._keys.difference_update(key for _row, key in pairs)
+                raise
             for chunk, (_row, key) in zip(chunks, pairs):
                 pos += len(chunk)
                 entries.append(entry_line(pos - 1, line_crc(chunk[:-1]), key))
-            self._size = pos
-            self._ix.write(b"".join(entries))   # after the fsync: the index is never ahead
-            self._ix.flush()
+            if self._ix is not None:             # after the fsync: the index is never ahead
+                try:
+                    self._ix.write(b"".join(entries))
+                except OSError:                  # an index behind its checkpoint is rebuilt on open
+                    self._ix.close()
+                    self._ix = None
             self.rows_written += len(chunks)
             return len(chunks)
 
@@ -371,6 +284,8 @@ class JsonlCheckpoint:
             if self._ix is not None:
                 self._ix.close()
                 self._ix = None
+            if self.lock is not None:
+                self.lock.release()
 
     def __enter__(self):
         self.open()

@@ -18,15 +18,15 @@ back with ``read_parquet`` decodes ``row_json`` and returns rows equal to those 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .jsonl import gc_paused
-from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text,
-                     key_string, record_of, row_key)
+from .atomic import atomic_path
+from .disk_rows import gc_paused
+from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
+                     record_of, row_key)
 
 __all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "COMPACT_NAME"]
 
@@ -49,9 +49,8 @@ def rows_to_table(rows: list[dict]) -> pa.Table:
 
 
 def _atomic_write_table(table: pa.Table, path: Path, row_group_size: int) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, row_group_size=max(1, row_group_size), compression=_COMPRESSION)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, row_group_size=max(1, row_group_size), compression=_COMPRESSION)
 
 
 def write_parquet(rows, path, row_group_size: int = 2000) -> str:
@@ -142,8 +141,15 @@ class ParquetSink:
             for file in existing:
                 file.unlink()
             existing = []
-        for file in existing:
-            self._keys.update(pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist())
+        self.warnings: list[str] = []
+        for file in list(existing):
+            try:
+                self._keys.update(pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist())
+            except (OSError, ValueError, pa.ArrowException) as exc:   # the JSONL beside it is the truth
+                file.unlink()
+                existing.remove(file)
+                self.warnings.append(f"{file}: unreadable Parquet ({type(exc).__name__}: {str(exc)[:120]}); "
+                                     "removed, its rows are rebuilt from the checkpoint when the run closes")
         numbers = [int(p.stem.split("-")[1]) for p in existing if p.name != COMPACT_NAME]
         self._next_part = max(numbers) + 1 if numbers else 0
 
@@ -200,8 +206,7 @@ class ParquetSink:
         target = self.folder / COMPACT_NAME
         parts = self.parts()
         sources = ([target] if target.is_file() else []) + parts
-        tmp = target.with_name(COMPACT_NAME + ".tmp")
-        with pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
+        with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
             pending, count = [], 0
             for source in sources:
                 table = pq.read_table(source)
@@ -212,7 +217,6 @@ class ParquetSink:
                     pending, count = [], 0
             if pending:
                 writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
-        os.replace(tmp, target)
         for part in parts:
             part.unlink()
         return str(target)

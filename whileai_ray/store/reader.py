@@ -20,8 +20,9 @@ import logging
 import os
 from pathlib import Path
 
+from ..core.strict_json import dumps
+from .atomic import atomic_path, fsync_file
 from .jsonl import dump_line, parse_jsonl
-from .parquet import COMPACT_NAME, read_parquet
 
 __all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for"]
 
@@ -54,6 +55,13 @@ def _read_meta(path: Path) -> dict:
     return {}
 
 
+def _parquet():
+    """``store/parquet.py``, imported on first use: pyarrow costs ~0.3 s, which ``import whileai_ray``
+    and a JSONL-only load must not pay."""
+    from . import parquet
+    return parquet
+
+
 def _is_parquet(path: Path) -> bool:
     if path.suffix == ".parquet":
         return True
@@ -76,14 +84,15 @@ def load_rows(path) -> tuple[list[dict], dict]:
         raise FileNotFoundError(f"load(path={str(path)!r}): no such file or folder")
     warnings: list[str] = []
     if path.is_file():
-        rows = read_parquet(path) if _is_parquet(path) else _read_jsonl(path, warnings)
-    elif (path / COMPACT_NAME).is_file() or any(path.glob("part-*.parquet")):
-        rows = read_parquet(path)
+        rows = _parquet().read_parquet(path) if _is_parquet(path) else _read_jsonl(path, warnings)
+    elif any(path.glob("*.parquet")) and ((path / _parquet().COMPACT_NAME).is_file()
+                                         or any(path.glob("part-*.parquet"))):
+        rows = _parquet().read_parquet(path)
     else:
         files = sorted(path.glob("*.jsonl"))
         if not files:
             raise FileNotFoundError(
-                f"load(path={str(path)!r}): the folder holds no {COMPACT_NAME}, part-*.parquet "
+                f"load(path={str(path)!r}): the folder holds no rows.parquet, part-*.parquet "
                 "or *.jsonl files; pass the file or folder a run wrote"
             )
         rows = []
@@ -100,13 +109,10 @@ def load_rows(path) -> tuple[list[dict], dict]:
 def _atomic_write_bytes(chunks, path) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         for chunk in chunks:
             fh.write(chunk)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+        fsync_file(fh)
     return str(path)
 
 
@@ -124,5 +130,4 @@ def save_jsonl_atomic(rows, path) -> str:
 
 def save_meta_atomic(meta: dict, path) -> str:
     """Write the ``save(meta=True)`` sidecar of ``path`` atomically; return the sidecar path."""
-    text = json.dumps(meta, default=str, indent=1)
-    return _atomic_write_bytes([text.encode("ascii")], meta_path_for(path))
+    return _atomic_write_bytes([dumps(meta, indent=1).encode("ascii")], meta_path_for(path))

@@ -19,14 +19,8 @@ replay settles are decoded while the run goes; the rest are decoded once, at the
 """
 from __future__ import annotations
 
-from .disk_rows import DiskRows
-from .row_key import row_key
-
-
-def unit_row_key(unit) -> tuple:
-    s = unit.situation
-    return row_key({"scenario_id": s.scenario_id, "prompt": s.prompt, "rollout_index": unit.rollout_index,
-                    "lineage": {"eval_run": unit.eval_run}})
+from ..core.identity import unit_row_key
+from .disk_rows import DiskRows, gc_paused
 
 
 class ResumeIndex:
@@ -60,18 +54,27 @@ class ResumeIndex:
         """Settle these keys at once (a planner snapshot's rows), rows left undecoded; False,
         and nothing claimed, unless every key is on disk and unclaimed."""
         keys = [tuple(k) for k in keys]
-        if any(k not in self._by_key for k in keys):
+        if len(set(keys)) != len(keys) or any(k not in self._by_key for k in keys):
             return False
         for k in keys:
             self._claimed[k] = self._by_key.pop(k)
         return True
+
+    def on_disk(self, keys) -> int:
+        """How many of ``keys``, from the first, are on disk and unclaimed (each once)."""
+        seen = set()
+        for i, key in enumerate(keys):
+            key = tuple(key)
+            if key in seen or key not in self._by_key:
+                return i
+            seen.add(key)
+        return len(keys)
 
     def claimed_row(self, key) -> dict:
         return self._rows[self._claimed[tuple(key)]]
 
     def leftover(self) -> list:
         """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""
-        from .jsonl import gc_paused
         with gc_paused():
             return [self._rows[i] for i in sorted(self._by_key.values())]
 

@@ -52,7 +52,8 @@ import json
 
 import pyarrow as pa
 
-from .row_key import prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
+from ..core.identity import key_string, prompt_sha, row_key  # noqa: F401  (re-exported: the identity lives there)
+from ..core.strict_json import dumps
 
 __all__ = [
     "SCHEMA_VERSION", "METADATA_VERSION_KEY", "row_key", "key_string",
@@ -79,13 +80,8 @@ TAG_KEYS = (
     "user", "history",
 )
 
-# ASCII-escaped JSON: any Python str (even a lone surrogate) survives the round trip.
-_DUMP = json.JSONEncoder(separators=(",", ":"), default=str).encode
-
-
-def key_string(key: tuple) -> str:
-    """``row_key`` as one string, the form stored in the Parquet ``row_key`` column."""
-    return "|".join(str(part) for part in key)
+# Strict ASCII JSON (strict_json.py): DuckDB and polars can parse every JSON column.
+_DUMP = dumps
 
 
 def arrow_schema() -> pa.Schema:

@@ -1,13 +1,11 @@
-"""CheckpointSink: what the driver appends landed rows to (the rows() form, one fsync a batch)."""
+"""CheckpointSink: what the driver appends landed rows to (the stored form, one fsync a batch)."""
 from __future__ import annotations
 
-from .row_builder import export_row
+import os
 
-
-def parquet_folder_for(checkpoint_path) -> str:
-    """Where the Parquet side of a checkpoint lives: ``<stem>.parquet/`` beside the JSONL."""
-    p = str(checkpoint_path)
-    return (p[:-6] if p.endswith(".jsonl") else p) + ".parquet"
+from ..core.rows import stored_row
+from .jsonl import dump_line
+from .run_files import parquet_folder_for  # noqa: F401  (re-exported)
 
 
 class CheckpointSink:
@@ -17,27 +15,35 @@ class CheckpointSink:
     are skipped), so the two never disagree about which rows exist."""
 
     def __init__(self, checkpoint, parquet: bool = True):
-        from .parquet import ParquetSink
+        from .parquet import ParquetSink   # lazy: pyarrow, only when a run writes Parquet
         self.checkpoint = checkpoint
         self.loaded = checkpoint.open()
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
         self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
+        if self.parquet is not None:
+            self.warnings.extend(self.parquet.warnings)
 
     def append(self, rows: list[dict]) -> None:
-        exported = [export_row(r) for r in rows]
+        exported = [stored_row(r) for r in rows]
         self.checkpoint.append(exported)
         if self.parquet is not None:
             self.parquet.write(exported)
 
-    def close(self) -> None:
-        self.checkpoint.close()
-        if self.parquet is not None:
-            # rows a crash left in the JSONL but not yet in a part file (at most one row group);
-            # only those are decoded
-            missing = self.parquet.missing(self.loaded.keys)
-            self.parquet.write([self.loaded[i] for i in missing])
-            self.parquet.close(compact=True)
+    def close(self, compact: bool = True) -> None:
+        """Finish the Parquet side, then close the checkpoint (which releases its lock last, so
+        the next run never meets a compaction in progress)."""
+        try:
+            if self.parquet is not None and not compact:    # leave the parts; the next run compacts them
+                self.parquet.close(compact=False)
+            elif self.parquet is not None:
+                # rows a crash left in the JSONL but not yet in a part file (at most one row group);
+                # only those are decoded
+                missing = self.parquet.missing(self.loaded.keys)
+                self.parquet.write([self.loaded[i] for i in missing])
+                self.parquet.close(compact=True)
+        finally:
+            self.checkpoint.close()
 
 
 class StreamSink:
@@ -48,15 +54,13 @@ class StreamSink:
     """
 
     def __init__(self, path: str):
-        import os
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         self.path = path
         self._fh = open(path, "wb")
 
     def append(self, rows: list[dict]) -> None:
-        from .jsonl import dump_line
-        self._fh.write(b"".join(dump_line(export_row(r)) for r in rows))
+        self._fh.write(b"".join(dump_line(stored_row(r)) for r in rows))
         self._fh.flush()
 
     def close(self) -> None:

@@ -2,7 +2,7 @@
 
 The scripted server (``testing/server.py``) wraps this in HTTP; tests and notebooks can also
 call :func:`scripted_completion` directly. Every choice is a function of the server seed and the
-request content alone (keyed draws from ``rng.py``), so the same conversation always gets the
+request content alone (keyed draws from ``core/rng.py``), so the same conversation always gets the
 same reply, on any machine and in any order.
 
 The script, in the order the rules are tried:
@@ -30,7 +30,7 @@ import json
 import re
 
 from ..agents.user_sim import USER_MARKER
-from ..rng import draw, short_hash, stable_hash
+from ..core.rng import draw, short_hash, stable_hash
 from ..situations.writer_prompt import AMPLIFY_MARKER, WRITER_MARKER
 
 __all__ = ["ID_PATTERN", "USER_MARKER", "JUDGE_MARKER", "scripted_completion", "count_tokens",

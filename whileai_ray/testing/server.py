@@ -28,7 +28,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 
-from ..rng import draw, short_hash
+from ..core.rng import draw, short_hash
 from .scripted_replies import scripted_completion
 
 __all__ = ["ServerOptions", "ScriptedServer", "start_server", "main"]
@@ -46,6 +46,7 @@ class ServerOptions:
     require_key: str | None = None
     model: str = "scripted"
     ask_rate: float = 0.25
+    cost_per_token: float = 0.0        # > 0: usage carries "cost", as OpenRouter-style endpoints report it
 
     def __post_init__(self):
         for name in ("error_rate", "malformed_rate", "ask_rate"):
@@ -96,6 +97,8 @@ class ScriptedServer:
         if opts.malformed_rate and draw(opts.seed, "malformed", fingerprint, nth) < opts.malformed_rate:
             return 200, b'{"id": "chatcmpl-broken", "choices": [ {"message": '
         reply = scripted_completion(request, seed=opts.seed, model=opts.model, ask_rate=opts.ask_rate)
+        if opts.cost_per_token:
+            reply["usage"]["cost"] = round(reply["usage"]["total_tokens"] * opts.cost_per_token, 9)
         return 200, json.dumps(reply).encode()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -145,7 +148,7 @@ def start_server(port: int = 0, **opts):
     """Start the scripted server in a daemon thread; return ``(host, port, stop)``.
 
     ``opts`` are :class:`ServerOptions` fields (seed, latency_ms, error_rate, malformed_rate,
-    require_key, model, ask_rate). ``stop()`` shuts it down and joins the thread.
+    require_key, model, ask_rate, cost_per_token). ``stop()`` shuts it down and joins the thread.
     The handler (with its request count) is available as ``stop.server``.
     """
     options = ServerOptions(**opts)

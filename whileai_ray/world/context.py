@@ -1,7 +1,7 @@
 """The rollout context: what the world and the agent may know about the rollout being played.
 
 Before every rollout the player builds a :class:`RolloutContext` and activates it with
-``with activate(ctx): ...``. While it is active, ``current_rollout`` (a module-level proxy, also
+``with activate(ctx): ...``. While it is active, ``current_rollout`` (``world/current.py``, also
 exported as ``wai.current_rollout``) reads from it, so an ``execute=`` callback or an agent can ask
 ``current_rollout.prompt``, ``.rollout_index``, ``.seed``, ``.faults``, ``.world_state``... Outside
 a rollout every such attribute is ``None``.
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["RolloutContext", "current_rollout", "activate", "active_context", "privileged_block"]
+__all__ = ["RolloutContext", "activate", "active_context", "privileged_block"]
 
 
 @dataclass(slots=True)
@@ -56,62 +56,6 @@ def activate(ctx: RolloutContext):
         yield ctx
     finally:
         _ACTIVE.reset(token)
-
-
-_READABLE = frozenset(RolloutContext.__slots__)
-
-
-class _CurrentRollout:
-    """Read-only view of the active rollout. ``current_rollout.prompt`` etc.; None outside a rollout."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str):
-        if name not in _READABLE:
-            raise AttributeError(f"current_rollout has no attribute {name!r}; "
-                                 f"readable: {', '.join(sorted(_READABLE))}")
-        ctx = _ACTIVE.get()
-        return None if ctx is None else getattr(ctx, name)
-
-    def __setattr__(self, name, value):
-        raise AttributeError("current_rollout is read-only; the player sets it before each rollout")
-
-    @property
-    def active(self) -> bool:
-        """True inside a rollout."""
-        return _ACTIVE.get() is not None
-
-    def get(self) -> RolloutContext | None:
-        return _ACTIVE.get()
-
-    def call(self, tool: str, arguments=None) -> dict:
-        """The world's answer to ``tool(arguments)`` for this rollout (faults, world state, execute=)."""
-        ctx = _ACTIVE.get()
-        if ctx is None:
-            raise RuntimeError("current_rollout.call() works only inside a rollout; outside one use "
-                               "wai.world(tools).call(tool, arguments)")
-        if ctx.world is None:
-            from .mock import World   # local import: mock imports this module
-            ctx.world = World(ctx.tools, seed=0, options=ctx.world_options)
-        return ctx.world.call(tool, arguments)
-
-    def __repr__(self) -> str:
-        ctx = _ACTIVE.get()
-        if ctx is None:
-            return "current_rollout(<no rollout active>)"
-        return (f"current_rollout(scenario_id={ctx.scenario_id!r}, rollout_index={ctx.rollout_index!r}, "
-                f"seed={ctx.seed!r})")
-
-    def __reduce__(self):
-        # Pickles (cloudpickle too) as a reference to the singleton, never by value.
-        return (_current_rollout_singleton, ())
-
-
-def _current_rollout_singleton() -> "_CurrentRollout":
-    return current_rollout
-
-
-current_rollout = _CurrentRollout()
 
 
 _OPEN_STATES = frozenset(("entity exists", "unknown", "unspecified"))

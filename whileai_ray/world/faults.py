@@ -7,7 +7,7 @@ Whether a call faults is a keyed draw of (run seed, scenario, rollout, tool, cal
 """
 from __future__ import annotations
 
-from ..rng import draw
+from ..core.rng import draw
 from .options import CONDITION_MODES, WorldOptions
 
 __all__ = ["FAULT_MODES", "normalize_mode", "validate_fault_plan", "plan_entry", "scheduled_fault",

@@ -19,7 +19,7 @@ import ast
 import json
 import operator
 
-from ..rng import stable_hash
+from ..core.rng import stable_hash
 from .context import active_context
 from .faults import fault_answer, scheduled_fault
 from .options import WorldOptions, world_options

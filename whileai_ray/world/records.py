@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..rng import stable_hash
+from ..core.rng import stable_hash
 from .options import WorldOptions
 
 __all__ = ["ID_RE", "ToolSpec", "tool_specs", "is_placeholder", "record_hash", "exists", "make_record"]

@@ -1,0 +1,122 @@
+"""Issue 11 item 2: one checkpoint, one writer.
+
+A second live run on a checkpoint fails fast naming the first (pid, host, run id) and the first
+finishes alone; the Driver of a caller killed with SIGKILL lets go at once and an immediate
+resume appends alone; the Driver of a frozen caller (SIGSTOP) stops appending once its polls
+stop, so it never writes beside a resume."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import whileai_ray as wai
+from whileai_ray.store.schema import row_key
+
+QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
+
+VICTIM = r"""
+import sys, time, whileai_ray as wai
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object",
+    "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+class Slow:
+    def __init__(self, delay):
+        self.a, self.delay = wai.seeded_agent(TOOLS), delay
+        self.__name__ = "seeded_agent"
+    def __call__(self, m):
+        time.sleep(self.delay)
+        return self.a(m)
+ck, budget, delay, concurrency = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+data = wai.simulate(Slow(delay), tools=TOOLS, simulator=False, budget=budget, seed=9, checkpoint=ck,
+                    concurrency=concurrency, advanced={"run_id": "victim-run", "progress_every_rows": 10**6,
+                                                       "progress_every_s": 3600.0})
+print("ROWS", len(data.rows()))
+"""
+
+
+def body(path):
+    if not os.path.exists(path):
+        return []
+    out = []
+    for line in open(path, encoding="utf-8").read().splitlines():
+        if line.strip() and "_whileai_ray_checkpoint" not in line:
+            out.append(json.loads(line))
+    return out
+
+
+def start_victim(ray_local, tmp_path, ck, budget, delay, concurrency):
+    script = tmp_path / "victim.py"
+    script.write_text(VICTIM)
+    env = dict(os.environ, RAY_ADDRESS=ray_local.get_runtime_context().gcs_address,
+               WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled")
+    return subprocess.Popen([sys.executable, str(script), str(ck), str(budget), str(delay), str(concurrency)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def wait_rows(proc, ck, n, timeout=120):
+    deadline = time.monotonic() + timeout
+    while len(body(ck)) < n:
+        assert proc.poll() is None, "the victim ended before it wrote enough rows"
+        assert time.monotonic() < deadline, "the victim wrote too slowly"
+        time.sleep(0.05)
+
+
+def test_a_second_run_on_a_live_checkpoint_fails_fast_naming_the_first(ray_local, tools, tmp_path):
+    ck = tmp_path / "ck.jsonl"
+    proc = start_victim(ray_local, tmp_path, ck, budget=400, delay=0.05, concurrency=4)
+    try:
+        wait_rows(proc, ck, 20)
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match="is being written by") as info:
+            wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=400, seed=9,
+                         checkpoint=str(ck), advanced=QUIET)
+        assert time.monotonic() - t0 < 15
+        said = str(info.value)
+        assert "victim-run" in said and f"pid {proc.pid}" in said and socket.gethostname() in said, said
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "ROWS 400" in out
+    rows = body(ck)
+    assert len(rows) == 400 and len({row_key(r) for r in rows}) == 400
+
+
+def test_a_killed_callers_driver_lets_go_and_an_immediate_resume_appends_alone(ray_local, tools, tmp_path):
+    ck = tmp_path / "ck.jsonl"
+    proc = start_victim(ray_local, tmp_path, ck, budget=1500, delay=0.01, concurrency=16)
+    wait_rows(proc, ck, 150)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    full = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=1500, seed=9,
+                        concurrency=16, advanced=QUIET)
+    resumed = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=1500, seed=9,
+                           concurrency=16, checkpoint=str(ck), advanced=QUIET)
+    rows = body(ck)
+    assert len(rows) == 1500 and len({row_key(r) for r in rows}) == 1500
+    assert [r["final_text"] for r in resumed.rows()] == [r["final_text"] for r in full.rows()]
+
+
+def test_a_frozen_callers_driver_stops_appending_and_a_resume_takes_over(ray_local, tools, tmp_path):
+    ck = tmp_path / "ck.jsonl"
+    proc = start_victim(ray_local, tmp_path, ck, budget=2500, delay=0.1, concurrency=8)
+    try:
+        wait_rows(proc, ck, 60)
+        proc.send_signal(signal.SIGSTOP)          # alive, but it polls its Driver no more
+        time.sleep(14.0)                          # caller_timeout_s is 10 s by default
+        first = len(body(ck))
+        time.sleep(3.0)
+        assert len(body(ck)) == first < 2500, "the Driver of a frozen caller went on appending"
+        resumed = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=2500, seed=9,
+                               concurrency=8, checkpoint=str(ck), advanced=QUIET)
+        assert resumed.search["rollouts"]["resumed"] == first
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    rows = body(ck)
+    assert len(rows) == 2500 and len({row_key(r) for r in rows}) == 2500

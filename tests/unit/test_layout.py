@@ -1,0 +1,107 @@
+"""The layout's rules, as a newcomer reads them in the README: one concept a folder, imports
+pointing down, no cycles, small modules, a light ``import whileai_ray``, and no Ray in unit tests.
+(The layer contracts themselves are checked by ``lint-imports``; see pyproject.toml.)"""
+import pathlib
+import subprocess
+import sys
+
+import grimp
+import pytest
+
+import whileai_ray
+
+PACKAGE = pathlib.Path(whileai_ray.__file__).parent
+
+
+def _cycles(graph_edges: dict) -> list:
+    """Strongly connected components with more than one member (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in sorted(graph_edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph_edges[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph_edges.get(child, ())))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    member = stack.pop()
+                    on.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph():
+    # every import counts, those inside functions too (they used to hide 88 cycles' worth of edges)
+    return grimp.build_graph("whileai_ray", exclude_type_checking_imports=True)
+
+
+def test_no_module_level_import_cycle(graph):
+    edges = {m: {i for i in graph.find_modules_directly_imported_by(m) if i.startswith("whileai_ray")}
+             for m in graph.modules}
+    assert _cycles(edges) == []
+
+
+def test_no_package_level_import_cycle(graph):
+    def folder(module):
+        parts = module.split(".")
+        return ".".join(parts[:2])
+    edges: dict = {}
+    for m in graph.modules:
+        if m == "whileai_ray":                      # the re-exporting __init__ sits above everything
+            continue
+        for i in graph.find_modules_directly_imported_by(m):
+            if i.startswith("whileai_ray.") and folder(i) != folder(m):
+                edges.setdefault(folder(m), set()).add(folder(i))
+    assert _cycles(edges) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_import_whileai_ray_loads_neither_ray_nor_pyarrow():
+    code = ("import sys, whileai_ray; "
+            "print(sorted(m for m in ('ray', 'pyarrow', 'openai', 'httpx') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_top_level_holds_only_entry_points():
+    files = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert files == ["__init__.py", "cli.py", "errors.py", "simulation.py"]
+
+
+def test_no_module_over_400_lines():
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+def test_a_unit_test_cannot_start_ray():
+    from whileai_ray.runtime.cluster import ensure_ray
+    with pytest.raises(RuntimeError, match="move this test to tests/ray/"):
+        ensure_ray()

@@ -1,0 +1,159 @@
+"""The planner snapshot as plain data (no Ray): state() / restore through a real file, the deltas,
+the compaction, and a reader that opens nothing it does not recognise."""
+import builtins
+import json
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from whileai_ray.core.columns import State
+from whileai_ray.search.planner import Outcome, PlanSettings, Planner
+from whileai_ray.situations.grid import build_axes, pairwise_cells
+from whileai_ray.situations.template_writer import TemplateWriter
+from whileai_ray.store.plan_snapshot_file import SnapshotFile, merge, read_snapshot
+from whileai_ray.store.plan_snapshot_frames import encode_frame, read_frames
+from whileai_ray.core.identity import unit_row_key
+
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
+    "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+
+
+def _planner(budget=2500, **kw):
+    axes = build_axes(TOOLS, "", None)
+    s = PlanSettings(run_id="r", seed=3, budget=budget, tools=TOOLS, axes=axes, **kw)
+    return Planner(s, TemplateWriter(TOOLS, "", 3), pairwise_cells(axes))
+
+
+def _outcome(u):
+    """A scripted verdict from the unit's key: some units fail, some rows are fault parents."""
+    h = int(unit_row_key(u)[1][:6], 16) % 100 + u.attempt
+    if h % 20 == 0:
+        return Outcome(unit=u, row=None, unusable="agent_error")
+    row = {"prompt": u.prompt, "tools_used": ["lookup_order"] * (h % 3), "arm": u.situation.arm,
+           "scenario_id": u.situation.scenario_id, "scenario_dimensions": u.situation.dims,
+           "behavior_signature": f"sig{h % 7}"}
+    return Outcome(unit=u, row=row, label=h % 2, fault_parent=bool(u.faults) and h % 2 == 0,
+                   graded_failure=h % 5 == 0, failed_markers=("x",) if h % 11 == 0 else ())
+
+
+def _step(planner, r):
+    units = planner.decide(r)
+    planner.observe([_outcome(u) for u in units])
+    return [(u.key, u.attempt, u.ordinal, json.dumps(u.faults), u.situation.to_dict()) for u in units]
+
+
+def _write(file, planner):
+    st = planner.state()
+    return file.write(json.dumps({"planner": st.meta}), {f"planner.{k}": v for k, v in st.logs.items()},
+                      {f"planner.{k}": v for k, v in st.tables.items()})
+
+
+def _restore(meta, arrays, **kw):
+    return _planner(**kw).restore(State({"planner": meta["planner"]}, logs=arrays).part("planner"))
+
+
+@pytest.mark.parametrize("kw", [{}, {"k": 4, "repeat_policy": "successive"}, {"k": 2, "n": 2, "repeat_policy": "fixed"}])
+def test_a_planner_restored_from_its_snapshot_file_decides_what_the_original_decides(tmp_path, kw):
+    a = _planner(**kw)
+    f = SnapshotFile(tmp_path / "ck.jsonl.plan", "created-1", "plan-1")
+    for r in range(24):
+        _step(a, r)
+        if r % 3 == 2:
+            _write(f, a)                          # a base, deltas, and compactions
+    snap, problem = read_snapshot(tmp_path / "ck.jsonl.plan", "created-1", "plan-1")
+    assert problem is None and len(snap["frames"]) >= 2
+    b = _restore(snap["meta"], snap["arrays"], **kw)
+    for wid, sit in a.words.held.items():         # every Situation still needed is written again alike
+        assert b.words.write_again(wid, b).to_dict() == sit.to_dict()
+    assert b.landed_keys() == a.landed_keys()
+    ahead = [_step(a, r) for r in range(24, 400) if not a.stop_reason()]
+    again = [_step(b, r) for r in range(24, 400) if not b.stop_reason()]
+    assert ahead == again and a.landed == b.landed == 2500
+    assert a.book.stats() == b.book.stats() and a.tracker.report_keys() == b.tracker.report_keys()
+    assert a.family.stats() == b.family.stats() and a.bandit.stats() == b.bandit.stats()
+    assert a.tracker.curve == b.tracker.curve
+
+
+def test_snapshots_append_deltas_and_compaction_keeps_the_step_before_the_last(tmp_path):
+    p = _planner()
+    path = tmp_path / "x.plan"
+    f = SnapshotFile(path, "c", "p")
+    for r in range(20):
+        _step(p, r)
+    sizes, states = [(_write(f, p), path.stat().st_size)], [p.landed]
+    for r in range(20, 32):
+        _step(p, r)
+        sizes.append((_write(f, p), path.stat().st_size))
+        states.append(p.landed)
+    base = sizes[0][0]
+    deltas = [n for (n, size), (_, prev) in zip(sizes[1:], sizes) if size == prev + n]   # appended
+    compactions = [n for (n, size), (_, prev) in zip(sizes[1:], sizes) if size == n]   # rewritten
+    assert deltas and compactions
+    assert all(n < base / 4 for n in deltas)                       # a round's delta costs what changed
+    frames, stopped = read_frames(path.read_bytes())
+    assert stopped is None and len(frames) >= 2
+    before_last, _ = merge(frames[:-1])                           # the step before the last is there
+    assert before_last["planner"]["landed"] == states[-2]
+
+
+def test_a_torn_or_damaged_tail_keeps_the_whole_frames_before_it(tmp_path):
+    p = _planner()
+    path = tmp_path / "x.plan"
+    f = SnapshotFile(path, "c", "p")
+    for r in range(4):
+        _step(p, r)
+        _write(f, p)
+    whole = path.read_bytes()
+    n = len(read_frames(whole)[0])
+    path.write_bytes(whole[:-7])                                   # torn while appending
+    snap, problem = read_snapshot(path, "c", "p")
+    assert problem is None and len(snap["frames"]) == n - 1
+    damaged = bytearray(whole)
+    damaged[-20] ^= 0xFF                                           # a flipped bit in the last frame
+    frames, stopped = read_frames(bytes(damaged))
+    assert len(frames) == n - 1 and "CRC" in stopped
+
+
+def test_a_planner_snapshot_that_is_not_this_format_is_never_opened(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):                                      # unpickling would create the marker
+            return builtins.open, (str(marker), "w")
+
+    path = tmp_path / "ck.jsonl.plan"
+    path.write_bytes(pickle.dumps({"version": 1, "planner": Payload()}))
+    snap, problem = read_snapshot(path, "c", "p")
+    assert snap is None and "pickle" in problem and not marker.exists()
+    path.write_bytes(b"\x00garbage" * 100)
+    assert read_snapshot(path, "c", "p")[0] is None
+    assert read_snapshot(tmp_path / "absent.plan", "c", "p") == (None, None)
+    f = SnapshotFile(path, "c", "p")
+    _write(f, _planner())
+    assert "another checkpoint" in read_snapshot(path, "other", "p")[1]
+    assert "another plan" in read_snapshot(path, "c", "other")[1]
+    frame = encode_frame({"format": 99, "kind": "base"}, {})
+    path.write_bytes(frame)
+    assert "format 99" in read_snapshot(path, "c", "p")[1]
+
+
+def test_frames_hold_plain_numeric_columns_only(tmp_path):
+    with pytest.raises(TypeError, match="snapshot array"):
+        encode_frame({}, {"x": np.array(["a", "b"], dtype=object)})
+    good = encode_frame({"kind": "base"}, {"ids": np.arange(20, dtype=np.int64), "sk": np.ones((3, 4), np.uint32)})
+    (header, arrays), = read_frames(good)[0]
+    assert arrays["ids"].tolist() == list(range(20)) and arrays["sk"].shape == (3, 4)
+    assert header["diff"] == ["ids"]                               # a rising column is kept as differences
+    # a well-formed frame with a string column is refused, not decoded into objects
+    import struct
+    import zlib
+    schema = pa.schema([pa.field("s", pa.list_(pa.string()))],
+                       metadata={b"whileai_ray_plan": json.dumps({"shapes": {"s": [1]}}).encode()})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as w:
+        w.write_batch(pa.record_batch([pa.array([["x"]], pa.list_(pa.string()))], schema=schema))
+    payload = sink.getvalue().to_pybytes()
+    frames, stopped = read_frames(struct.pack("<8sII", b"WAIPLANF", len(payload), zlib.crc32(payload)) + payload)
+    assert frames == [] and "type" in stopped

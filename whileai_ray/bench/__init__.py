@@ -1,0 +1,2 @@
+"""``whileai-ray bench``: the speed lines the issues quote, measured end to end.
+"""

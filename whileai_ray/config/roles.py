@@ -1,0 +1,85 @@
+"""The models a run talks to, resolved and checked before any budget is spent.
+
+The agent (a backend object or spec string), the situation writer (``simulator=``), the
+simulated user (``user_model=``, the agent's own model by default) and the LLM judge
+(``grade=True`` / ``llm_grade=True``) each speak to an OpenAI-compatible endpoint. A role that
+is needed and not configured, a missing key or an unreachable URL stops the run here with a
+RuntimeError that says what to set.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from ..agents.backends import parse_spec, preflight, resolve_role
+from ..agents.routing import MultiEndpoint
+from ..core.run_warning import RunWarning
+from ..score.llm_judge import make_run_judge
+from ..situations.llm_writer import LLMWriter, resolve_writer
+
+
+@dataclass
+class Roles:
+    agent: object = None            # backends.OpenAI when the agent is model-backed
+    user: object = None             # the simulated user's backend (None: template answers)
+    writer: object = None           # an LLMWriter, or None for the offline template writer
+    judge: object = None
+    degraded: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)   # RunWarning notes for data.warnings
+
+
+def _preflight(backend, what: str):
+    try:
+        return asyncio.run(preflight(backend))
+    except RuntimeError as exc:
+        raise RuntimeError(f"{what}: {exc}") from None
+
+
+def resolve_roles(cfg) -> Roles:
+    roles = Roles()
+    if cfg.agent_kind in ("spec", "backend") or (cfg.agent is None and (cfg.backend or cfg.spec)):
+        raw = cfg.agent if cfg.agent is not None else (cfg.backend or cfg.spec)
+        if isinstance(raw, MultiEndpoint):          # several servers (ModelServers): sticky per rollout
+            try:
+                roles.agent = asyncio.run(raw.preflight())
+            except RuntimeError as exc:
+                raise RuntimeError(f"agent=: {exc}") from None
+        else:
+            roles.agent = _preflight(parse_spec(raw, argument="agent"), "agent=")
+        user = resolve_role("user_model", cfg.user_model)
+        roles.user = _preflight(user, "user_model=") if user is not None else roles.agent
+        if roles.user == roles.agent:
+            roles.degraded.append("same_model")
+            roles.warnings.append(RunWarning(f"The agent model ({roles.agent.model}) also played the user. Pass "
+                                             "user_model= to use a different model.", "same_model_user"))
+    elif cfg.agent is None:
+        raise ValueError("simulate() needs an agent: a callable message -> {'steps', 'final_text'}, a backend "
+                         "(wai.OpenAI(...)) or a spec string ('vllm:<model>@<url>')")
+    if cfg.simulator is not False:
+        backend = resolve_writer(cfg.simulator, roles.agent)
+        if backend is not None:
+            writer = LLMWriter(backend, cfg.tools, cfg.system_prompt, cfg.seed,
+                               completions_per_request=cfg.advanced.get("completions_per_request", 1))
+            writer.check()
+            roles.writer = writer
+            if roles.agent is not None and backend.model == roles.agent.model:
+                if "same_model" not in roles.degraded:
+                    roles.degraded.append("same_model")
+                roles.warnings.append(RunWarning(f"The agent model ({roles.agent.model}) also wrote the "
+                                                 "situations. Pass simulator= to use a different writer.",
+                                                 "same_model_writer"))
+    if cfg.grade is True or cfg.llm_grade:
+        arg = "grade=True" if cfg.grade is True else "llm_grade=True"
+        if resolve_role("judge") is None:
+            raise RuntimeError(
+                f"{arg} grades with an LLM judge over an OpenAI-compatible endpoint, and none is "
+                "configured: set WHILEAI_JUDGE (e.g. 'vllm:<model>@http://host:8000/v1'), call "
+                "wai.configure(judge=...), or grade offline with grader=<callable> or grade='conduct'")
+        try:
+            roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
+            roles.judge.check()
+        except RuntimeError as exc:
+            raise RuntimeError(f"{arg}: {exc}") from None
+    if cfg.traces is not None:
+        raise NotImplementedError("traces= is not implemented in this build yet")
+    return roles

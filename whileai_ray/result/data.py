@@ -1,0 +1,150 @@
+"""SimulationData: what ``simulate()`` returns, and what you can do with it next.
+
+``rows()`` gives one exported row per rollout (privileged fields scrubbed, None values
+dropped); ``trajectories`` keeps the internal rows (with the privileged block, for
+``leak_report`` and graders that may look). ``report()`` is the run's coverage summary,
+``search`` how the budget was spent, ``warnings`` what to look at before trusting a number,
+``pass_at`` the pass rates with their intervals once rows are graded.
+"""
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.rows import stored_row
+from ..core.strict_json import dumps
+from ..score.pass_at import pass_at
+from ..store.atomic import atomic_path
+from ..store.run_files import write_rows
+from .actions import RunActions
+from .html_report import write_report
+from .notebook import html_view
+from .rows_view import RowsView
+
+
+@dataclass(repr=False)
+class SimulationData(RowsView, RunActions):
+    trajectories: list = field(default_factory=list)
+    arm_yield: dict = field(default_factory=dict)
+    stopped_because: str = "budget"
+    declared_tools: set = field(default_factory=set)
+    stages: list = field(default_factory=list)
+    scaffold_chars: int = 0
+    degraded: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    semantic: bool = False
+    embedder_name: str = ""
+    elapsed_seconds: float = 0.0
+    rows_per_second: float = 0.0
+    arm_weights: dict = field(default_factory=dict)
+    scenario_generation_seconds: float = 0.0
+    embedding_selection_seconds: float = 0.0
+    rollout_seconds: float = 0.0
+    row_seconds: list = field(default_factory=list)
+    unique_prompts: int = 0
+    first_row_seconds: float = 0.0
+    unique_behavior_signatures: int = 0
+    coverage_curve: list = field(default_factory=list)
+    coverage: dict = field(default_factory=dict)
+    search: dict = field(default_factory=dict)
+    budget: int = 0
+    path: str = ""
+    mode: str = "explore"
+    repeat_policy: str = "none"
+    n_situations: int | None = None
+    requests_per_situation: int = 1
+    rollouts_per_request: int = 1
+    unique_situations: bool = False
+    allocator: dict = field(default_factory=dict)
+    writer_model: str = ""
+    user_model: str | None = None
+    system_prompts: dict = field(default_factory=dict)
+    system_prompt: str = ""
+    tools: list = field(default_factory=list)
+    _rows_cache: Any = field(default=None, repr=False, compare=False)
+
+
+    def __repr__(self) -> str:
+        return (f"SimulationData({len(self.trajectories)} rows, stopped_because={self.stopped_because!r}, "
+                f"mode={self.mode!r}, warnings={len(self.warnings)})")
+
+    # ---------------------------------------------------------------- report
+    def report(self) -> dict:
+        """Run-level coverage summary (a copy of ``coverage``)."""
+        return copy.deepcopy(self.coverage)
+
+    @property
+    def judge_model(self) -> str | None:
+        for t in self.trajectories:
+            jm = t.get("judge_meta")
+            if isinstance(jm, dict) and jm.get("model"):
+                return jm["model"]
+        return None
+
+    @property
+    def pass_at(self):
+        if self.repeat_policy in ("successive", "adaptive") and self.rollouts_per_request > 1:
+            return pass_at(self.rows, k=self.rollouts_per_request, unanimous_short=True)
+        return pass_at(self.rows)
+
+    # ------------------------------------------------------------------ save
+    def save(self, path: str, meta: bool = False) -> str:
+        """Write the rows atomically (``path.tmp`` then rename); ``meta=True`` adds the
+        ``<stem>.meta.json`` sidecar. Returns the path.
+
+        Each line is the row as ``rows()`` shows it plus its ``privileged`` block (the expected
+        outcome and hidden state a ``tasks=`` replay needs; ``rows()`` and every training export
+        strip it). A ``.parquet`` path (or a Parquet file) gets Parquet; the checkpoint this data
+        was loaded from is rewritten as a checkpoint (header, key index, Parquet side kept in
+        step); any other checkpoint is refused (``store/run_files.py``)."""
+        path = os.fspath(path)
+        write_rows([stored_row(t) for t in self.trajectories], path, source=self.path or None)
+        self.path = path
+        if meta:
+            _write_json_atomic(meta_path(path), self.meta_dict())
+        return path
+
+    def meta_dict(self) -> dict:
+        try:
+            pa = self.pass_at.to_dict()
+        except Exception:
+            pa = None
+        return {
+            "schema_version": "1", "system_prompt": self.system_prompt, "system_prompts": self.system_prompts,
+            "tools": self.tools, "stopped_because": self.stopped_because, "coverage": self.coverage,
+            "pass_at": pa, "coverage_curve": self.coverage_curve, "arm_weights": self.arm_weights,
+            "arm_yield": self.arm_yield, "search": self.search, "budget": self.budget,
+            "elapsed_seconds": self.elapsed_seconds,
+            "timings": {"scenario_generation_seconds": self.scenario_generation_seconds,
+                        "embedding_selection_seconds": self.embedding_selection_seconds,
+                        "rollout_seconds": self.rollout_seconds, "first_row_seconds": self.first_row_seconds},
+            "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model,
+            "degraded": self.degraded, "warnings": self.warnings, "stages": self.stages,
+            "mode": self.mode, "repeat_policy": self.repeat_policy,
+            "rollouts_per_request": self.rollouts_per_request,
+            "requests_per_situation": self.requests_per_situation,
+        }
+
+    def _repr_html_(self) -> str:
+        return html_view(self)
+
+    def to_html(self, path, baseline=None, *, max_rows: int = 1000, labels=None) -> str:
+        """Write this run as one self-contained HTML report (summary, pass rates with intervals,
+        coverage curve, failures by cell, tool, fault and arm, re-roll and loss causes, a row
+        browser) and return the path. ``baseline=`` (another run) puts it beside this one with
+        the paired delta. Opens offline: nothing in it is fetched. See ``result/html_report.py``."""
+        runs = [self] if baseline is None else [baseline, self]
+        if labels is None and baseline is not None:
+            labels = ["baseline", "this run"]
+        return write_report(path, runs, labels, max_rows=max_rows)
+
+
+def meta_path(path: str) -> str:
+    return (path[:-6] if path.endswith(".jsonl") else path) + ".meta.json"
+
+
+def _write_json_atomic(path: str, obj: dict) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(dumps(obj, indent=1), encoding="ascii")

@@ -1,0 +1,196 @@
+"""The run's summary: ``report()`` (coverage), ``search`` (how the budget was spent),
+``warnings`` (what to check before trusting a number). Pure functions over rows + stats.
+
+What the run hands back is a ``RunResult`` (``runtime/run_result.py``), read by field; this
+module names it for type checking only (the result layer never imports the runtime).
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ..core.defaults import LOST_REASONS, POISON_REASONS, TOOL_OK_STATUSES
+from ..core.rng import stable_hash
+from ..core.run_warning import listed
+from ..situations.grid import HARD_TIERS, all_pairs, cell_key, pairs_in
+from .warnings_text import run_warnings
+
+if TYPE_CHECKING:
+    from ..core.run_warning import RunWarning
+    from ..runtime.run_result import RunResult
+
+REASONS = LOST_REASONS
+
+
+def _shape(row: dict) -> str:
+    return "|".join(row.get("tools_used") or []) or "no_tool"
+
+
+def _tier_mix(rows, cfg, stats) -> dict:
+    counts = Counter(r.get("tier", "ordinary") for r in rows)
+    n = len(rows)
+    hard = sum(v for k, v in counts.items() if k in HARD_TIERS)
+    return {"hard_share_requested": cfg.hard_share, "hard_share_realized": round(hard / n, 4) if n else None,
+            "counts": dict(sorted(counts.items())), "rows": n}
+
+
+def _tools(rows, tool_names) -> dict:
+    out = {name: {"n": 0, "ok": 0, "fault_n": 0, "injected": 0} for name in tool_names}
+    for r in rows:
+        injected = bool(r.get("_fault_fired"))
+        for s in r.get("steps") or ():
+            name = s.get("tool") if isinstance(s, dict) else None
+            if name is None:
+                continue
+            t = out.setdefault(name, {"n": 0, "ok": 0, "fault_n": 0, "injected": 0})
+            t["n"] += 1
+            status = (s.get("result") or {}).get("status") if isinstance(s.get("result"), dict) else None
+            if status in TOOL_OK_STATUSES and not (s.get("result") or {}).get("stale"):
+                t["ok"] += 1
+            else:
+                t["fault_n"] += 1
+            if injected:
+                t["injected"] += 1
+    return out
+
+
+def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
+                 t_start) -> list[RunWarning]:
+    """Fill ``data``'s report, search figures and warnings; return every note of the run (those
+    raised as ``UserWarning`` included: ``core/run_warning.raised``)."""
+    rows = data.trajectories
+    stats = result.planner
+    n = len(rows)
+    tool_names = [t.get("function", t).get("name") for t in cfg.tools]
+    planned = {cell_key(c) for c in cells}
+    cell_counts = Counter(json.dumps(r.get("scenario_dimensions"), sort_keys=True) for r in rows
+                          if r.get("scenario_dimensions", {}).get("origin") != "realized")
+    per_cell = Counter()
+    for r in rows:
+        d = r.get("scenario_dimensions") or {}
+        if d.get("origin") != "realized":
+            per_cell[cell_key(d)] += 1
+    copies_needed = cfg.advanced.get("copies_needed", 5)
+    min_copies = min((per_cell.get(k, 0) for k in planned), default=0)
+    seen_cells = [c for c in cells if per_cell.get(cell_key(c))]
+    pairs_planned = pairs_in(cells) if cells else all_pairs(axes)
+    pairs_cov = pairs_in(seen_cells) & pairs_planned
+    faulted_rows = sum(1 for r in rows if r.get("faults"))
+    fired = sum(1 for r in rows if r.get("_fault_fired"))
+    # the three agent reasons always (zeros included, as the docs say); poison causes when they occur
+    lost_by = {k: stats.lost_by.get(k, 0) for k in REASONS if k not in POISON_REASONS or stats.lost_by.get(k, 0)}
+    elapsed = time.monotonic() - t_start
+    tier_mix = _tier_mix(rows, cfg, stats)
+    stance_mix = Counter((r.get("scenario_dimensions") or {}).get("stance", "none") for r in rows)
+    requested_rows = max(0, cfg.budget)
+    if cfg.situations is not None:
+        requested_rows = min(requested_rows, cfg.situations * cfg.phrasings * cfg.repeats)
+    tools_report = _tools(rows, tool_names)
+    knobs = {k: v for k, v in cfg.advanced.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    coverage = {
+        "rows": n, "unique_prompts": len({r["prompt"] for r in rows}),
+        "unique_scenario_ids": len({r.get("scenario_id") for r in rows}),
+        "unique_signatures": len({r.get("behavior_signature") for r in rows}),
+        "unique_cells": len(per_cell), "unique_shapes": len({_shape(r) for r in rows}),
+        "budget": requested_rows if cfg.situations is None else max(0, cfg.budget),
+        "stopped_because": data.stopped_because,
+        "saturation": bool(planned) and min_copies >= copies_needed,
+        "min_cell_copies": min_copies,
+        "pairwise": {"pairs_planned": len(pairs_planned), "pairs_covered": len(pairs_cov),
+                     "fraction": round(len(pairs_cov) / len(pairs_planned), 4) if pairs_planned else 1.0},
+        "copies_needed": copies_needed, "unique": cfg.unique_situations,
+        "unique_situations": cfg.unique_situations, "repeats": cfg.repeats, "knobs": knobs,
+        "patience": cfg.patience, "world": dict(cfg.advanced.get("world") or {}),
+        "hard_share": cfg.hard_share, "fault_rate": fault_rate, "seed": cfg.seed, "runs": cfg.runs,
+        "budget_per_run": max(0, cfg.budget), "strategy": cfg.strategy, "time_budget": cfg.time_budget,
+        "reproducible": cfg.reproducible, "concurrency": cfg.concurrency, "dimensions": cfg.dimensions,
+        "arm_weights": {}, "tasks": 0, "traces": 0, "seeds": len(seeds) + len(dropped),
+        "grader": getattr(cfg.grader, "__name__", None) if cfg.grader else None,
+        "grade": cfg.grade, "llm_grade": cfg.llm_grade, "simulator": "template",
+        "writer_model": "template", "agent_model": data_model(rows), "user_model": None,
+        "max_turns": cfg.max_turns, "avg_turns": cfg.avg_turns, "temperature": cfg.temperature,
+        "sampling": cfg.sampling, "timeout": cfg.timeout, "logprobs": cfg.logprobs,
+        "mode": cfg.mode, "repeat_policy": cfg.repeat_policy, "until": cfg.until,
+        "requested": {"fault_rate": cfg.fault_rate if cfg.fault_rate_set else None,
+                      "avg_turns": cfg.avg_turns, "stance": (cfg.dimensions or {}).get("stance")},
+        "delivered": {"rows": n, "fault_share": round(faulted_rows / n, 4) if n else 0.0,
+                      "fault_fired_share": round(fired / n, 4) if n else 0.0,
+                      "tier_mix": tier_mix["counts"], "stance_mix": dict(sorted(stance_mix.items()))},
+        "rollouts_requested": requested_rows, "rollouts_completed": n,
+        "rollouts_lost": sum(lost_by.values()), "rollouts_lost_by": lost_by, "rollouts_over_cap": 0,
+        "n_situations": stats.situations, "requests_per_situation": cfg.phrasings,
+        "rollouts_per_request": cfg.repeats, "tools": tools_report,
+        "dead_tools": [], "run_id": run_id,
+        "placement": {"rollout_actors": result.n_actors, "rows_by_node": result.node_rows,
+                      "actor_nodes": result.actor_nodes, "chunks_reissued": result.chunks_reissued,
+                      "pool": result.pool},
+    }
+    rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,
+                "rerolled": stats.rerolled,
+                "rerolled_by": {k: v for k, v in stats.rerolled_by.items() if v},
+                "timed_out": stats.timed_out, "lost": sum(lost_by.values()),
+                "lost_by": {k: v for k, v in lost_by.items() if v},
+                "situations": stats.situations, "elapsed_s": round(elapsed, 1)}
+    search = {
+        "cell_counts": dict(cell_counts), "shape_counts": dict(Counter(_shape(r) for r in rows)),
+        "region_counts": dict(Counter(r.get("scenario_id") for r in rows)),
+        "arm_counts": stats.arm_counts, "allocator": stats.allocator, "mode": cfg.mode,
+        "repeat_policy": cfg.repeat_policy, "n_req": cfg.phrasings, "k": cfg.repeats,
+        "min_cell_copies": min_copies, "copies_needed": copies_needed,
+        "mutation_aims": stats.mutation_aims, "failure_criteria": stats.failure_criteria, "rollouts": rollouts,
+        "strategy": {"requested": cfg.strategy, "resolved": "broad", "reason": "no traces -> broad exploration"},
+        "tier_mix": tier_mix,
+    }
+    if cfg.repeat_policy in ("successive", "adaptive") and cfg.repeats > 1:
+        search["groups"] = stats.groups
+    if seeds or dropped:
+        search["seeds_dropped"] = list(dropped)
+    if result.stuck_units:
+        search["stuck_units"] = result.stuck_units
+    if stats.agent_errors:
+        search["agent_errors"] = stats.agent_errors
+        if result.errors:
+            search["first_agent_error"] = result.errors[0]
+    keys = stats.coverage_keys or {}
+    for key in ("saturation", "predicted_to_saturation", "predicted_remaining"):
+        if key in keys:
+            coverage[key] = keys[key]
+    coverage["arm_weights"] = stats.arm_initial
+    search["arm_weights"] = stats.arm_weights
+    search["arms"] = stats.arms
+    search["uncovered_shapes"] = stats.uncovered_shapes
+    search["family_cap"] = stats.family_cap
+    search["copy_deficit"] = stats.copy_deficit
+    data.coverage = coverage
+    data.search = search
+    data.arm_weights = dict(search["arm_weights"])
+    data.elapsed_seconds = elapsed
+    data.rows_per_second = n / elapsed if elapsed > 0 else 0.0
+    data.first_row_seconds = result.first_row_s or 0.0
+    data.row_seconds = [r.get("_landed_s", 0.0) for r in rows]
+    data.rollout_seconds = result.elapsed_s
+    data.unique_prompts = coverage["unique_prompts"]
+    data.unique_behavior_signatures = coverage["unique_signatures"]
+    data.budget = max(0, cfg.budget)
+    data.mode, data.repeat_policy = cfg.mode, cfg.repeat_policy
+    data.n_situations = cfg.situations
+    data.requests_per_situation, data.rollouts_per_request = cfg.phrasings, cfg.repeats
+    data.unique_situations = cfg.unique_situations
+    data.allocator = stats.allocator
+    data.writer_model = "template"
+    data.declared_tools = set(tool_names)
+    data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
+    data.system_prompts = {stable_hash(cfg.system_prompt)[:16]: cfg.system_prompt}
+    data.coverage_curve = list(stats.coverage_curve or [])
+    data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",
+                   "model rollout", "full tool trajectory", "behavior signature", "row stored"]
+    notes, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate)
+    data.warnings = listed(notes)
+    data.degraded = degraded
+    return notes
+
+
+def data_model(rows) -> str | None:
+    return rows[0].get("model_version") if rows else None

@@ -1,0 +1,186 @@
+"""ActorPool: a pool (``pool.py``) whose lanes are Ray actors, spread over the cluster's nodes.
+
+Rollout lanes are ``RolloutWorker`` actors (``run_chunk``), judge lanes ``JudgeWorker`` actors
+(``judge_chunk``). Actor options come from ``advanced={"ray": {...}}`` (``num_cpus`` default 0,
+``num_gpus``, ``resources``, ``max_restarts``, ``scheduling_strategy``). Rollout actors that ask
+for no resources are placed by us, deterministically: each new actor goes to the node, among
+those the ``PoolPlan`` names (the alive nodes that have CPUs), that holds the fewest of ours per
+CPU. Ray's own SPREAD (and soft affinity) was measured to stack two of three actors on one node
+of a 3-node cluster. A lane that failed gets a fresh actor, placed by the same rule among the
+nodes still alive.
+
+The actors are made when the pool is made (they start while the Driver reads its checkpoint);
+``start()`` waits until each answers ``ping`` and fails with a clear error when the cluster
+cannot place them.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from .chunk_retry import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
+from .judge_actor import JudgeWorker
+from .rollout_actor import RolloutWorker
+
+__all__ = ["ActorPool", "rollout_pool", "judge_pool", "actor_options", "await_ref", "PLACEMENT_TIMEOUT_S"]
+
+PLACEMENT_TIMEOUT_S = 60.0
+
+
+async def await_ref(ref):
+    """An ObjectRef as a coroutine (what asyncio.ensure_future and gather take)."""
+    return await ref
+
+
+def actor_options(ray_opts: dict) -> dict:
+    """Ray options for our actors from ``advanced={"ray": {...}}``."""
+    opts = {"num_cpus": ray_opts.get("num_cpus", 0), "max_concurrency": 1000,
+            "max_restarts": ray_opts.get("max_restarts", 0)}
+    if ray_opts.get("num_gpus"):
+        opts["num_gpus"] = ray_opts["num_gpus"]
+    if ray_opts.get("resources"):
+        opts["resources"] = ray_opts["resources"]
+    opts["scheduling_strategy"] = ray_opts.get("scheduling_strategy", "SPREAD")
+    return opts
+
+
+class ActorPool:
+    where = "actors"
+
+    def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
+                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S):
+        self.make, self.method, self.what = make, method, what
+        self.slots = max(1, int(slots))
+        self.options = options
+        self.start_timeout_s = start_timeout_s
+        self._node_of: dict = {}                   # id(actor) -> the node it was placed on (None: Ray's choice)
+        self.actors = [self._new() for _ in range(max(1, int(lanes)))]
+        self._alone = self._spare = None           # the quarantine lane's actor, and the one readied after it
+        self.nodes: list = []
+
+    @property
+    def lanes(self) -> int:
+        return len(self.actors)
+
+    def _new(self):
+        actor, node = self.make()
+        self._node_of[id(actor)] = node
+        return actor
+
+    async def start(self) -> None:
+        pings = [await_ref(a.ping.remote()) for a in self.actors]
+        try:
+            self.nodes = list(await asyncio.wait_for(asyncio.gather(*pings), self.start_timeout_s))
+        except asyncio.TimeoutError:
+            opts = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
+            raise RuntimeError(
+                f"the {len(self.actors)} {self.what} actor(s) could not be placed (or a class given as agent=, "
+                f"execute= or grader= had not finished __init__) within {self.start_timeout_s:.0f}s; "
+                f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
+                "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
+
+    def submit(self, lane: int, payload: list):
+        if self.actors[lane] is None:            # replaced only when there is work for it
+            self.actors[lane] = self._new()
+        return self._call(self.actors[lane], payload)
+
+    def submit_alone(self, payload: list):
+        if self._alone is None:                  # the spare, started while the last one worked, takes over
+            self._alone, self._spare = self._spare or self._new(), None
+        return self._call(self._alone, payload)
+
+    def alone_ok(self) -> None:
+        """Start the quarantine's spare once its actor has proved it works (one start at a time:
+        on a busy machine two starts at once take as long as two in a row)."""
+        if self._spare is None and self._alone is not None:
+            self._spare = self._new()
+
+    async def _call(self, actor, payload: list):
+        try:
+            return await getattr(actor, self.method).remote(payload)
+        except Exception as exc:
+            exc.whileai_actor = actor            # which actor failed: replace() replaces it once
+            raise
+
+    def replace(self, lane: int, error: BaseException) -> str:
+        if self.what == "judge":                 # a judge chunk is simply judged again, by a fresh judge
+            self.actors[lane] = self._new()
+            return ROLLOUT_FAILED
+        actor = getattr(error, "whileai_actor", None)
+        cause = self._cause(error, actor)
+        if isinstance(error, ray.exceptions.RayActorError):   # the other chunks on it fail too: replace once,
+            if lane < 0 and self._alone is actor:            # when work comes (its start competes with nothing)
+                self._alone = None
+            elif lane >= 0 and self.actors[lane] is actor:
+                self.actors[lane] = None
+        return cause
+
+    def _cause(self, error: BaseException, actor) -> str:
+        """Why a chunk failed: its node died, its worker process died, or it raised."""
+        if isinstance(error, ray.exceptions.RayActorError):
+            if getattr(error, "_actor_init_failed", False):   # no unit's fault: every new actor would fail
+                raise RuntimeError(f"a {self.what} actor could not start: {error}"[:2000]) from None
+            node = self._node_of.get(id(actor))
+            if "node has died" in str(error) or (node and node not in {
+                    n["NodeID"] for n in ray.nodes() if n.get("Alive")}):
+                return NODE_LOST
+            return WORKER_CRASHED
+        text = f"{type(error).__name__}: {error}"
+        if any(word in text for word in ("erializ", "ickl", "RecursionError", "ircular")):
+            return UNSERIALIZABLE
+        return ROLLOUT_FAILED
+
+    async def close(self) -> None:
+        """Nothing to do: the actors belong to the Driver actor and end with it."""
+
+
+class _Placer:
+    """Where the next rollout actor goes: the candidate node holding the fewest of ours per CPU."""
+
+    def __init__(self, nodes: dict[str, float]):
+        self.cpus = dict(nodes)               # node id -> CPUs, from the PoolPlan
+        self.placed: dict[str, int] = {}
+
+    def strategy(self):
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        candidates = sorted(n for n in self.cpus if n in alive) or sorted(alive)
+        if not candidates:
+            return "SPREAD"
+        node = min(candidates, key=lambda n: (self.placed.get(n, 0) / max(self.cpus.get(n, 1.0), 1e-9), n))
+        self.placed[node] = self.placed.get(node, 0) + 1
+        return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+
+
+def rollout_pool(spec, plan) -> ActorPool:
+    """The rollout actors of ``spec`` (a JobSpec), as many and as wide as ``plan`` (a PoolPlan) says."""
+    opts = actor_options(spec.actor_options)
+    ours = opts["scheduling_strategy"] == "SPREAD" and not (opts.get("num_gpus") or opts.get("resources")
+                                                            or opts.get("num_cpus"))
+    placer = _Placer(dict(plan.nodes)) if ours else None
+    cls = ray.remote(RolloutWorker)
+
+    def make():
+        o = dict(opts)
+        if placer is not None:
+            o["scheduling_strategy"] = placer.strategy()
+        actor = cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
+                                        spec.judge_timeout, spec.model, metrics=spec.metrics)
+        return actor, getattr(o["scheduling_strategy"], "node_id", None)
+    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s)
+
+
+def judge_pool(spec) -> ActorPool | None:
+    """The judge actors of ``spec`` (None when the run is not graded)."""
+    if spec.grader is None:
+        return None
+    opts = {k: v for k, v in actor_options(spec.actor_options).items() if k not in ("num_gpus", "resources")}
+    cls = ray.remote(JudgeWorker)
+
+    def make():
+        return cls.options(**opts).remote(spec.grader, spec.judge_concurrency, spec.judge_timeout or None,
+                                          metrics=spec.metrics), None
+    return ActorPool(make, max(1, int(spec.judge_actors)), spec.judge_concurrency, "judge_chunk", "judge", opts,
+                     spec.start_timeout_s)

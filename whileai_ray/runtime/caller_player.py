@@ -1,0 +1,100 @@
+"""The caller's half of the caller's pool: a pull-based player in the caller's own process.
+
+When the callables stay at home (``pool_sizing.py``: a one-node Ray), ``run.py`` starts a
+``CallerPlayer`` beside the Driver actor. On a thread of its own, with an event loop of its own
+(the caller's main thread keeps polling the Driver for progress, and a notebook's loop is left
+alone), it asks the Driver for work (``pull``), plays each chunk with the very classes a rollout
+or judge actor runs (``RolloutWorker.run_chunk``, ``JudgeWorker.judge_chunk``), and hands the
+results back (``push``). Many chunks are in play at once; the Driver's loop decides how many
+(the lane's slots plus one chunk of prefetch), exactly as for an actor.
+
+The player stops when a pull answers None (the Driver's loop is over) or when ``stop()`` is
+called; an error that ends it (the Driver died) is kept in ``error`` for the caller to raise.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from .judge_actor import JudgeWorker
+from .rollout_actor import RolloutWorker
+
+__all__ = ["CallerPlayer"]
+
+
+class CallerPlayer:
+    def __init__(self, driver, spec, plan, node_id: str):
+        self.driver, self.spec, self.plan, self.node_id = driver, spec, plan, node_id
+        self.error: BaseException | None = None
+        self.chunks = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._main: asyncio.Task | None = None
+        self._thread = threading.Thread(target=self._run, name="whileai-caller-pool", daemon=True)
+
+    def start(self) -> "CallerPlayer":
+        self._thread.start()
+        return self
+
+    def stop(self, wait_s: float = 10.0) -> None:
+        """End the player: what it still plays is cancelled (the run is over)."""
+        loop, main = self._loop, self._main
+        if loop is not None and main is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(main.cancel)
+            except RuntimeError:        # the loop closed in between
+                pass
+        self._thread.join(wait_s)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # ------------------------------------------------------------ the player's thread
+    def _run(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        try:
+            self._main = loop.create_task(self._serve())
+            loop.run_until_complete(self._main)
+        except asyncio.CancelledError:
+            pass
+        except BaseException as exc:      # the Driver died, or our own code failed: the caller raises it
+            self.error = exc
+        finally:
+            loop.close()
+
+    async def _serve(self) -> None:
+        spec, plan = self.spec, self.plan
+        rollouts = RolloutWorker(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
+                                 spec.judge_timeout, spec.model, metrics=spec.metrics, node_id=self.node_id)
+        if rollouts.build_error is not None:     # a class's __init__ raised: the run stops, saying where
+            raise rollouts.build_error
+        judges = (JudgeWorker(spec.grader, spec.judge_concurrency, spec.judge_timeout or None, metrics=spec.metrics)
+                  if plan.judges_where == "caller" and spec.grader is not None else None)
+        playing: set = set()
+        try:
+            while True:
+                batch = await self.driver.pull.remote()
+                if batch is None:
+                    return
+                for token, kind, payload in batch:
+                    worker = rollouts if kind == "roll" else judges
+                    task = asyncio.ensure_future(self._play(worker, kind, token, payload))
+                    playing.add(task)
+                    task.add_done_callback(playing.discard)
+        finally:
+            for task in list(playing):
+                task.cancel()
+            rollouts.shutdown()
+
+    async def _play(self, worker, kind: str, token: int, payload: list) -> None:
+        try:
+            if worker is None:
+                raise RuntimeError(f"no {kind} worker in the caller's pool")
+            results = await (worker.run_chunk(payload) if kind == "roll" else worker.judge_chunk(payload))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:          # our code failed on the chunk: the Driver re-issues it
+            await self.driver.push.remote(token, None, f"{type(exc).__name__}: {exc}"[:500])
+            return
+        self.chunks += 1
+        await self.driver.push.remote(token, results, None)

@@ -1,0 +1,64 @@
+"""The Driver loop's decisions, as plain functions over its state (no Ray, no asyncio).
+
+As Ray Data keeps its scheduling decisions apart from the streaming executor's loop
+(``streaming_executor_state.py``), the loop (``driver_loop.py``) asks these and does what they
+say; each is tested alone (``tests/unit/test_driver_loop.py``).
+"""
+from __future__ import annotations
+
+__all__ = ["stop_reason", "pick_lane", "may_decide", "wait_s", "chunk_limit", "decide_target", "WAIT_S"]
+
+WAIT_S = 0.5            # the longest the loop waits for a result before it looks at the clock again
+
+
+def stop_reason(planner_reason: str | None, clock_ran_out: bool, inflight: int, judging: int) -> str | None:
+    """Why the run stops now, or None.
+
+    The clock (``time_budget=``) stops it at once. So does any reason of the planner's but the
+    budget: ``budget`` means every landed row is counted but units may still be in flight or being
+    judged, and those are waited for (they are part of the budget; a re-roll frees its slot)."""
+    reason = "time_budget" if clock_ran_out else planner_reason
+    if reason is None:
+        return None
+    if reason == "budget" and (inflight or judging):
+        return None
+    return reason
+
+
+def pick_lane(load: list[int], limit: int) -> int | None:
+    """The least loaded lane that can take another chunk (load below ``limit``), or None.
+
+    Ties go to the lowest index, so dispatch is a function of the loads alone."""
+    if not load:
+        return None
+    lane = min(range(len(load)), key=load.__getitem__)
+    return lane if load[lane] < limit else None
+
+
+def chunk_limit(slots: int, chunk: int) -> int:
+    """Units a lane may hold: its slots plus one chunk of prefetch, so a slot that frees is
+    refilled at once instead of after the Driver's next round trip."""
+    return slots + chunk
+
+
+def decide_target(concurrency: int, chunk: int, lanes: int) -> int:
+    """Units queued plus in flight that a non-reproducible run keeps decided ahead."""
+    return concurrency + chunk * lanes
+
+
+def may_decide(reproducible: bool, book_allows: bool, queued: int, inflight: int, target: int) -> bool:
+    """Whether the planner may decide another round now.
+
+    Reproducible: only when the round book allows it (round ``r + lag`` waits for rounds ``<= r``
+    to be observed), whatever is queued. Otherwise: while fewer than ``target`` units are decided
+    and not yet back."""
+    if reproducible:
+        return book_allows
+    return queued + inflight < target
+
+
+def wait_s(now: float, deadline: float | None, longest: float = WAIT_S) -> float:
+    """How long the loop may wait for the next result: at most ``longest``, never past the deadline."""
+    if deadline is None:
+        return longest
+    return max(0.0, min(longest, deadline - now))

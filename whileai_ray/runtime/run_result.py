@@ -1,0 +1,60 @@
+"""RunResult: what one run hands back to ``simulate()``, as one typed record.
+
+The Driver builds it when its loop stops (``driver_actor.py``); the caller's side adds when the
+Driver started (``run.py``) and ``simulate()`` how many rows were resumed. ``simulate()`` and
+``result/report.py`` read its fields by name (the report imports it for type checking only: the
+result layer never imports the runtime).
+
+``runs=N`` plays N evaluation runs; :func:`merge_results` reports them as one: every row, the
+planner's counters summed (``PlannerStats.plus``), rows per node summed, and the first run's
+stop reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..search.planner_stats import PlannerStats
+
+__all__ = ["RunResult", "merge_results"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    rows: list                                  # landed and resumed rows, in schedule order
+    stopped_because: str | None
+    elapsed_s: float                            # the Driver's loop, start to stop
+    planner: PlannerStats
+    first_row_s: float | None = None            # from the Driver's start to its first landed row
+    leftover_rows: list = field(default_factory=list)   # rows on disk no planned unit matched (precount)
+    resume: dict = field(default_factory=dict)  # ResumeIndex.summary() + PlanSnapshots.summary()
+    node_rows: dict = field(default_factory=dict)        # node id -> rows played there
+    errors: list = field(default_factory=list)  # the first agent errors and chunk failures, as text
+    chunks_reissued: int = 0
+    chunk_retry: dict = field(default_factory=dict)      # poison rollouts: ChunkRetry.stats()
+    checkpoint_warnings: list = field(default_factory=list)   # repairs made while opening the checkpoint
+    orphan_cleared: dict | None = None          # an orphaned Driver that held the checkpoint, waited for
+    abandoned: int = 0                          # units still in flight when the run stopped
+    pool: str = "actors"                        # where rollouts ran: "actors" or "caller"
+    n_actors: int = 0                           # rollout lanes (the caller's pool counts as one)
+    actor_nodes: list = field(default_factory=list)
+    stuck_units: dict = field(default_factory=dict)      # unit key -> seconds in flight past the watchdog
+    writer: dict | None = None                  # the situation writer's counts (an LLM writer)
+    driver_started_at: float = 0.0              # caller's monotonic clock when the Driver was started
+    resumed_count: int = 0                      # rows settled from the checkpoint (set by simulate())
+
+
+def merge_results(results: list[RunResult]) -> RunResult:
+    """Several evaluation runs as one result (see the module doc)."""
+    if len(results) == 1:
+        return results[0]
+    planner = results[0].planner
+    node_rows: dict = {}
+    for res in results[1:]:
+        planner = planner.plus(res.planner)
+    for res in results:
+        for node, n in res.node_rows.items():
+            node_rows[node] = node_rows.get(node, 0) + n
+    return dataclasses.replace(
+        results[-1], rows=[r for res in results for r in res.rows], planner=planner, node_rows=node_rows,
+        resumed_count=sum(res.resumed_count for res in results), stopped_because=results[0].stopped_because)

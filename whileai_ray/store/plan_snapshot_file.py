@@ -1,0 +1,220 @@
+"""Planner snapshots beside a checkpoint: plain data, appended as the run goes, never executed.
+
+A reproducible run with a checkpoint keeps ``<checkpoint>.plan``: the planner's state at a round
+boundary (right after round r was observed), so that an exact resume replays only the rounds
+after r instead of every unit from the seed (about 0.3 ms a unit: 30 s for 100,000 rows).
+It holds the planner (``Planner.state()``: counters, recipes, digests, sketches; no
+Situation objects, no writer), the rounds decided after r as rows of ints, and for every row
+of the rounds <= r a 64-bit digest of its ``row_key``, its ordinal and its phrasing index.
+All those rows are on disk when it is written (rows are fsynced before their round is observed).
+
+The file is a run of frames (``plan_snapshot_frames.py``: JSON header + numeric arrays, Arrow
+IPC, zstd, CRC). The first frame is a *base* (the whole state); each later snapshot appends a
+*delta*: the new tail of every append-only array (``logs``), the changed rows of every array
+that changes in place (``tables``) and the small ``meta`` whole. When the deltas outgrow a
+fifth of the base, the next snapshot rewrites the file (to a temporary name, then renamed
+over the old one) as a base of the previous snapshot and a delta to this one (compaction: the
+step before the last is always kept). So a snapshot costs about what changed since the last
+one, and the file stays within about 1.2x of the state's compressed size (zstd level 6).
+
+Reading (``read_snapshot``) checks the file and returns its whole frames; ``merge(frames)``
+applies them in order (the state after the last one given: a caller whose last state names
+rows that are not on disk can fall back to an earlier frame). A file that is not this format
+(an old pickled snapshot, another version, garbage), or that names another checkpoint
+(``created``) or plan (fingerprint), is not used: the caller gets the reason, which reaches
+``data.warnings``, and the run replays from the seed, as without a snapshot. A torn last frame
+(a crash while appending) is simply left out. Nothing in the file is unpickled or run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+import numpy as np
+
+from .plan_snapshot_frames import MAGIC, encode_frame, read_frames
+
+__all__ = ["FORMAT", "snapshot_path", "SnapshotFile", "read_snapshot", "merge"]
+
+FORMAT = 2                         # 1 was a pickle (never read again)
+COMPACT_RATIO = 0.2
+
+
+def snapshot_path(checkpoint_path) -> Path:
+    return Path(str(checkpoint_path) + ".plan")
+
+
+class SnapshotFile:
+    """Writes one run's snapshots (call ``write`` from one thread at a time)."""
+
+    def __init__(self, path, created, plan_fingerprint: str | None, level: int = 6):
+        self.path, self.created, self.plan, self.level = Path(path), created, plan_fingerprint, level
+        self._base = None                    # token of the base frame the file starts with
+        self._seq = 0
+        self._base_bytes = 0
+        self._delta_bytes = 0
+        self._last = None                    # (meta_json, logs, tables) of the last snapshot written
+        self.size = 0                        # bytes in the file
+
+    def write(self, meta_json: str, logs: dict, tables: dict) -> int:
+        """Write one snapshot; returns the bytes written. ``logs`` are append-only arrays (their
+        prefix never changes), ``tables`` arrays taken by copy; ``meta_json`` the small state.
+
+        Usually a delta, appended. The first snapshot is a base; when the deltas outgrow
+        ``COMPACT_RATIO`` of the base, the file is rewritten as a base of the *previous*
+        snapshot plus a delta to this one, so the file always holds the step before the last
+        (a reader whose last state names rows lost from the checkpoint can fall back to it)."""
+        last = self._last
+        try:
+            if self._base is None or last is None:
+                token = secrets.token_hex(8)
+                frames = [self._frame(token, 0, meta_json, logs, tables, None)]
+                self._replace(b"".join(frames))
+            elif self._delta_bytes > COMPACT_RATIO * self._base_bytes:
+                token = secrets.token_hex(8)
+                frames = [self._frame(token, 0, *last, None), self._frame(token, 1, meta_json, logs, tables, last)]
+                self._replace(b"".join(frames))
+            else:
+                token = self._base
+                frames = [self._frame(token, self._seq + 1, meta_json, logs, tables, last)]
+                with open(self.path, "ab") as fh:
+                    fh.write(frames[0])
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        except BaseException:
+            self._base = None                # the file may hold half a frame: next time, a fresh base
+            raise
+        if token != self._base:
+            self._base, self._seq, self._base_bytes, self._delta_bytes = token, len(frames) - 1, len(frames[0]), 0
+            self._delta_bytes = sum(map(len, frames[1:]))
+            self.size = sum(map(len, frames))
+        else:
+            self._seq += 1
+            self._delta_bytes += len(frames[0])
+            self.size += len(frames[0])
+        self._last = (meta_json, logs, tables)
+        return sum(map(len, frames))
+
+    def _frame(self, token: str, seq: int, meta_json: str, logs: dict, tables: dict, prev) -> bytes:
+        """A base frame (``prev`` None) or a delta from the snapshot ``prev``."""
+        header = {"format": FORMAT, "kind": "delta" if prev else "base", "created": self.created,
+                  "plan": self.plan, "base": token, "seq": seq, "meta": meta_json, "roles": {}, "lengths": {}}
+        prev_logs, prev_tables = (prev[1], prev[2]) if prev else ({}, {})
+        arrays = {}
+        for name, arr in logs.items():
+            before = prev_logs.get(name)
+            if before is None or len(arr) < len(before):
+                header["roles"][name], arrays[name] = "set", arr
+            elif len(arr) == len(before):
+                header["roles"][name] = "keep"
+            else:
+                header["roles"][name], arrays[name] = "append", arr[len(before):]
+        for name, arr in tables.items():
+            self._table_delta(name, arr, prev_tables.get(name), header, arrays)
+        return encode_frame(header, arrays, self.level)
+
+    @staticmethod
+    def _table_delta(name: str, arr: np.ndarray, prev, header: dict, arrays: dict) -> None:
+        if prev is None or prev.shape[1:] != arr.shape[1:] or len(arr) < len(prev) or not len(prev):
+            header["roles"][name], arrays[name] = "set", arr
+            return
+        m = len(prev)
+        diff = prev != arr[:m]
+        if diff.ndim > 1:
+            diff = diff.reshape(m, -1).any(axis=1)
+        idx = np.concatenate((np.flatnonzero(diff), np.arange(m, len(arr)))).astype(np.int64)
+        if not len(idx):
+            header["roles"][name] = "keep"
+            return
+        if 2 * len(idx) > len(arr):
+            header["roles"][name], arrays[name] = "set", arr
+            return
+        header["roles"][name], header["lengths"][name] = "patch", len(arr)
+        arrays[name + "@i"], arrays[name + "@v"] = idx, arr[idx]
+
+    def _replace(self, frame: bytes) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(frame)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+
+def merge(frames: list) -> tuple[dict, dict]:
+    """Apply the frames in order: ``(meta, {name: array})`` after the last one. Raises
+    ValueError (or KeyError, TypeError, IndexError) when they do not fit together."""
+    cur: dict[str, list] = {}
+    meta = None
+    for i, (header, arrays) in enumerate(frames):
+        roles, lengths = header.get("roles"), header.get("lengths")
+        if not isinstance(roles, dict) or not isinstance(lengths, dict):
+            raise ValueError(f"frame {i} has no roles")
+        nxt: dict[str, list] = {}
+        for name, role in roles.items():
+            if role == "set":
+                nxt[name] = [arrays[name]]
+            elif role == "keep":
+                nxt[name] = cur[name]
+            elif role == "append":
+                chunks, new = cur[name], arrays[name]
+                if new.dtype != chunks[0].dtype or new.shape[1:] != chunks[0].shape[1:]:
+                    raise ValueError(f"frame {i} appends {new.dtype}{new.shape} to {name!r}")
+                nxt[name] = chunks + [new] if len(new) else chunks
+            elif role == "patch":
+                old = np.concatenate(cur[name]) if len(cur[name]) > 1 else cur[name][0]
+                idx, val, n = arrays[name + "@i"], arrays[name + "@v"], int(lengths[name])
+                if n < len(old) or val.dtype != old.dtype or val.shape != (len(idx),) + old.shape[1:] \
+                        or (len(idx) and (idx.dtype != np.int64 or idx.min() < 0 or idx.max() >= n)):
+                    raise ValueError(f"frame {i} patches {name!r} out of range")
+                out = np.zeros((n,) + old.shape[1:], dtype=old.dtype)
+                out[:len(old)] = old
+                out[idx] = val
+                nxt[name] = [out]
+            else:
+                raise ValueError(f"frame {i} gives {name!r} the unknown role {role!r}")
+        cur = nxt
+        meta = header["meta"]
+    merged = {name: chunks[0] if len(chunks) == 1 else np.concatenate(chunks) for name, chunks in cur.items()}
+    meta = json.loads(meta) if isinstance(meta, str) else None
+    if not isinstance(meta, dict):
+        raise ValueError("the snapshot's meta is not an object")
+    return meta, merged
+
+
+def read_snapshot(path, created, plan_fingerprint: str | None) -> tuple[dict | None, str | None]:
+    """``(snapshot, problem)``. ``snapshot`` is ``{"frames", "meta", "arrays", "bytes"}`` (its whole
+    frames, and ``merge`` of them all) when the file at ``path`` is a snapshot of this checkpoint
+    and plan, else None; ``problem`` says why a file that is there was not used (None when there
+    is no file)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"could not be read ({exc})"
+    if not data.startswith(MAGIC):
+        what = "a pickle from an older version" if data[:1] == b"\x80" else "not a planner snapshot"
+        return None, f"is {what}; it was not opened"
+    frames, stopped = read_frames(data)
+    if not frames:
+        return None, f"has no readable frame ({stopped})"
+    head = frames[0][0]
+    if head.get("format") != FORMAT or head.get("kind") != "base":
+        return None, f"is format {head.get('format')!r} ({head.get('kind')}), this version reads {FORMAT}"
+    if created is None or head.get("created") != created:
+        return None, "belongs to another checkpoint (its created stamp differs)"
+    if head.get("plan") != plan_fingerprint:
+        return None, "was taken for another plan (its fingerprint differs)"
+    good = 1
+    for header, _ in frames[1:]:                       # deltas of this base, in order
+        if header.get("kind") != "delta" or header.get("base") != head.get("base") or header.get("seq") != good:
+            break
+        good += 1
+    try:
+        meta, arrays = merge(frames[:good])
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        return None, f"does not merge ({exc})"
+    return {"frames": frames[:good], "meta": meta, "arrays": arrays, "bytes": len(data)}, None

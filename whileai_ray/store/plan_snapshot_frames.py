@@ -1,0 +1,139 @@
+"""Frames of a planner snapshot file: a JSON header and named numeric arrays, as Arrow IPC.
+
+A snapshot file (``plan_snapshot_file.py``) is a run of frames, each one whole on its own::
+
+    b"WAIPLANF"  u32 payload length  u32 CRC-32 of the payload  payload
+
+The payload is an Arrow IPC stream: one record batch of one row whose columns are the arrays,
+each as ``list<primitive>`` (a 2-D array flattened; its shape is in the header), compressed
+with zstd by Arrow. A signed 1-D array that mostly rises (ordinals, ids, row indices) is
+stored as its differences (named in the header's ``diff``): runs of small numbers compress
+to almost nothing where the values themselves would not. The header is JSON, in the schema's metadata under ``whileai_ray_plan``.
+(``store/`` is a leaf: this module knows arrays and JSON, nothing of the planner.)
+
+Reading trusts nothing: the magic, the length, the CRC, Arrow's own full validation, a JSON
+header (an object), and every column a list of one of the plain numeric types
+(``DTYPES``) with no nulls whose length matches the shape the header gives. Nothing in
+a frame is ever executed or unpickled. ``read_frames`` returns the whole frames from the start
+of the file and says why it stopped early (a torn or foreign frame), if it did.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+
+import numpy as np
+
+__all__ = ["MAGIC", "DTYPES", "encode_frame", "read_frames"]
+
+# the only array types a snapshot holds (and the only ones its reader accepts)
+DTYPES = ("int8", "uint8", "int16", "int32", "int64", "uint32", "uint64", "float64")
+MAGIC = b"WAIPLANF"
+_HEAD = struct.Struct("<8sII")
+_META_KEY = b"whileai_ray_plan"
+
+
+def _arrow():
+    """pyarrow and the type maps, imported when a snapshot is first read or written (so
+    ``import whileai_ray`` stays light)."""
+    import pyarrow as pa
+    types = {np.dtype(name): pa.from_numpy_dtype(np.dtype(name)) for name in DTYPES}
+    return pa, types, {t: dt for dt, t in types.items()}
+
+
+def encode_frame(header: dict, arrays: dict, level: int = 6) -> bytes:
+    """One frame: ``header`` (JSON-able; ``shapes`` is added) and ``arrays`` {name: ndarray}."""
+    pa, _TYPES, _ = _arrow()
+    fields, columns, shapes, diffs = [], [], {}, []
+    for name, arr in arrays.items():
+        arr = np.ascontiguousarray(arr)
+        if arr.dtype not in _TYPES:
+            raise TypeError(f"snapshot array {name!r} has type {arr.dtype}; use one of {DTYPES}")
+        shapes[name] = list(arr.shape)
+        if arr.ndim == 1 and arr.dtype.kind == "i" and len(arr) >= 8:
+            d = np.diff(arr, prepend=arr.dtype.type(0))
+            if np.count_nonzero(d < 0) * 8 < len(d):
+                arr = d
+                diffs.append(name)
+        values = pa.array(arr.reshape(-1), type=_TYPES[arr.dtype])
+        columns.append(pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values))
+        fields.append(pa.field(name, columns[-1].type))
+    meta = json.dumps({**header, "shapes": shapes, "diff": diffs}, separators=(",", ":"), allow_nan=False)
+    schema = pa.schema(fields, metadata={_META_KEY: meta.encode()})
+    batch = pa.record_batch(columns, schema=schema)
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=level))
+    with pa.ipc.new_stream(sink, schema, options=options) as writer:
+        writer.write_batch(batch)
+    payload = sink.getvalue().to_pybytes()
+    return _HEAD.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def _decode(payload: bytes) -> tuple[dict, dict]:
+    pa, _, _BY_ARROW = _arrow()
+    reader = pa.ipc.open_stream(pa.py_buffer(payload))
+    raw = (reader.schema.metadata or {}).get(_META_KEY)
+    if raw is None:
+        raise ValueError("no planner snapshot header")
+    header = json.loads(raw.decode("utf-8"))
+    if not isinstance(header, dict) or not isinstance(header.get("shapes"), dict):
+        raise ValueError("the header is not an object with shapes")
+    batch = reader.read_next_batch()
+    try:
+        reader.read_next_batch()
+        raise ValueError("more than one batch")
+    except StopIteration:
+        pass
+    batch.validate(full=True)
+    if batch.num_columns and batch.num_rows != 1:
+        raise ValueError(f"{batch.num_rows} rows, expected 1")
+    arrays = {}
+    for field, column in zip(batch.schema, batch.columns):
+        if not pa.types.is_list(field.type) or field.type.value_type not in _BY_ARROW:
+            raise ValueError(f"column {field.name!r} has type {field.type}")
+        values = column.flatten()
+        if values.null_count:
+            raise ValueError(f"column {field.name!r} has nulls")
+        shape = header["shapes"].get(field.name)
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape) \
+                or int(np.prod(shape, dtype=np.int64)) != len(values):
+            raise ValueError(f"column {field.name!r} does not have the shape its header gives")
+        arr = values.to_numpy(zero_copy_only=False).reshape(shape)
+        if arr.dtype != _BY_ARROW[field.type.value_type]:
+            raise ValueError(f"column {field.name!r} decoded as {arr.dtype}")
+        arrays[field.name] = arr
+    if set(arrays) != set(header["shapes"]):
+        raise ValueError("the header's arrays and the columns differ")
+    diffs = header.get("diff", [])
+    if not isinstance(diffs, list) or not set(diffs) <= set(arrays):
+        raise ValueError("the header names differences of arrays it does not hold")
+    for name in diffs:
+        if arrays[name].ndim != 1 or arrays[name].dtype.kind != "i":
+            raise ValueError(f"column {name!r} cannot hold differences")
+        arrays[name] = np.cumsum(arrays[name], dtype=arrays[name].dtype)
+    return header, arrays
+
+
+def read_frames(data: bytes) -> tuple[list[tuple[dict, dict]], str | None]:
+    """The whole frames at the start of ``data``: ``([(header, arrays)], why_it_stopped)``;
+    ``why_it_stopped`` is None when every byte belonged to a good frame."""
+    import pyarrow as pa
+    frames, pos = [], 0
+    while pos < len(data):
+        if len(data) - pos < _HEAD.size:
+            return frames, f"a torn frame at byte {pos}"
+        magic, length, crc = _HEAD.unpack_from(data, pos)
+        if magic != MAGIC:
+            return frames, f"not a planner snapshot frame at byte {pos}"
+        payload = data[pos + _HEAD.size:pos + _HEAD.size + length]
+        if len(payload) != length:
+            return frames, f"a torn frame at byte {pos}"
+        if zlib.crc32(payload) != crc:
+            return frames, f"a damaged frame at byte {pos} (CRC mismatch)"
+        try:
+            frames.append(_decode(payload))
+        except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
+            return frames, f"an unreadable frame at byte {pos} ({exc})"
+        pos += _HEAD.size + length
+    return frames, None

@@ -1,0 +1,183 @@
+"""PlanSnapshots: the driver's side of planner snapshots (``plan_snapshot_file.py`` holds the file).
+
+One object per run. ``restore(resume, build)`` reads the snapshot, has ``build`` turn it into a
+planner and the units of the rounds after it, claims its rows from the resume index (left
+undecoded) and returns them, or returns None (no file, another checkpoint or plan, not this
+format, rows of it not on disk: the run replays from the seed; a file that was there and not
+used is named in ``ignored``, which the run puts in ``data.warnings``). ``after_round(...)`` is
+called each time the driver observes a round: it notes that round's rows and, when it is time,
+takes a snapshot. ``deferred_rows(resume, run_id)`` decodes the rows a snapshot settled, at the end.
+
+Taking a snapshot pauses the driver's loop only for ``Planner.state()`` (views of the
+append-only columns, copies of the few that change in place, the small counters as JSON):
+milliseconds, whatever the run's size. Diffing against the last snapshot, compressing and
+writing happen in a thread (``SnapshotFile.write``). ``pause_max_s`` is the longest pause (wall
+clock; ``pause_cpu_max_s`` the CPU time of it, which a busy machine does not inflate). The
+garbage collector is held off during the pause: the state makes no cycles, and a collection
+the loop's own garbage is due for is the loop's cost, not the snapshot's (it runs just after).
+
+When: every ``every_s`` seconds (and never while the previous one is still being written),
+stretched to 20x the last pause, so snapshots cost at most ~5% of the loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import time
+
+import numpy as np
+
+from .plan_snapshot_file import SnapshotFile, merge, read_snapshot
+
+__all__ = ["PlanSnapshots"]
+
+
+class PlanSnapshots:
+    def __init__(self, path: str | None, every_s: float, created, plan_fingerprint: str | None):
+        self.path, self.every_s = path, float(every_s or 0.0)
+        self.created, self.plan = created, plan_fingerprint
+        self.deferred: list = []            # (row_key, ordinal, phrasing) a restored snapshot settled
+        self.from_round = None
+        self.written = 0
+        self.pause_s = 0.0
+        self.pause_max_s = 0.0
+        self.pause_cpu_max_s = 0.0
+        self.restore_s = 0.0
+        self.ignored: str | None = None     # why a snapshot file that was there was not used
+        self.errors: list[str] = []         # snapshots that could not be taken or written
+        self._file = SnapshotFile(path, created, plan_fingerprint) if path else None
+        self._next_at = time.monotonic() + self.every_s
+        self._writing = None
+        self._round = -1                    # the round the last snapshot was taken after
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.path) and self.every_s > 0
+
+    def restore(self, resume, build) -> dict | None:
+        """``{"planner", "next_decide", "observed", "pending": {round: units}}`` to continue from,
+        or None. ``build(meta, arrays)`` returns ``(planner, {round: units})`` or raises ValueError."""
+        if not self.enabled or resume.mode != "exact" or not resume.total:
+            return None
+        t = time.perf_counter()
+        try:
+            return self._restore(resume, build)
+        finally:
+            self.restore_s = time.perf_counter() - t
+
+    def _restore(self, resume, build) -> dict | None:
+        snap, problem = read_snapshot(self.path, self.created, self.plan)
+        if snap is None:
+            self.ignored = problem
+            return None
+        frames, meta, arrays = snap["frames"], snap["meta"], snap["arrays"]
+        try:
+            planner, pending = build(meta, arrays)
+            settled = planner.landed_keys()
+            # rows the snapshot settled that are not on disk (the file lost its tail): fall back
+            # to the latest frame whose rows all are (each frame's settled rows are a prefix)
+            on_disk = resume.on_disk([key for key, _, _ in settled])
+            if on_disk < len(settled):
+                counts = [int(json.loads(header["meta"])["settled"]) for header, _ in frames]
+                usable = [j for j, n in enumerate(counts) if n <= on_disk]
+                if not usable:
+                    return None             # replay from the seed
+                meta, arrays = merge(frames[:usable[-1] + 1])
+                planner, pending = build(meta, arrays)
+                settled = planner.landed_keys()
+            observed, next_decide = int(meta["observed"]), int(meta["next_decide"])
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            self.ignored = f"does not fit this run ({exc})"
+            return None
+        if not resume.claim([key for key, _, _ in settled]):
+            return None
+        self.deferred = settled
+        self.from_round = self._round = observed
+        return {"planner": planner, "next_decide": next_decide, "observed": observed, "pending": pending}
+
+    def after_round(self, planner, book, round_units: dict) -> None:
+        """Round ``book.observed`` was just observed: snapshot when it is time."""
+        round_units.pop(book.observed, None)
+        now = time.monotonic()
+        if now < self._next_at or (self._writing is not None and not self._writing.done()):
+            return
+        self._take(planner, book, round_units, now)
+
+    async def finish(self, planner, book, round_units: dict) -> None:
+        """The run's loop has ended: a last snapshot (a resume with a larger budget then replays
+        nothing), unless the last one already holds the last observed round."""
+        await self.flush()
+        if self.every_s > 0 and book.observed > self._round:
+            self._take(planner, book, round_units, time.monotonic())
+            await self.flush()
+
+    def _take(self, planner, book, round_units: dict, now: float) -> None:
+        self._collect()
+        t, cpu = time.perf_counter(), time.thread_time()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            st = planner.state()
+            rounds = sorted(book.pending())
+            pending = [(r, u) for r in rounds for u in round_units[r]]
+            units = planner.encode_units([u for _, u in pending])
+            meta = json.dumps({"planner": st.meta, "next_decide": book.next_decide, "observed": book.observed,
+                               "settled": len(st.logs["landed_wid"])}, separators=(",", ":"), allow_nan=False)
+        except (ValueError, TypeError) as exc:      # state that is not plain data: stop taking snapshots
+            self.errors.append(f"snapshot not taken: {exc}")
+            self.every_s = 0.0
+            self._next_at = float("inf")
+            return
+        finally:
+            if collecting:
+                gc.enable()
+        logs = {f"planner.{k}": v for k, v in st.logs.items()}
+        tables = {f"planner.{k}": v for k, v in st.tables.items()}
+        tables.update({"pending": units, "pending_round": np.asarray([r for r, _ in pending], dtype=np.int64)})
+        self.pause_s = time.perf_counter() - t
+        self.pause_max_s = max(self.pause_max_s, self.pause_s)
+        self.pause_cpu_max_s = max(self.pause_cpu_max_s, time.thread_time() - cpu)
+        self._next_at = now + max(self.every_s, 20 * self.pause_s)
+        self._writing = asyncio.ensure_future(asyncio.to_thread(self._file.write, meta, logs, tables))
+        self._round = book.observed
+        self.written += 1
+
+    def _collect(self) -> None:
+        """Note a failed write (the next one starts a fresh file)."""
+        if self._writing is not None and self._writing.done():
+            exc = self._writing.exception()
+            if exc is not None:
+                self.errors.append(f"snapshot not written: {type(exc).__name__}: {exc}"[:300])
+                self.written -= 1
+            self._writing = None
+
+    async def flush(self) -> None:
+        """Wait for a snapshot still being written."""
+        if self._writing is not None:
+            await asyncio.wait([self._writing])
+            self._collect()
+
+    def deferred_rows(self, resume, run_id: str) -> list[dict]:
+        """The rows a restored snapshot settled, decoded now and marked resumed."""
+        rows = []
+        for key, ordinal, phrasing in self.deferred:
+            row = dict(resume.claimed_row(key))
+            row["lineage"] = {**(row.get("lineage") or {}), "resumed": True}
+            row["_key"], row["_ordinal"], row["_landed_s"] = [run_id, key[0], phrasing, key[2], key[3]], ordinal, 0.0
+            rows.append(row)
+        self.deferred = []
+        return rows
+
+    def summary(self) -> dict:
+        out = {"snapshot_round": self.from_round, "snapshots_written": self.written,
+               "snapshot_bytes": self._file.size if self._file is not None else 0,
+               "snapshot_pause_max_ms": round(1000 * self.pause_max_s, 2),
+               "snapshot_pause_cpu_max_ms": round(1000 * self.pause_cpu_max_s, 2),
+               "snapshot_restore_s": round(self.restore_s, 3)}
+        if self.ignored:
+            out["snapshot_ignored"] = self.ignored
+        if self.errors:
+            out["snapshot_errors"] = list(self.errors)
+        return out
+

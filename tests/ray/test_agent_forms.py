@@ -83,8 +83,11 @@ def test_partial_class_execute_and_grader_classes_are_built_once_per_actor(ray_l
                         advanced={"execute_args": [str(log)], "grader_kwargs": {"log_path": str(log), "reward": 0.75}})
     rows = data.rows()
     assert len(rows) == 40
+    # the partial holds the caller's tools list, so the rollouts play in the caller's own pool (one
+    # lane: one agent, one execute=); the grader class travels to the one judge actor
+    assert data.report()["placement"]["pool"] == "caller"
     kinds = sorted(line.split()[0] for line in _lines(log))
-    assert kinds == ["agent", "execute", "grader"], kinds               # 1 rollout actor, 1 judge actor
+    assert kinds == ["agent", "execute", "grader"], kinds
     results = [s["result"] for r in rows for s in r["steps"] if "tool" in s]
     assert results and all(res["data"]["from"] == "CountedExecute" for res in results)
     assert max(res["data"]["calls_here"] for res in results) == len(results)   # one instance saw them all
@@ -133,6 +136,7 @@ def test_an_async_class_agent_shares_one_async_client_on_the_actor_loop(ray_loca
                         advanced={"agent_args": (url, str(log))})
     assert len(data.rows()) == 80 and data.stopped_because == "budget"
     assert server.requests - before == 80
+    assert data.report()["placement"]["pool"] == "actors"     # a class travels, and is built there
     calls = [json.loads(line) for line in _lines(log)]
     assert len(calls) == 80
     assert all(c["same"] for c in calls)                    # current_rollout is per asyncio task
@@ -163,6 +167,7 @@ def test_an_async_function_with_a_lazy_global_client_lands_every_row(ray_local, 
     before = server.requests
     data = wai.simulate(global_client_agent, tools=tools, simulator=False, budget=60, seed=4, concurrency=30)
     assert len(data.rows()) == 60
+    assert data.report()["placement"]["pool"] == "caller"      # it uses this module's _SHARED dict
     assert server.requests - before == 60
     assert len(_lines(tmp_path / "clients.txt")) == 1          # one client served all 60 rollouts
 
@@ -242,9 +247,9 @@ async def counting_agent(message):
 def test_one_actor_holds_over_a_thousand_async_rollouts_in_flight(ray_local, tools, tmp_path):
     _FLIGHT["log"] = str(tmp_path / "flight.txt")
     data = wai.simulate(counting_agent, tools=tools, simulator=False, budget=3000, seed=9, concurrency=1500,
-                        reproducible=False)
+                        reproducible=False, advanced={"ray": {"rollout_actors": 1}})   # an actor, not the caller
     assert len(data.rows()) == 3000
-    assert data.report()["placement"]["rollout_actors"] == 1
+    assert data.report()["placement"]["rollout_actors"] == 1 and data.report()["placement"]["pool"] == "actors"
     seen = [line.split() for line in _lines(tmp_path / "flight.txt")]
     assert len({pid for pid, _ in seen}) == 1
     assert max(int(n) for _, n in seen) > 1000          # thousands in flight on one loop, no thread each

@@ -59,11 +59,13 @@ def bench_async(rows: int = 4000, concurrency: int = 1000, reproducible: bool = 
     steady = refill_rate(data.row_seconds, concurrency)
     return {"rows": len(data), "steady_rows_s": steady, "wall_rows_s": len(data) / wall, "ideal": ideal,
             "ratio": steady / ideal, "wall_ratio": len(data) / wall / ideal, "wall_s": wall,
-            "actors": data.report()["placement"]["rollout_actors"], "stopped": data.stopped_because}
+            "actors": data.report()["placement"]["rollout_actors"], "pool": data.report()["placement"]["pool"],
+            "stopped": data.stopped_because}
 
 
 def format_async_line(r: dict, label: str = "async agent") -> str:
-    return (f"{label:<14} 1s await C=1000 {r['rows']} rows on {r['actors']} actor(s): steady "
+    where = "in the caller's pool" if r.get("pool") == "caller" else f"on {r['actors']} actor(s)"
+    return (f"{label:<14} 1s await C=1000 {r['rows']} rows {where}: steady "
             f"{r['steady_rows_s']:.0f} rows/s ({r['ratio']:.0%}, target >= 90%), wall {r['wall_rows_s']:.0f} "
             f"rows/s in {r['wall_s']:.1f}s ({r['wall_ratio']:.0%}, target >= 60%), ideal {r['ideal']:.0f} rows/s, "
             f"stopped {r['stopped']}")

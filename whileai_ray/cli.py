@@ -22,7 +22,7 @@ import os
 import sys
 
 from .agents.seeded import seeded_agent
-from .bench.lines import LINES, run_bench
+from .bench.lines import LINES, check_only, run_bench
 from .config.run_spec import SpecError, load_spec
 from .result.html_report import check_html_path, write_report
 from .result.loading import load
@@ -57,6 +57,11 @@ def _demo(args) -> int:
 
 def _bench(args) -> int:
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    try:
+        check_only(only)                       # a bad --only is a bad argument (2), said before Ray starts
+    except ValueError as exc:
+        _err("bench", exc)
+        return 2
     return run_bench(quick=args.quick, only=only)
 
 

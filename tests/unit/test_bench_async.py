@@ -24,3 +24,10 @@ def test_bench_lines_are_named_and_an_unknown_name_is_refused():
         assert "unknown line(s) asnyc;" in str(exc) and "async" in str(exc)
     else:
         raise AssertionError("an unknown bench line was accepted")
+
+
+def test_whileai_ray_bench_only_with_an_unknown_line_exits_2_naming_the_lines(capsys):
+    from whileai_ray.cli import main
+    assert main(["bench", "--only", "async,asnyc"]) == 2
+    err = capsys.readouterr().err
+    assert "whileai-ray bench: bench --only: unknown line(s) asnyc;" in err and "latency, cpu" in err

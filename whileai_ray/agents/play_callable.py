@@ -7,9 +7,10 @@ the internal row. For a sync agent timeouts are the caller's job: it runs this i
 and, when the clock runs out, builds the row from ``agent_error(TimeoutError(...), timed_out=True)``
 itself.
 
-An ``async def`` agent is played by :func:`play_async_unit` on the caller's event loop: the
-context is activated in the rollout's own asyncio task (a ContextVar, so concurrent rollouts on
-one loop each see their own ``current_rollout``), and ``timeout`` cancels the coroutine.
+An ``async def`` agent is played by :func:`play_async_unit` on the running event loop (a rollout
+lane's, whether an actor or the caller's own pool): the context is activated in the rollout's own
+asyncio task (a ContextVar, so concurrent rollouts on one loop each see their own
+``current_rollout``), and ``timeout`` cancels the coroutine.
 """
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ by design: keyed and deterministic, they hold nothing of the caller's, so they t
 
 :func:`why_home` names the first reason, or None when the callable may travel. ``pool_sizing``
 keeps a role's pool in the caller's process when its callable must stay home and the Ray has one
-node (on a cluster every callable travels; one that does not pickle is refused before the run).
+node (on a cluster every callable travels; one that does not pickle is refused before the run,
+in a few lines naming the object that holds it: ``travel.py``).
 Only the callable's *own* references are looked at, not those of the functions it calls: a
 module-level agent that calls a stateful helper travels (the helper's state is copied along).
 

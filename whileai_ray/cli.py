@@ -7,7 +7,7 @@
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
-    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench/lines.py)
+    whileai-ray bench [--quick] [--only L]  the speed figures (see whileai_ray/bench/lines.py)
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -22,7 +22,7 @@ import os
 import sys
 
 from .agents.seeded import seeded_agent
-from .bench.lines import run_bench
+from .bench.lines import LINES, check_only, run_bench
 from .config.run_spec import SpecError, load_spec
 from .result.html_report import check_html_path, write_report
 from .result.loading import load
@@ -56,7 +56,13 @@ def _demo(args) -> int:
 
 
 def _bench(args) -> int:
-    return run_bench(quick=args.quick)
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    try:
+        check_only(only)                       # a bad --only is a bad argument (2), said before Ray starts
+    except ValueError as exc:
+        _err("bench", exc)
+        return 2
+    return run_bench(quick=args.quick, only=only)
 
 
 def _err(command: str, message) -> None:
@@ -237,6 +243,8 @@ def main(argv=None) -> int:
     p.set_defaults(func=_demo)
     b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench/lines.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
+    b.add_argument("--only", default=None, help="comma-separated lines to run: " + ", ".join(LINES)
+                   + " (default: all)")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)
     args = parser.parse_args(argv)

@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any, Callable
 
 from .agents.backends import configured_ray_options
+from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
@@ -49,7 +50,7 @@ from .store.plan_snapshot_file import snapshot_path
 from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
-ROLLOUT_ACTOR_SLOTS = 64                  # concurrent rollouts per rollout actor by default
+CLASS_BUILD_S = 600.0                     # how long a class's __init__ (a model load) may take per actor
 
 
 def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = None,
@@ -74,8 +75,11 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     """Generate situations for an agent, roll them out, and return the rows.
 
     ``agent`` is a callable ``message -> {"steps": [...], "final_text": str}`` (or a backend
-    spec); every other argument is keyword-only and documented in the seeds'
-    ``simulate.md``. Nothing is spent before every argument has been checked.
+    spec): a function (run in threads), an ``async def`` function (awaited on its pool's event
+    loop) or a class (built once per rollout actor with ``advanced["agent_args"/"agent_kwargs"]``,
+    then called per rollout); see ``agents/forms.py``. Where each runs: ``runtime/pool_sizing.py``.
+    Every other argument is keyword-only and documented in the seeds' ``simulate.md``. Nothing
+    is spent before every argument has been checked.
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     started = time.time()                   # time_budget= counts from this call (search/clock.py)
@@ -111,7 +115,10 @@ def agent_model_version(cfg, roles=None) -> str:
         return str(cfg.advanced["model_version"])
     if roles is not None and roles.agent is not None:
         return roles.agent.model or "model"
-    name = getattr(cfg.agent, "__name__", None)
+    agent = cfg.agent
+    while isinstance(agent, partial):       # functools.partial(MyAgent, ...): named by MyAgent
+        agent = agent.func
+    name = getattr(agent, "__name__", None)
     return name if isinstance(name, str) and name else "callable-agent"
 
 
@@ -287,6 +294,12 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         grader = conduct_grader
     elif cfg.grade is True and grader is None:
         grader = roles.judge
+    graders = grader is not None and grader is cfg.grader
+    # a class given as agent=/execute=/grader= travels with its constructor arguments (agents/forms.py)
+    agent = bound_role(cfg.agent, "agent", knobs) if model is None else cfg.agent
+    execute = bound_role(cfg.execute, "execute", knobs)
+    grader = bound_role(grader, "grader", knobs) if graders else grader
+    form = "model" if model is not None else "async" if is_async_callable(agent) else "sync"
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     plan_fp = plan_fingerprint(cfg, settings)
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
@@ -294,9 +307,9 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     return JobSpec(
         run_id=job_run_id, cap=max(0, cfg.budget),
         make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
-        meta=meta, agent=cfg.agent, execute=cfg.execute, grader=grader,
-        grader_is_callers=grader is not None and grader is cfg.grader, model=model,
-        agent_form="model" if model is not None else "sync",
+        meta=meta, agent=agent, execute=execute, grader=grader, grader_is_callers=graders, model=model,
+        agent_form=form, start_timeout_s=CLASS_BUILD_S if any(map(is_class_form, (agent, execute, grader)))
+        else 60.0,
         make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
                    if cfg.checkpoint else None),
         checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],

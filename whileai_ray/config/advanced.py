@@ -47,6 +47,9 @@ ADVANCED_DEFAULTS: dict[str, Any] = {
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
     "tool_choice": None, "metrics": True,
+    # constructor arguments of a class given as agent=/grader=/execute= (built once per actor)
+    "agent_args": (), "agent_kwargs": {}, "grader_args": (), "grader_kwargs": {},
+    "execute_args": (), "execute_kwargs": {},
 }
 ADVANCED_KEYS = tuple(sorted(set(KNOBS) | set(ADVANCED_DEFAULTS)))
 
@@ -158,6 +161,23 @@ def _run_id(value: Any, label: str) -> str:
     return value
 
 
+def _ctor_args(value: Any, label: str) -> tuple:
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    raise ValueError(f"{label} is a tuple (or list) of positional arguments for the class's constructor, "
+                     f"e.g. ('/models/m.gguf',); got {type(value).__name__}")
+
+
+def _ctor_kwargs(value: Any, label: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{label} is a dict of keyword arguments for the class's constructor, "
+                         f"e.g. {{'model_path': '/models/m.gguf'}}; got {type(value).__name__}")
+    bad = [k for k in value if not (isinstance(k, str) and k.isidentifier())]
+    if bad:
+        raise ValueError(f"{label} keys are the constructor's parameter names; {bad[0]!r} is not one")
+    return dict(value)
+
+
 _RULES: dict[str, Callable[[Any, str], Any]] = {
     "world": _world,
     "arm_weights": _arm_weights,
@@ -183,6 +203,8 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "writer_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "tool_choice": _tool_choice,
     "metrics": _bool,          # Ray metrics (runtime/metrics.py); False: no metric is recorded
+    "agent_args": _ctor_args, "agent_kwargs": _ctor_kwargs, "grader_args": _ctor_args,
+    "grader_kwargs": _ctor_kwargs, "execute_args": _ctor_args, "execute_kwargs": _ctor_kwargs,
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
 

@@ -21,6 +21,7 @@ from .rules import (MODE_PRESETS, REPEAT_POLICIES, STRATEGIES, UNTIL_CHOICES, as
                            as_int, as_logprobs, as_number, as_patience, as_path, as_share,
                            as_text, as_text_list, check_tasks, check_traces, choice, is_number)
 from .tools import agent_kind, check_role, check_simulator, check_spec, normalize_tools
+from ..agents.forms import check_role_forms
 from ..core.defaults import MAX_TOKENS
 from ..store.run_files import check_output
 
@@ -191,6 +192,8 @@ def resolve_config(agent: Any, explicit: dict, passed: dict) -> RunConfig:
     cfg.advanced = validate_advanced(args["advanced"], moved, has_grader=cfg.grader is not None,
                                      has_traces=cfg.traces is not None)
     _apply_advanced(cfg)
+    check_role_forms({"agent": cfg.agent if cfg.agent_kind == "callable" else None,
+                      "grader": cfg.grader, "execute": cfg.execute}, cfg.advanced)
     return cfg
 
 

@@ -77,7 +77,8 @@ class ActorPool:
         except asyncio.TimeoutError:
             opts = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
             raise RuntimeError(
-                f"the {len(self.actors)} {self.what} actor(s) could not be placed within {self.start_timeout_s:.0f}s; "
+                f"the {len(self.actors)} {self.what} actor(s) could not be placed (or a class given as agent=, "
+                f"execute= or grader= had not finished __init__) within {self.start_timeout_s:.0f}s; "
                 f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
                 "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
 
@@ -169,7 +170,7 @@ def rollout_pool(spec, plan) -> ActorPool:
                                         spec.judge_timeout, spec.model, metrics=spec.metrics,
                                         deadline_at=spec.deadline_at)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
-    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts)
+    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s)
 
 
 def judge_pool(spec) -> ActorPool | None:
@@ -182,4 +183,5 @@ def judge_pool(spec) -> ActorPool | None:
     def make():
         return cls.options(**opts).remote(spec.grader, spec.judge_concurrency, spec.judge_timeout or None,
                                           metrics=spec.metrics), None
-    return ActorPool(make, max(1, int(spec.judge_actors)), spec.judge_concurrency, "judge_chunk", "judge", opts)
+    return ActorPool(make, max(1, int(spec.judge_actors)), spec.judge_concurrency, "judge_chunk", "judge", opts,
+                     spec.start_timeout_s)

@@ -64,9 +64,11 @@ def _through_ray_client() -> bool:
 def cluster_view() -> ClusterView:
     """The alive nodes and their CPUs, and whether this process sits on the only one (what
     ``pool_sizing.plan_pools`` needs)."""
-    nodes = {n["NodeID"]: float((n.get("Resources") or {}).get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")}
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    nodes = {n["NodeID"]: float((n.get("Resources") or {}).get("CPU", 0.0)) for n in alive}
+    gpus = sum(float((n.get("Resources") or {}).get("GPU", 0.0)) for n in alive)
     only = len(nodes) == 1 and not _through_ray_client() and local_node_id() in nodes
-    return ClusterView(nodes=nodes, caller_on_only_node=only)
+    return ClusterView(nodes=nodes, caller_on_only_node=only, gpus=gpus)
 
 
 def gcs_address() -> str:

@@ -49,6 +49,7 @@ from .pool import Pool
 __all__ = ["DriverLoop", "LoopSettings", "Flight", "STUCK_GRACE_S"]
 
 STUCK_GRACE_S = 30.0
+TURN_ROUNDS = 2        # rounds decided per loop turn when not reproducible, before what they hold is sent
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class DriverLoop:
         self.abandoned = 0
         self.stuck: dict = {}                     # unit key -> seconds in flight, past the watchdog's limit
         self.target = rules.decide_target(settings.concurrency, self.chunk, rollouts.lanes)
+        self.turn_rounds = None if settings.reproducible else TURN_ROUNDS
         self._snapshotting = bool(snapshots is not None and snapshots.enabled and settings.reproducible
                                   and landing.sink is not None)
         if restored is not None:
@@ -127,7 +129,7 @@ class DriverLoop:
     # ------------------------------------------------------------------ the loop
     async def run(self) -> str:
         """Play the run to its stop; returns why it stopped."""
-        self._pump()
+        more = self._pump(self.turn_rounds)
         while True:
             gone = self.should_stop()
             if gone is not None:        # an orphan: stop appending now, a resume may be waiting
@@ -149,15 +151,19 @@ class DriverLoop:
             self._dispatch()
             if running:
                 self._dispatch_alone()
+            if more and running:        # not reproducible: the chunks just queued go out before the next
+                await asyncio.sleep(0)  # rounds are decided (a thousand slots fill while deciding, not after)
+                more = self._pump(self.turn_rounds)
+                continue
             if not self.flights:
-                self._pump()
+                more = self._pump(self.turn_rounds)
                 if self.queue:
                     continue
                 self.stopped_because = self.planner.stop_reason() or "writer_exhausted"
                 break
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
-            self._pump()
+            more = self._pump(self.turn_rounds)
             self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
             self.metrics.causes(self.planner.rerolled_by, self.planner.lost_by)
         self._abandon()
@@ -186,15 +192,20 @@ class DriverLoop:
         return self.run_clock.summary(started_at=self.deadline - (self.s.time_budget or 0.0))
 
     # -------------------------------------------------------- deciding, observing
-    def _pump(self) -> None:
-        """Decide what may be decided, settle resumed units, observe what is complete.
+    def _pump(self, rounds: int | None = None) -> bool:
+        """Decide what may be decided, settle resumed units, observe what is complete; True when
+        it stopped after ``rounds`` decisions with more to decide (not reproducible mode only).
 
         One round is observed at a time, and every decision it unlocks is taken before the next
         round is observed: the planner sees the same sequence of states whatever the completion
         order (reproducible mode)."""
+        decided = 0
         while True:
             while not self.blocked and rules.may_start(self.run_clock.phase()) and rules.may_decide(
                     self.s.reproducible, self.book.may_decide(), len(self.queue), self.inflight, self.target):
+                if rounds is not None and decided >= rounds:
+                    return True
+                decided += 1
                 units = self.planner.decide(self.book.next_decide)
                 if not units:
                     self.blocked = True
@@ -205,7 +216,7 @@ class DriverLoop:
                 self._settle_or_queue(r, units)
             outs = self.book.pop_one() if self.s.reproducible else None
             if outs is None:
-                return
+                return False
             self._observe(outs)
             if self._snapshotting:
                 self.snapshots.after_round(self.planner, self.book, self.round_units)

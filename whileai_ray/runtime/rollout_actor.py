@@ -4,8 +4,12 @@ A plain class: a rollout pool makes it a Ray actor (``actor_pool.py``), and the 
 pool (``caller_player.py``) runs the very same class in the caller's process. It asks Ray only
 for the name of its node, and only when it was not told one.
 
-A callable agent runs in a thread executor (never on the event loop), one thread per
-concurrent rollout, under a semaphore sized ``concurrency``. The driver sends more units
+The agent comes in three forms (``agents/forms.py``). A class is built here, once per lane (a
+model loaded or a client opened in its ``__init__``), then its instance is called per rollout.
+An ``async def`` agent (or a class whose ``__call__`` is one) is awaited on this loop, one task
+per rollout: no thread, no new loop, one shared client, thousands in flight. A plain callable
+runs in a thread executor (never on the event loop), one thread per concurrent rollout (made on
+first use), under a semaphore sized ``concurrency``. The driver sends more units
 than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
 instead of waiting for the driver's next round trip. An agent call that runs past
 ``timeout`` is cut: the unit comes back as an agent error marked timed out (the thread
@@ -25,7 +29,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..agents.callable import agent_error
-from ..agents.play_callable import play_callable_unit
+from ..agents.forms import RoleBuildError, build_role, is_async_callable
+from ..agents.play_callable import play_async_unit, play_callable_unit
 from ..agents.play_model import play_model_row
 from ..agents.routing import EndpointClients
 from ..agents.row_builder import build_row
@@ -41,7 +46,14 @@ class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
                  timeout: float | None = None, judge_timeout: float | None = None, model=None,
                  metrics: dict | None = None, node_id: str | None = None, deadline_at: float | None = None):
+        self.build_error: RoleBuildError | None = None
+        try:                                  # a class form is built here, once per lane
+            agent = build_role(agent, "agent")
+            execute = build_role(execute, "execute")
+        except RoleBuildError as exc:
+            self.build_error = exc
         self.agent = agent
+        self.is_async = model is None and self.build_error is None and is_async_callable(agent)
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
         if model is not None:                 # one client per endpoint per actor, sticky per rollout
@@ -52,15 +64,29 @@ class RolloutWorker:
         self.grader = grader
         self.timeout = timeout
         self.judge_timeout = judge_timeout
-        self.sem = asyncio.Semaphore(max(1, int(concurrency)))
-        self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 8,
-                                       thread_name_prefix="rollout")
+        self.slots = max(1, int(concurrency))
+        self.sem = asyncio.Semaphore(self.slots)
+        self._pool: ThreadPoolExecutor | None = None   # sync agents only; made on first use
         self.node_id = node_id or _ray_node_id()
         self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
         self.metrics = run_metrics(metrics)
 
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """One thread per slot (plus headroom for calls past their timeout that run on)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.slots + 8, thread_name_prefix="rollout")
+        return self._pool
+
+    def shutdown(self) -> None:
+        """Drop the rollouts still queued on the threads (only a sync agent's threads were made)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
     def ping(self) -> str:
+        if self.build_error is not None:      # a class whose __init__ raised: said once, at start
+            raise self.build_error
         return self.node_id
 
     async def run_chunk(self, units: list) -> list[dict]:
@@ -80,6 +106,11 @@ class RolloutWorker:
                 if self.model is not None:
                     client, user_client = self.clients.for_unit(unit)
                     row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
+                    problem = storable_problem(row)
+                elif self.build_error is not None:
+                    row, problem = build_row(unit, agent_error(self.build_error), self.meta), None
+                elif self.is_async:
+                    row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
                     problem = storable_problem(row)
                 else:
                     fut = loop.run_in_executor(self.pool, _play_checked, self.agent, unit, self.meta, self.execute)

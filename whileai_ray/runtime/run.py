@@ -4,6 +4,7 @@ to the logger and ``on_progress``, and return the ``RunResult`` it produced."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import sys
 import time
@@ -18,9 +19,10 @@ from .checkpoint_guard import clear_checkpoint
 from .cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
 from .driver_actor import DriverWorker
 from .job_spec import JobSpec
-from .pool_sizing import PoolPlan, plan_pools
+from .pool_sizing import ClusterView, PoolPlan, plan_pools
 from .run_result import RunResult
 from .stay_home import why_home
+from .travel import travel_message, unpicklable_path
 
 POLL_S = 0.2
 
@@ -30,6 +32,8 @@ def _ship_user_code_by_value(*objs) -> None:
     module that Ray's workers cannot import; pickle such modules by value so the workers get
     the code itself. Installed packages (site-packages) and whileai_ray stay by reference."""
     for obj in objs:
+        while isinstance(obj, functools.partial):      # functools.partial(MyAgent, ...): ship MyAgent's module
+            obj = obj.func
         if obj is None:
             continue
         for name in {getattr(obj, "__module__", None), getattr(type(obj), "__module__", None)}:
@@ -61,6 +65,25 @@ def kept_home(spec: JobSpec) -> frozenset:
     return frozenset(role for role, obj in spec.callables().items() if why_home(obj, cloudpickle.dumps))
 
 
+def _why_they_travel(spec: JobSpec, cluster: ClusterView) -> str:
+    if len(cluster.nodes) > 1:
+        return f"this Ray cluster has {len(cluster.nodes)} nodes, and the actors run on them"
+    if not cluster.caller_on_only_node:
+        return "this process is not on the Ray node that runs the actors"
+    return "advanced={'ray': {...}} asks for rollout actors, which are other processes"
+
+
+def refuse_what_cannot_travel(spec: JobSpec, cluster: ClusterView) -> None:
+    """TypeError (under 15 lines: which object, the two fixes) when a callable of ``spec`` -- the
+    Driver's spec, whose callables all play on actors -- does not pickle. Raised before the Driver
+    starts: no checkpoint opened, no situation written, no rollout played."""
+    for role, obj in spec.callables().items():
+        found = unpicklable_path(obj, cloudpickle.dumps, role)
+        if found is not None:
+            steps, error = found
+            raise TypeError(travel_message(role, steps, error, _why_they_travel(spec, cluster)))
+
+
 def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot.
 
@@ -73,6 +96,7 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
     plan = plan_pools(spec, cluster, kept_home(spec) if cluster.caller_on_only_node else frozenset())
     driver_spec = _for_the_driver(spec, plan)
     _ship_user_code_by_value(driver_spec.agent, driver_spec.grader, driver_spec.execute)
+    refuse_what_cannot_travel(driver_spec, cluster)   # what must travel and cannot: a short error, now
     cleared = clear_checkpoint(spec.checkpoint)
     here = local_node_id()
     driver_started = time.monotonic()
@@ -102,6 +126,9 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
                     return result
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None)
+                    while isinstance(cause, ray.exceptions.RayTaskError) and isinstance(
+                            getattr(cause, "cause", None), Exception):
+                        cause = cause.cause              # an actor's error the Driver passed on
                     if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping
                         raise cause from None
                     raise

@@ -28,6 +28,7 @@ from .rollout_actor import RolloutWorker
 __all__ = ["ActorPool", "rollout_pool", "judge_pool", "actor_options", "await_ref", "PLACEMENT_TIMEOUT_S"]
 
 PLACEMENT_TIMEOUT_S = 60.0
+FLUSH_TIMEOUT_S = 30.0
 
 
 async def await_ref(ref):
@@ -51,8 +52,9 @@ class ActorPool:
     where = "actors"
 
     def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
-                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S):
+                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S, flush: bool = False):
         self.make, self.method, self.what = make, method, what
+        self.flush = flush                         # shared storage: actors write their last Parquet part on close
         self.slots = max(1, int(slots))
         self.options = options
         self.start_timeout_s = start_timeout_s
@@ -133,7 +135,17 @@ class ActorPool:
         return ROLLOUT_FAILED
 
     async def close(self) -> None:
-        """Nothing to do: the actors belong to the Driver actor and end with it."""
+        """The actors belong to the Driver actor and end with it; on shared storage each first
+        writes the Parquet rows it still buffers (a lane that died lost only those: its JSONL
+        shards hold every row)."""
+        if not self.flush:
+            return
+        live = [a for a in self.actors + [self._alone] if a is not None]
+        done = asyncio.gather(*(await_ref(a.flush_shards.remote()) for a in live), return_exceptions=True)
+        try:
+            await asyncio.wait_for(done, FLUSH_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            pass
 
 
 class _Placer:
@@ -166,9 +178,9 @@ def rollout_pool(spec, plan) -> ActorPool:
         if placer is not None:
             o["scheduling_strategy"] = placer.strategy()
         actor = cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                        spec.judge_timeout, spec.model, metrics=spec.metrics)
+                                        spec.judge_timeout, spec.model, metrics=spec.metrics, shards=spec.shards)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
-    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts)
+    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, flush=bool(spec.shards))
 
 
 def judge_pool(spec) -> ActorPool | None:

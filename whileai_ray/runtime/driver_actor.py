@@ -16,6 +16,7 @@ from ..store.disk_rows import gc_paused
 from .actor_pool import judge_pool, rollout_pool
 from .caller_pool import CallerOutbox, CallerPool
 from .caller_watch import CALLER_GONE, CallerWatch
+from .dataplane import DataPlane
 from .driver_loop import DriverLoop, LoopSettings
 from .job_spec import JobSpec
 from .landing import Landing
@@ -33,6 +34,7 @@ class DriverWorker:
         self.outbox = CallerOutbox() if calls_home else None
         self.opened = None
         self.loop: DriverLoop | None = None
+        self.plane: DataPlane | None = None
         self.landing: Landing | None = None
         self.done = False
         self.stopped_because = None
@@ -85,9 +87,11 @@ class DriverWorker:
             await judges.start()
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0)
+        plane = self.plane = DataPlane(spec.shards) if spec.shards else None     # shared storage
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
                           judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
-                          should_stop=self.watch.gone, metrics=self.metrics)
+                          should_stop=self.watch.gone, metrics=self.metrics,
+                          unpack=plane.unpack if plane is not None else None)
         self.loop = loop
         try:
             self.stopped_because = await loop.run()
@@ -117,4 +121,5 @@ class DriverWorker:
             checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
-            writer=p.writer.stats() if hasattr(p.writer, "stats") else None)
+            writer=p.writer.stats() if hasattr(p.writer, "stats") else None,
+            data_plane=self.plane.figures() if self.plane is not None else None)

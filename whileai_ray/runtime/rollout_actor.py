@@ -31,7 +31,9 @@ from ..agents.routing import EndpointClients
 from ..agents.row_builder import build_row
 from ..core.rows import stored_row
 from ..core.strict_json import dumps
+from ..store.shards import ShardWriter, check_probe
 from .chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
+from .dataplane import pack
 from .metrics import run_metrics
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
@@ -40,7 +42,7 @@ FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied"
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
                  timeout: float | None = None, judge_timeout: float | None = None, model=None,
-                 metrics: dict | None = None, node_id: str | None = None):
+                 metrics: dict | None = None, node_id: str | None = None, shards: str | None = None):
         self.agent = agent
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
@@ -58,14 +60,24 @@ class RolloutWorker:
         self.node_id = node_id or _ray_node_id()
         self.played = 0
         self.metrics = run_metrics(metrics)
+        self.shards = ShardWriter(shards) if shards else None    # shared storage: rows go there (dataplane.py)
 
     def ping(self) -> str:
+        if self.shards is not None:          # every actor sees the Driver's folder, or the run stops here
+            check_probe(self.shards.folder, self.meta.run_id, self.node_id)
         return self.node_id
 
-    async def run_chunk(self, units: list) -> list[dict]:
+    async def run_chunk(self, units: list) -> list[dict] | bytes:
         results = list(await asyncio.gather(*(self._one(u) for u in units)))
         self.metrics.rollout_seconds([r["seconds"] for r in results])    # metrics: once per chunk
+        if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
+            return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
+
+    def flush_shards(self) -> None:
+        """The run is over: write the Parquet rows still buffered."""
+        if self.shards is not None:
+            self.shards.flush()
 
     async def _one(self, unit) -> dict:
         loop = asyncio.get_running_loop()

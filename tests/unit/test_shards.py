@@ -1,0 +1,141 @@
+"""Shared storage without Ray: rollout workers write their rows to shards, the Driver's loop gets
+keys and outcomes only, and the rows read back from the shards equal a run through the Driver."""
+import asyncio
+import json
+import os
+
+import pytest
+
+from test_driver_loop import META, InProcessPool, planner, run
+from whileai_ray.agents.seeded import seeded_agent
+from whileai_ray.core.rows import export_row
+from whileai_ray.runtime.dataplane import DataPlane
+from whileai_ray.runtime.driver_loop import DriverLoop, LoopSettings
+from whileai_ray.runtime.landing import Landing
+from whileai_ray.runtime.pool import LaneFailed
+from whileai_ray.runtime.rollout_actor import RolloutWorker
+from whileai_ray.store.fingerprint import fingerprint
+from whileai_ray.store.jsonl import JsonlCheckpoint
+from whileai_ray.store.resume import ResumeIndex
+from whileai_ray.store.shards import ShardWriter, check_probe, prepare_shards, read_landed, shards_folder
+from whileai_ray.store.sink import CheckpointSink
+from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS
+
+
+class DiesAfterWriting(InProcessPool):
+    """A lane told to fail plays its chunk (the rows reach the shard) and then dies unanswered."""
+
+    async def _play(self, lane, n, payload):
+        out = await self.workers[lane].run_chunk(payload)
+        if self.fail is not None and self.fail(lane, n):
+            raise LaneFailed(f"lane {lane} died after writing chunk {n}")
+        return out
+
+
+def shard_lanes(folder, lanes=2, slots=8):
+    agent = seeded_agent(TOOLS, rate=0.35, seed=3)
+    return DiesAfterWriting(lambda i: RolloutWorker(agent, META, concurrency=slots, node_id=f"lane-{i}", shards=folder),
+                         lanes=lanes, slots=slots)
+
+
+def run_sharded(folder, ck, budget=120, fail=None):
+    sink = CheckpointSink(JsonlCheckpoint(ck, fingerprint(TOOLS, SYSTEM, "seeded_agent")), stubs=True)
+    warnings = prepare_shards(folder, META.run_id)
+    plane = DataPlane(folder)
+    rollouts = shard_lanes(folder)
+    rollouts.fail = fail
+    landing = Landing(sink=sink)
+    loop = DriverLoop(LoopSettings(lag=2, chunk_size=4, concurrency=8), planner(budget), rollouts, landing,
+                      ResumeIndex(sink.loaded, sink.header, None), unpack=plane.unpack)
+    asyncio.run(loop.run())
+    for w in rollouts.workers:
+        w.flush_shards()
+    sink.close()
+    return loop, landing, plane, warnings
+
+
+def full(folder, landing):
+    stubs = sorted(landing.rows + landing.resumed_rows, key=lambda r: r["_ordinal"])
+    return read_landed(folder, stubs)
+
+
+def test_rows_read_back_from_the_shards_equal_a_run_through_the_driver(tmp_path):
+    folder = shards_folder(tmp_path / "ck.jsonl", True)
+    assert folder == str(tmp_path / "ck.shards")
+    loop, landing, plane, _ = run_sharded(folder, tmp_path / "ck.jsonl")
+    plain, _ = run(planner(), shard_lanes(None))
+    rows = full(folder, landing)
+    want = sorted(plain.landing.rows, key=lambda r: r["_ordinal"])
+    assert len(rows) == 120 and [export_row(r) for r in rows] == [export_row(r) for r in want]
+    assert {r["_node"] for r in rows} == {"lane-0", "lane-1"}
+    figures = plane.figures()
+    assert figures["rows"] == 120 and 0 < figures["driver_bytes"] <= 0.05 * figures["row_bytes"], figures
+    # the checkpoint holds one short stub per landed row; the shards hold the rows, in Parquet too
+    lines = (tmp_path / "ck.jsonl").read_text().splitlines()[1:]
+    assert len(lines) == 120 and all("_shard" in json.loads(x) for x in lines)
+    assert sum(len(x) + 1 for x in lines) < figures["row_bytes"] / 2
+    from whileai_ray.store.parquet import read_parquet
+    assert len(read_parquet(os.path.join(folder, "parquet"))) == 120
+
+
+def test_a_resume_reads_the_stubs_and_lands_each_row_once(tmp_path):
+    folder, ck = str(tmp_path / "sh"), tmp_path / "ck.jsonl"
+    _, first, _, _ = run_sharded(folder, ck, budget=60)
+    loop, again, plane, _ = run_sharded(folder, ck, budget=120)
+    rows = full(folder, again)
+    assert len(again.resumed_rows) == 60 and len(again.rows) == 60 and plane.rows == 60
+    plain, _ = run(planner(), shard_lanes(None))
+    want = sorted(plain.landing.rows, key=lambda r: r["_ordinal"])
+    strip = [{k: v for k, v in export_row(r).items() if k != "lineage"} for r in rows]
+    assert strip == [{k: v for k, v in export_row(r).items() if k != "lineage"} for r in want]
+    assert sum(bool(r["lineage"].get("resumed")) for r in rows) == 60
+
+
+def test_a_chunk_lost_with_its_lane_is_played_again_and_read_back_once(tmp_path):
+    folder, ck = str(tmp_path / "sh"), tmp_path / "ck.jsonl"
+    # the sixth chunk's lane dies after its rows were written: the failed flight never lands them
+    loop, landing, plane, _ = run_sharded(folder, ck, fail=lambda lane, n: n == 5)
+    rows = full(folder, landing)
+    assert len(rows) == 120 and len({tuple(r["_key"]) for r in rows}) == 120 and loop.chunks_reissued == 1
+    want = sorted(run(planner(), shard_lanes(None))[0].landing.rows, key=lambda r: r["_ordinal"])
+    assert [export_row(r) for r in rows] == [export_row(r) for r in want]
+    assert plane.rows == 120                    # the failed chunk's rows were written, never landed
+    names = os.listdir(os.path.join(folder, "rows"))
+    written = sum(len((tmp_path / "sh" / "rows" / n).read_text().splitlines()) for n in names)
+    assert written > 120
+
+
+def test_a_half_written_shard_is_removed_when_the_run_opens(tmp_path):
+    folder = str(tmp_path / "sh")
+    prepare_shards(folder, "r")
+    (tmp_path / "sh" / "rows" / "abc-000001.jsonl.tmp").write_bytes(b'{"prompt": "half')
+    warnings = prepare_shards(folder, "r")
+    assert not (tmp_path / "sh" / "rows" / "abc-000001.jsonl.tmp").exists()
+    assert len(warnings) == 1 and "half written" in warnings[0]
+
+
+def test_a_changed_shard_is_named_not_read_as_another_row(tmp_path):
+    folder = str(tmp_path / "sh")
+    prepare_shards(folder, "r")
+    writer = ShardWriter(folder)
+    name, spans, _ = writer.write([{"prompt": "p", "steps": [], "final_text": "a"}])
+    stub = {"prompt": "p", "_ordinal": 3, "_shard": [name, *spans[0]]}
+    assert read_landed(folder, [stub])[0]["final_text"] == "a"
+    path = tmp_path / "sh" / "rows" / name
+    path.write_bytes(path.read_bytes().replace(b'"a"', b'"b"'))
+    with pytest.raises(ValueError, match=name):
+        read_landed(folder, [stub])
+
+
+def test_a_filesystem_uri_goes_through_pyarrow_and_a_folder_no_actor_sees_is_refused(tmp_path):
+    folder = shards_folder("runs/a.jsonl", f"file://{tmp_path}/store")
+    assert folder == f"file://{tmp_path}/store/a.shards"
+    prepare_shards(folder, "r")
+    check_probe(folder, "r", "node-1")
+    writer = ShardWriter(folder)
+    name, spans, _ = writer.write([{"prompt": "p", "steps": [], "final_text": "x"}])
+    writer.flush()
+    assert read_landed(folder, [{"_shard": [name, *spans[0]]}])[0]["final_text"] == "x"
+    assert os.listdir(tmp_path / "store" / "a.shards" / "parquet")
+    with pytest.raises(ValueError, match="does not see"):
+        check_probe(str(tmp_path / "elsewhere"), "r", "node-2")

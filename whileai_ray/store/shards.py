@@ -1,0 +1,253 @@
+"""Row shards on shared storage: rollout actors write the rows, the Driver keeps only keys.
+
+On a cluster every landed row used to travel to the Driver, which wrote it to the checkpoint:
+every row's bytes funnelled through one process on one node. With shared storage (a folder
+every node sees, or any pyarrow filesystem URI: ``s3://``, ``gs://``, ``hdfs://``,
+``file://``), each rollout actor writes the rows it plays itself and tells the Driver only
+where each one is (file, byte span, CRC) and the few facts the planner reads. Layout, for
+``checkpoint="runs/a.jsonl"``::
+
+    runs/a.jsonl                   the checkpoint: header + one short *stub* line per landed row
+    runs/a.jsonl.keys/.lock/.plan  as for any checkpoint (key index, lock, planner snapshot)
+    <shards>/rows/<actor>-<n>.jsonl     one file per chunk an actor played: full rows, stored form
+    <shards>/parquet/part-<actor>-<n>.parquet  the same rows as Parquet, a part per ~2,000 rows an actor played
+    <shards>/probe-<run id>        written by the Driver when the run opens; every actor must see it
+
+``<shards>`` is ``runs/a.shards`` (``shared_storage=True``) or ``<uri>/a.shards``.
+
+**Exactly once.** The checkpoint stays the truth of *which* rows landed: the Driver appends a
+stub (key fields, planner facts, ``_shard = [file, start, end, crc]``) with the same lock,
+key index, duplicate refusal and torn-tail repair as any checkpoint line. A shard file may
+also hold rows the Driver never landed (played after the budget was reached, or by an actor
+whose node went away before it answered: the chunk was played again elsewhere); no stub points
+at them, so they are never read back. Resume reads the stubs only.
+
+**Never torn.** A shard file is written under a temporary name and renamed (an object store
+publishes an object whole on close), so a node killed mid-write leaves at most a ``*.tmp``
+file; the Driver removes those when it opens the run, with a warning, as the checkpoint's own
+torn tail is dropped. ``read_landed`` checks each row's CRC and raises naming the file when a
+shard was changed or lost.
+
+No playing logic here: the runtime decides what a stub holds (``runtime/dataplane.py``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import zlib
+from collections import defaultdict
+
+from ..core.rows import stored_row
+from .jsonl_lines import dump_line
+
+__all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
+           "check_probe"]
+
+SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
+PARQUET_ROWS = 2000             # rows an actor buffers before writing a Parquet part
+_DECODE = json.JSONDecoder().decode
+
+
+def is_uri(location: str) -> bool:
+    return "://" in str(location)
+
+
+def shards_folder(checkpoint, storage) -> str:
+    """Where the shards of ``checkpoint`` go: beside it (``storage is True``), else in ``storage``
+    (a folder or URI), named after the checkpoint's file."""
+    name = os.path.basename(str(checkpoint))
+    stem = name[:-6] if name.endswith(".jsonl") else name
+    if storage is True:
+        return os.path.join(os.path.dirname(os.path.abspath(str(checkpoint))), stem + ".shards")
+    base = str(storage).rstrip("/")
+    return f"{base}/{stem}.shards" if is_uri(base) else os.path.join(os.path.abspath(base), stem + ".shards")
+
+
+def _fs(folder: str):
+    """``(filesystem, path)`` for pyarrow; None for a plain local folder (written with fsync)."""
+    if not is_uri(folder):
+        return None, folder
+    import pyarrow.fs as pafs
+    return pafs.FileSystem.from_uri(folder)
+
+
+def _join(folder: str, *names: str) -> str:
+    return "/".join([folder.rstrip("/"), *names])
+
+
+def _put(fs, path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole: a temporary name, then a rename."""
+    tmp = path + ".tmp"
+    if fs is None:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        return
+    with fs.open_output_stream(tmp) as out:
+        out.write(data)
+    fs.move(tmp, path)
+
+
+def _mkdir(fs, path: str) -> None:
+    if fs is None:
+        os.makedirs(path, exist_ok=True)
+    else:
+        fs.create_dir(path, recursive=True)
+
+
+def _read(fs, path: str) -> bytes:
+    if fs is None:
+        with open(path, "rb") as fh:
+            return fh.read()
+    with fs.open_input_stream(path) as src:
+        return src.read()
+
+
+def _listing(fs, path: str) -> list[str]:
+    """File names in ``path`` (none when it does not exist)."""
+    if fs is None:
+        try:
+            return sorted(os.listdir(path))
+        except FileNotFoundError:
+            return []
+    import pyarrow.fs as pafs
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(info.base_name for info in infos if info.type == pafs.FileType.File)
+
+
+def _delete(fs, path: str) -> None:
+    if fs is None:
+        os.unlink(path)
+    else:
+        fs.delete_file(path)
+
+
+def prepare_shards(folder: str, run_id: str) -> list[str]:
+    """The Driver opens a run's shards: create the folders, write the probe every actor checks
+    (``check_probe``), remove ``*.tmp`` files a killed node left. Returns the warnings."""
+    fs, path = _fs(folder)
+    for sub in ("rows", "parquet"):
+        _mkdir(fs, _join(path, sub))
+    warnings = []
+    for sub in ("rows", "parquet"):
+        torn = [n for n in _listing(fs, _join(path, sub)) if n.endswith(".tmp")]
+        for name in torn:
+            _delete(fs, _join(path, sub, name))
+        if torn:
+            warnings.append(f"{_join(folder, sub)}: removed {len(torn)} shard file(s) a stopped actor left half "
+                            "written (*.tmp); their rows never landed and are played again")
+    _put(fs, _join(path, f"probe-{run_id}"), run_id.encode())
+    return warnings
+
+
+def check_probe(folder: str, run_id: str, node: str) -> None:
+    """An actor checks it sees the folder the Driver opened; else a clear error before any work."""
+    fs, path = _fs(folder)
+    try:
+        seen = _read(fs, _join(path, f"probe-{run_id}")).decode()
+    except (OSError, FileNotFoundError) as exc:
+        seen = f"nothing ({type(exc).__name__})"
+    if seen != run_id:
+        raise ValueError(
+            f"advanced['shared_storage']: the rollout actor on node {node} does not see {folder!r} as the "
+            f"Driver wrote it (found {seen!r} where the run's probe file should be). Shared storage must be "
+            "a folder every node sees (an NFS mount, say) or a filesystem URI (s3://, gs://, hdfs://); "
+            "or drop advanced['shared_storage'] to write through the Driver.")
+
+
+class ShardWriter:
+    """One rollout actor's writer: ``write(rows)`` puts a chunk's rows in a new shard file and
+    returns where each row is; Parquet parts are written every ``parquet_rows`` rows and on
+    ``flush()``."""
+
+    def __init__(self, folder: str, parquet_rows: int = PARQUET_ROWS):
+        self.folder = folder
+        self.fs, self.path = _fs(folder)
+        self.token = uuid.uuid4().hex[:12]          # names this actor's files; never reused
+        self.parquet_rows = parquet_rows
+        self.seq = 0
+        self.parts = 0
+        self._buffer: list[dict] = []
+        self.bytes_written = 0
+
+    def write(self, rows: list[dict]) -> tuple[str, list[tuple[int, int, int]], int]:
+        """``(file, [(start, end, crc)] per row, bytes)``: the rows are on storage when it returns."""
+        exported = [stored_row(r) for r in rows]
+        lines = [dump_line(r) for r in exported]
+        name = f"{self.token}-{self.seq:06d}.jsonl"
+        self.seq += 1
+        spans, pos = [], 0
+        for line in lines:
+            spans.append((pos, pos + len(line) - 1, zlib.crc32(line[:-1])))
+            pos += len(line)
+        _put(self.fs, _join(self.path, "rows", name), b"".join(lines))
+        self.bytes_written += pos
+        self._buffer.extend(exported)
+        if len(self._buffer) >= self.parquet_rows:
+            self.flush()
+        return name, spans, pos
+
+    def flush(self) -> None:
+        """Write the buffered rows as a Parquet part (a lost node loses only its JSONL-backed buffer)."""
+        if not self._buffer:
+            return
+        import pyarrow.parquet as pq
+
+        from .parquet import rows_to_table
+        table = rows_to_table(self._buffer)
+        self._buffer = []
+        target = _join(self.path, "parquet", f"part-{self.token}-{self.parts:05d}.parquet")
+        self.parts += 1
+        if self.fs is None:
+            tmp = target + ".tmp"
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, target)
+        else:
+            pq.write_table(table, target + ".tmp", compression="zstd", filesystem=self.fs)
+            self.fs.move(target + ".tmp", target)
+
+
+def read_landed(folder: str, stubs: list[dict]) -> list[dict]:
+    """The full rows the ``stubs`` point at (other rows pass through as they are), each with
+    the stub's bookkeeping (``_key``, ``_ordinal``, ``_landed_s``, ``_node``...) and lineage.
+    Each shard file is read once. Raises ``ValueError`` naming the file when a row is missing
+    or its CRC does not match (the shard was changed or lost)."""
+    fs, path = _fs(folder)
+    by_file: dict = defaultdict(list)
+    for i, stub in enumerate(stubs):
+        pointer = stub.get(SHARD_KEY)
+        if pointer is not None:
+            by_file[pointer[0]].append(i)
+    out = list(stubs)
+    for name, positions in sorted(by_file.items()):
+        file = _join(path, "rows", name)
+        try:
+            data = _read(fs, file)
+        except (OSError, FileNotFoundError) as exc:
+            raise ValueError(f"{_join(folder, 'rows', name)}: a shard the checkpoint points at cannot be read "
+                             f"({type(exc).__name__}: {exc}); its rows are lost unless the file comes back") from None
+        for i in positions:
+            out[i] = _merge(_row_at(data, stubs[i], folder, name), stubs[i])
+    return out
+
+
+def _row_at(data: bytes, stub: dict, folder: str, name: str) -> dict:
+    _file, start, end, crc = stub[SHARD_KEY]
+    line = data[start:end]
+    if end > len(data) or zlib.crc32(line) != crc:
+        raise ValueError(f"{_join(folder, 'rows', name)}: bytes {start}-{end} are not the row the checkpoint "
+                         "landed (the shard was changed or cut); its rows cannot be read back")
+    return _DECODE(line.decode("utf-8"))
+
+
+def _merge(row: dict, stub: dict) -> dict:
+    for k, v in stub.items():
+        if k[:1] == "_" and k not in (SHARD_KEY, "_fp"):
+            row[k] = v
+    extra = stub.get("lineage")
+    if extra:
+        row["lineage"] = {**(row.get("lineage") or {}), **extra}
+    return row

@@ -34,6 +34,8 @@ from .chaos import bench_chaos
 from .chaos import format_line as chaos_line
 from .micro import micro_lines
 from .search import bench_selection, format_line
+from .shared_storage import bench_shared_storage
+from .shared_storage import format_line as shared_line
 
 
 class SleepyAgent:
@@ -127,6 +129,7 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
         f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "
         f"(target >= 2.7x; ideal per node {nodes['ideal_per_node']:.0f} rows/s)")
+    out(shared_line(bench_shared_storage(rows=600 if quick else 3000)))
     return 0
 
 

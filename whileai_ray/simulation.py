@@ -306,7 +306,7 @@ def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None, shards=None):
     sink = CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller), stubs=bool(shards))
     if shards:       # under the checkpoint's lock: the folders, the probe every actor checks, torn files
         try:
-            sink.warnings.extend(prepare_shards(shards, run_id))
+            sink.warnings.extend(prepare_shards(shards, run_id, cfg.checkpoint))
         except BaseException:
             sink.close(compact=False)
             raise

@@ -8,6 +8,7 @@ import pytest
 
 from test_driver_loop import META, InProcessPool, planner, run
 from whileai_ray.agents.seeded import seeded_agent
+from whileai_ray.core.identity import row_key
 from whileai_ray.core.rows import export_row
 from whileai_ray.runtime.dataplane import DataPlane
 from whileai_ray.runtime.driver_loop import DriverLoop, LoopSettings
@@ -16,6 +17,7 @@ from whileai_ray.runtime.pool import LaneFailed
 from whileai_ray.runtime.rollout_actor import RolloutWorker
 from whileai_ray.store.fingerprint import fingerprint
 from whileai_ray.store.jsonl import JsonlCheckpoint
+from whileai_ray.store.reader import load_rows
 from whileai_ray.store.resume import ResumeIndex
 from whileai_ray.store.shards import ShardWriter, check_probe, prepare_shards, read_landed, shards_folder
 from whileai_ray.store.sink import CheckpointSink
@@ -40,7 +42,7 @@ def shard_lanes(folder, lanes=2, slots=8):
 
 def run_sharded(folder, ck, budget=120, fail=None):
     sink = CheckpointSink(JsonlCheckpoint(ck, fingerprint(TOOLS, SYSTEM, "seeded_agent")), stubs=True)
-    warnings = prepare_shards(folder, META.run_id)
+    warnings = prepare_shards(folder, META.run_id, ck)
     plane = DataPlane(folder)
     rollouts = shard_lanes(folder)
     rollouts.fail = fail
@@ -76,6 +78,12 @@ def test_rows_read_back_from_the_shards_equal_a_run_through_the_driver(tmp_path)
     assert sum(len(x) + 1 for x in lines) < figures["row_bytes"] / 2
     from whileai_ray.store.parquet import read_parquet
     assert len(read_parquet(os.path.join(folder, "parquet"))) == 120
+    # the checkpoint says where its shards are: reading it back gives the rows, not the stubs
+    loaded, _ = load_rows(tmp_path / "ck.jsonl")
+    assert sorted(map(export_row, loaded), key=row_key) == sorted(map(export_row, rows), key=row_key)
+    os.remove(tmp_path / "ck.jsonl.shards.json")
+    with pytest.raises(ValueError, match="shards.json"):
+        load_rows(tmp_path / "ck.jsonl")
 
 
 def test_a_resume_reads_the_stubs_and_lands_each_row_once(tmp_path):

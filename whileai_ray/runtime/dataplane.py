@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from ..core.strict_json import dumps
-from ..store.shards import SHARD_KEY, read_landed
+from ..store.shards import SHARD_KEY, read_landed, resolve_stubs
 
 __all__ = ["pack", "DataPlane", "with_full_rows"]
 
@@ -108,14 +108,14 @@ def _stub(unit, msg: dict, entry: list, extra: dict) -> dict:
     return stub
 
 
-def with_full_rows(result, folder: str | None):
+def with_full_rows(result, folder: str | None, checkpoint=None):
     """The caller's side: a ``RunResult`` whose stub rows are replaced by the rows they point at
     (read from the shards here, never through the Driver). ``folder`` is the run's shards folder."""
     import dataclasses
     if not any(SHARD_KEY in r for r in result.rows) and not any(SHARD_KEY in r for r in result.leftover_rows):
         return result
-    if folder is None:
-        raise ValueError("this checkpoint's rows were written to shared storage (advanced['shared_storage']); "
-                         "resume it with the same advanced['shared_storage'] so its shards can be read")
+    if folder is None:         # resumed without shared_storage: the checkpoint says where its shards are
+        return dataclasses.replace(result, rows=resolve_stubs(result.rows, checkpoint),
+                                   leftover_rows=resolve_stubs(list(result.leftover_rows), checkpoint))
     return dataclasses.replace(result, rows=read_landed(folder, result.rows),
                                leftover_rows=read_landed(folder, list(result.leftover_rows)))

@@ -95,7 +95,7 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
                 try:
                     result = dataclasses.replace(ray.get(done_ref), driver_started_at=driver_started,
                                                  orphan_cleared=cleared or None)
-                    result = with_full_rows(result, spec.shards)    # shared storage: rows read here
+                    result = with_full_rows(result, spec.shards, spec.checkpoint)    # shared storage: rows read here
                     if result.stopped_because == CALLER_GONE:
                         raise RuntimeError(
                             f"the Driver of run {spec.run_id!r} stopped because {result.errors[-1]}: this "

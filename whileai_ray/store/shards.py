@@ -9,6 +9,7 @@ where each one is (file, byte span, CRC) and the few facts the planner reads. La
 
     runs/a.jsonl                   the checkpoint: header + one short *stub* line per landed row
     runs/a.jsonl.keys/.lock/.plan  as for any checkpoint (key index, lock, planner snapshot)
+    runs/a.jsonl.shards.json       where the shards are (``{"_whileai_ray_shards": 1, "folder": ...}``)
     <shards>/rows/<actor>-<n>.jsonl     one file per chunk an actor played: full rows, stored form
     <shards>/parquet/part-<actor>-<n>.parquet  the same rows as Parquet, a part per ~2,000 rows an actor played
     <shards>/probe-<run id>        written by the Driver when the run opens; every actor must see it
@@ -42,9 +43,10 @@ from ..core.rows import stored_row
 from .jsonl_lines import dump_line
 
 __all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
-           "check_probe"]
+           "check_probe", "sidecar_path", "shards_of", "resolve_stubs"]
 
 SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
+_SIDECAR_KEY = "_whileai_ray_shards"
 PARQUET_ROWS = 2000             # rows an actor buffers before writing a Parquet part
 _DECODE = json.JSONDecoder().decode
 
@@ -125,9 +127,43 @@ def _delete(fs, path: str) -> None:
         fs.delete_file(path)
 
 
-def prepare_shards(folder: str, run_id: str) -> list[str]:
+def sidecar_path(checkpoint) -> str:
+    """The file beside a checkpoint that says where its shards are."""
+    return str(checkpoint) + ".shards.json"
+
+
+def shards_of(checkpoint) -> str | None:
+    """The shards folder a checkpoint's stubs point into (None: the checkpoint has none)."""
+    try:
+        with open(sidecar_path(checkpoint), "rb") as fh:
+            meta = _DECODE(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    folder = meta.get(_SIDECAR_KEY) == 1 and meta.get("folder") if isinstance(meta, dict) else None
+    return folder if isinstance(folder, str) and folder else None
+
+
+def resolve_stubs(rows: list[dict], checkpoint) -> list[dict]:
+    """``rows`` read from ``checkpoint`` with each stub replaced by the row it points at."""
+    if not any(SHARD_KEY in r for r in rows):
+        return rows
+    folder = shards_of(checkpoint)
+    if folder is None:
+        raise ValueError(f"{checkpoint}: its rows live in shards on shared storage, and {sidecar_path(checkpoint)} "
+                         "that says where is missing; put it back, or resume with the same advanced['shared_storage']")
+    return read_landed(folder, rows)
+
+
+def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
     """The Driver opens a run's shards: create the folders, write the probe every actor checks
-    (``check_probe``), remove ``*.tmp`` files a killed node left. Returns the warnings."""
+    (``check_probe``) and the checkpoint's sidecar (``shards_of``), remove ``*.tmp`` files a killed
+    node left. Returns the warnings."""
+    if checkpoint is not None:
+        from .atomic import atomic_path
+        with atomic_path(sidecar_path(checkpoint)) as tmp, open(tmp, "wb") as fh:
+            fh.write(json.dumps({_SIDECAR_KEY: 1, "folder": folder}).encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
     fs, path = _fs(folder)
     for sub in ("rows", "parquet"):
         _mkdir(fs, _join(path, sub))

@@ -265,7 +265,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards.py)
-    shards = shards_folder(cfg.checkpoint, storage) if storage and cfg.checkpoint else None
+    shards = shards_folder(cfg.checkpoint, storage) if storage not in (None, False) and cfg.checkpoint else None
     return JobSpec(
         run_id=job_run_id, cap=max(0, cfg.budget),
         make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+import whileai_ray as wai
+
 from test_driver_loop import META, InProcessPool, planner, run
 from whileai_ray.agents.seeded import seeded_agent
 from whileai_ray.core.identity import row_key
@@ -147,3 +149,17 @@ def test_a_filesystem_uri_goes_through_pyarrow_and_a_folder_no_actor_sees_is_ref
     assert os.listdir(tmp_path / "store" / "a.shards" / "parquet")
     with pytest.raises(ValueError, match="does not see"):
         check_probe(str(tmp_path / "elsewhere"), "r", "node-2")
+
+
+@pytest.mark.parametrize("value, kwargs, match", [
+    (3, {"checkpoint": "ck.jsonl"}, "s3://bucket"),
+    (True, {}, "needs checkpoint="),
+    ("/shared", {"checkpoint": "ck.jsonl", "grade": "conduct"}, "grade"),
+])
+def test_shared_storage_is_refused_before_any_work_when_it_cannot_hold(tmp_path, value, kwargs, match):
+    if "checkpoint" in kwargs:
+        kwargs = {**kwargs, "checkpoint": str(tmp_path / kwargs["checkpoint"])}
+    with pytest.raises(ValueError, match=match):       # raised before Ray starts (the unit conftest forbids it)
+        wai.simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=10,
+                     advanced={"shared_storage": value}, **kwargs)
+    assert os.listdir(tmp_path) == []

@@ -143,12 +143,12 @@ def _tool_choice(value: Any, label: str):
 
 def _shared_storage(value: Any, label: str):
     """True (beside the checkpoint), or a folder every node sees / a pyarrow filesystem URI."""
-    if value is True or value is None:
+    if value is True or value is None or value is False:
         return value
     if isinstance(value, str) and value.strip():
         return value.strip()
-    raise ValueError(f"{label} is True (shards beside the checkpoint), a folder every node sees, or a "
-                     f"filesystem URI such as 's3://bucket/runs'; got {value!r}")
+    raise ValueError(f"{label} is True (shards beside the checkpoint), a folder every node sees, a "
+                     f"filesystem URI such as 's3://bucket/runs', or False; got {value!r}")
 
 
 def _run_id(value: Any, label: str) -> str:

@@ -55,6 +55,7 @@ class ActorPool:
                  options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S, flush: bool = False):
         self.make, self.method, self.what = make, method, what
         self.flush = flush                         # shared storage: actors write their last Parquet part on close
+        self.flushed: set | None = None            # the shard writers (tokens) that did, once closed
         self.slots = max(1, int(slots))
         self.options = options
         self.start_timeout_s = start_timeout_s
@@ -143,9 +144,9 @@ class ActorPool:
         live = [a for a in self.actors + [self._alone] if a is not None]
         done = asyncio.gather(*(await_ref(a.flush_shards.remote()) for a in live), return_exceptions=True)
         try:
-            await asyncio.wait_for(done, FLUSH_TIMEOUT_S)
+            self.flushed = {t for t in await asyncio.wait_for(done, FLUSH_TIMEOUT_S) if isinstance(t, str)}
         except asyncio.TimeoutError:
-            pass
+            self.flushed = set()
 
 
 class _Placer:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from ..core.strict_json import dumps
-from ..store.shards import SHARD_KEY, read_landed, resolve_stubs
+from ..store.shards import SHARD_KEY, fill_parquet, read_landed, resolve_stubs
 
 __all__ = ["pack", "DataPlane", "with_full_rows"]
 
@@ -53,7 +53,7 @@ def pack(results: list[dict], writer, node: str) -> bytes:
         if extra:
             entry.append(extra)
         entries.append(entry)
-    return dumps({"f": name, "n": node, "b": nbytes, "u": entries}).encode("ascii")
+    return dumps({"f": name, "n": node, "b": nbytes, "c": writer.covered, "u": entries}).encode("ascii")
 
 
 class DataPlane:
@@ -64,6 +64,9 @@ class DataPlane:
         self.driver_bytes = 0        # payload bytes the Driver received from rollout actors
         self.row_bytes = 0           # row bytes the actors wrote to shards
         self.rows = 0
+        self.parquet_filled = 0
+        self.fill_error: str | None = None
+        self._no_parquet: dict = {}  # writer token -> its landed shard files not yet in a Parquet part
 
     def unpack(self, items: list, payload) -> list[dict]:
         """``items`` are the flight's ``(round, index, unit)``; ``payload`` what came back."""
@@ -72,6 +75,8 @@ class DataPlane:
         self.driver_bytes += len(payload)
         msg = _DECODE(payload.decode("ascii"))
         self.row_bytes += msg["b"]
+        if msg["f"] is not None:
+            self._track(msg["f"], msg["c"])
         out = []
         for (_r, _i, unit), entry in zip(items, msg["u"]):
             if entry[0] is None:
@@ -87,9 +92,29 @@ class DataPlane:
             self.rows += 1
         return out
 
+    def _track(self, name: str, covered: int) -> None:
+        token, seq = name[:-6].rsplit("-", 1)
+        files = self._no_parquet.setdefault(token, [])
+        files.append((int(seq), name))
+        self._no_parquet[token] = [(n, f) for n, f in files if n >= covered]
+
+    def fill(self, flushed) -> None:
+        """After the pool closed: the landed rows of writers that did not flush (their actor died)
+        become a Parquet part, read from their JSONL shards (at most ~2,000 rows a writer).
+        ``flushed`` are the tokens that did flush; None: every writer did (the caller's pool)."""
+        if flushed is None:
+            return
+        names = [f for token, files in sorted(self._no_parquet.items()) if token not in flushed
+                 for _n, f in sorted(files)]
+        try:
+            self.parquet_filled += fill_parquet(self.folder, names)
+        except (OSError, ValueError) as exc:     # the JSONL shards hold the rows; the run's result stands
+            self.fill_error = f"{type(exc).__name__}: {exc}"[:300]
+
     def figures(self) -> dict:
         return {"shared_storage": self.folder, "rows": self.rows, "driver_bytes": self.driver_bytes,
-                "row_bytes": self.row_bytes,
+                "row_bytes": self.row_bytes, "parquet_filled": self.parquet_filled,
+                **({"parquet_fill_error": self.fill_error} if self.fill_error else {}),
                 "driver_share": round(self.driver_bytes / self.row_bytes, 4) if self.row_bytes else None}
 
 

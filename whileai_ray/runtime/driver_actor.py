@@ -10,6 +10,7 @@ brings back their results. It feeds the run's Ray metrics (``metrics.py``).
 """
 from __future__ import annotations
 
+import asyncio
 import time
 
 from ..store.disk_rows import gc_paused
@@ -100,6 +101,8 @@ class DriverWorker:
             for pool in (rollouts, judges):
                 if pool is not None:
                     await pool.close()
+        if self.plane is not None:      # Parquet for the rows of actors that died before their last part
+            await asyncio.to_thread(self.plane.fill, getattr(rollouts, "flushed", None))
         orphan = self.stopped_because == CALLER_GONE
         await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
         await close_run(opened, compact=not orphan)         # and lets go at once

@@ -74,10 +74,9 @@ class RolloutWorker:
             return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
 
-    def flush_shards(self) -> None:
-        """The run is over: write the Parquet rows still buffered."""
-        if self.shards is not None:
-            self.shards.flush()
+    def flush_shards(self) -> str | None:
+        """The run is over: write the Parquet rows still buffered; returns the writer's token."""
+        return self.shards.flush() if self.shards is not None else None
 
     async def _one(self, unit) -> dict:
         loop = asyncio.get_running_loop()

@@ -12,6 +12,7 @@ where each one is (file, byte span, CRC) and the few facts the planner reads. La
     runs/a.jsonl.shards.json       where the shards are (``{"_whileai_ray_shards": 1, "folder": ...}``)
     <shards>/rows/<actor>-<n>.jsonl     one file per chunk an actor played: full rows, stored form
     <shards>/parquet/part-<actor>-<n>.parquet  the same rows as Parquet, a part per ~2,000 rows an actor played
+                                   (part-fill-*: the rows of an actor that died before its next part)
     <shards>/probe-<run id>        written by the Driver when the run opens; every actor must see it
 
 ``<shards>`` is ``runs/a.shards`` (``shared_storage=True``) or ``<uri>/a.shards``.
@@ -43,7 +44,7 @@ from ..core.rows import stored_row
 from .jsonl_lines import dump_line
 
 __all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
-           "check_probe", "sidecar_path", "shards_of", "resolve_stubs"]
+           "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "fill_parquet"]
 
 SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
 _SIDECAR_KEY = "_whileai_ray_shards"
@@ -206,6 +207,7 @@ class ShardWriter:
         self.parquet_rows = parquet_rows
         self.seq = 0
         self.parts = 0
+        self.covered = 0                            # files (by seq) whose rows are in Parquet parts
         self._buffer: list[dict] = []
         self.bytes_written = 0
 
@@ -226,24 +228,44 @@ class ShardWriter:
             self.flush()
         return name, spans, pos
 
-    def flush(self) -> None:
-        """Write the buffered rows as a Parquet part (a lost node loses only its JSONL-backed buffer)."""
-        if not self._buffer:
-            return
-        import pyarrow.parquet as pq
+    def flush(self) -> str:
+        """Write the buffered rows as a Parquet part; returns this writer's token (the Driver fills
+        the Parquet of writers that never flushed: ``fill_parquet``)."""
+        if self._buffer:
+            rows, self._buffer = self._buffer, []
+            _write_part(self.fs, _join(self.path, "parquet", f"part-{self.token}-{self.parts:05d}.parquet"), rows)
+            self.parts += 1
+        self.covered = self.seq
+        return self.token
 
-        from .parquet import rows_to_table
-        table = rows_to_table(self._buffer)
-        self._buffer = []
-        target = _join(self.path, "parquet", f"part-{self.token}-{self.parts:05d}.parquet")
-        self.parts += 1
-        if self.fs is None:
-            tmp = target + ".tmp"
-            pq.write_table(table, tmp, compression="zstd")
-            os.replace(tmp, target)
-        else:
-            pq.write_table(table, target + ".tmp", compression="zstd", filesystem=self.fs)
-            self.fs.move(target + ".tmp", target)
+
+def _write_part(fs, target: str, rows: list[dict]) -> None:
+    import pyarrow.parquet as pq
+
+    from .parquet import rows_to_table
+    table = rows_to_table(rows)
+    if fs is None:
+        pq.write_table(table, target + ".tmp", compression="zstd")
+        os.replace(target + ".tmp", target)
+    else:
+        pq.write_table(table, target + ".tmp", compression="zstd", filesystem=fs)
+        fs.move(target + ".tmp", target)
+
+
+def fill_parquet(folder: str, names: list[str]) -> int:
+    """Write the rows of shard files ``names`` as one Parquet part: the files an actor wrote
+    after its last part, when it died before writing the next (node lost, worker crashed).
+    Returns how many rows were written."""
+    if not names:
+        return 0
+    fs, path = _fs(folder)
+    rows = []
+    for name in names:
+        data = _read(fs, _join(path, "rows", name))
+        rows.extend(_DECODE(line.decode("utf-8")) for line in data.split(b"\n") if line.strip())
+    if rows:
+        _write_part(fs, _join(path, "parquet", f"part-fill-{uuid.uuid4().hex[:12]}-00000.parquet"), rows)
+    return len(rows)
 
 
 def read_landed(folder: str, stubs: list[dict]) -> list[dict]:

@@ -17,8 +17,10 @@ from .result.loading import load
 from .result.notebook import notebook_progress
 from .result.scored import ScoredData
 from .score.compare import compare_runs, delta_report, format_delta_report
+from .result.evaluate import evaluate
 from .score.llm_judge import Judge
 from .score.pass_at import PassAt, pass_at
+from .result.run_judge import run_judge
 from .score.variance import eval_variance, noise_band
 from .simulation import simulate
 from .world.current import current_rollout
@@ -41,6 +43,7 @@ __all__ = [
     "current_rollout",
     "delta_report",
     "eval_variance",
+    "evaluate",
     "format_delta_report",
     "grade",
     "grade_llm",
@@ -50,6 +53,7 @@ __all__ = [
     "notebook_progress",
     "pass_at",
     "rank",
+    "run_judge",
     "seeded_agent",
     "simulate",
     "world",

@@ -3,6 +3,7 @@ keys and outcomes only, and the rows read back from the shards equal a run throu
 import asyncio
 import json
 import os
+import time
 
 import pytest
 
@@ -74,7 +75,7 @@ def test_rows_read_back_from_the_shards_equal_a_run_through_the_driver(tmp_path)
     figures = plane.figures()
     assert figures["rows"] == 120 and 0 < figures["driver_bytes"] <= 0.05 * figures["row_bytes"], figures
     # the checkpoint holds one short stub per landed row; the shards hold the rows, in Parquet too
-    lines = (tmp_path / "ck.jsonl").read_text().splitlines()[1:]
+    lines = (tmp_path / "ck.jsonl").read_text().splitlines()   # no header line: every line is a row
     assert len(lines) == 120 and all("_shard" in json.loads(x) for x in lines)
     assert sum(len(x) + 1 for x in lines) < figures["row_bytes"] / 2
     from whileai_ray.store.parquet import read_parquet
@@ -116,6 +117,56 @@ def test_a_chunk_lost_with_its_lane_is_played_again_and_read_back_once(tmp_path)
     names = os.listdir(os.path.join(folder, "rows"))
     written = sum(len((tmp_path / "sh" / "rows" / n).read_text().splitlines()) for n in names)
     assert written > 120
+
+
+def test_a_unit_skipped_at_the_deadline_reaches_the_driver_as_skipped_between_rows(tmp_path):
+    # time_budget: an actor past the deadline skips the units it had not started; on shared storage
+    # the payload says so per unit and the rows around it still point at the right bytes
+    from whileai_ray.runtime.dataplane import pack
+    folder = str(tmp_path / "sh")
+    prepare_shards(folder, META.run_id)
+    units = planner(budget=8).decide(0)[:3]
+    played = asyncio.run(RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane").run_chunk(units))
+    mixed = [played[0], {"unit": units[1], "row": None, "skipped": True}, played[2]]
+    plane = DataPlane(folder)
+    out = plane.unpack([(0, i, u) for i, u in enumerate(units)], pack(mixed, ShardWriter(folder), "lane"))
+    assert [bool(r.get("skipped")) for r in out] == [False, True, False] and out[1]["row"] is None
+    back = read_landed(folder, [out[0]["row"], out[2]["row"]])
+    assert [export_row(r) for r in back] == [export_row(played[0]["row"]), export_row(played[2]["row"])]
+    assert plane.rows == 2
+    late = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", shards=folder, deadline_at=time.time() - 1)
+    out = plane.unpack([(0, i, u) for i, u in enumerate(units)], asyncio.run(late.run_chunk(units)))
+    assert [r.get("skipped") for r in out] == [True, True, True] and all(r["row"] is None for r in out)
+    assert len(os.listdir(os.path.join(folder, "rows"))) == 1          # nothing played, no shard written
+
+
+def test_time_budget_with_shard_writing_actors_lands_stubs_only_for_rows_played(tmp_path):
+    folder, ck = str(tmp_path / "sh"), tmp_path / "ck.jsonl"
+    sink = CheckpointSink(JsonlCheckpoint(ck, fingerprint(TOOLS, SYSTEM, "seeded_agent")), stubs=True)
+    prepare_shards(folder, META.run_id, ck)
+    plane, rollouts, now = DataPlane(folder), shard_lanes(folder), [0.0]
+    real_play = rollouts._play
+
+    async def play(lane, n, payload):   # each chunk back costs the run a second; from 4 s the actors'
+        out = await real_play(lane, n, payload)     # own clocks say the deadline has passed
+        now[0] += 1.0
+        if now[0] >= 4.0:
+            for w in rollouts.workers:
+                w.deadline_at = 0.0
+        return out
+    rollouts._play = play
+    landing = Landing(sink=sink)
+    loop = DriverLoop(LoopSettings(lag=2, chunk_size=4, concurrency=8, time_budget=5.0), planner(400), rollouts,
+                      landing, ResumeIndex(sink.loaded, sink.header, None), clock=lambda: now[0], unpack=plane.unpack)
+    asyncio.run(loop.run())
+    sink.close()
+    assert loop.stopped_because == "time_budget" and loop.clock_summary()["skipped"] > 0
+    assert 0 < len(landing.rows) < 400 and plane.rows == len(landing.rows)
+    stubs = [json.loads(x) for x in ck.read_text().splitlines()]
+    assert len(stubs) == len(landing.rows) and all("_shard" in s for s in stubs)
+    rows = read_landed(folder, stubs)           # every stub points at a row that was played
+    assert [row_key(r) for r in rows] == [row_key(s) for s in stubs]
+    assert all(r.get("final_text") is not None or r.get("steps") for r in rows)
 
 
 def test_a_half_written_shard_is_removed_when_the_run_opens(tmp_path):

@@ -179,7 +179,8 @@ def rollout_pool(spec, plan) -> ActorPool:
         if placer is not None:
             o["scheduling_strategy"] = placer.strategy()
         actor = cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                        spec.judge_timeout, spec.model, metrics=spec.metrics, shards=spec.shards)
+                                        spec.judge_timeout, spec.model, metrics=spec.metrics, shards=spec.shards,
+                                        deadline_at=spec.deadline_at)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
     return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, flush=bool(spec.shards))
 

@@ -5,7 +5,8 @@ chunk's rows to a shard file on shared storage and answers the Driver with one c
 ``bytes`` payload (``pack``): the shard file, the node, and per unit either where its row is
 (start, end, CRC) with the few facts the planner reads that the Driver cannot know (behaviour
 signature, tools used, a fault seen, seconds, a reward or an error when there is one), or why
-there is no row. About 60 bytes a row, where the row itself is ~2 KB.
+there is no row (``[None]``: past ``time_budget``'s deadline the actor skipped it unplayed).
+About 60 bytes a row, where the row itself is ~2 KB.
 
 The Driver (``DataPlane.unpack``) turns the payload back into the results its loop lands, one
 per unit, each row a *stub* built from the unit the Driver sent (prompt, scenario id, rollout
@@ -35,6 +36,9 @@ def pack(results: list[dict], writer, node: str) -> bytes:
     spans = iter(spans)
     entries = []
     for r in results:
+        if r.get("skipped"):             # time_budget ran out before the actor started it: ``[None]``
+            entries.append([None])
+            continue
         row = r["row"]
         if row is None:
             entries.append([None, r.get("unusable"), bool(r.get("timed_out")), r.get("error"),
@@ -79,6 +83,9 @@ class DataPlane:
             self._track(msg["f"], msg["c"])
         out = []
         for (_r, _i, unit), entry in zip(items, msg["u"]):
+            if entry[0] is None and len(entry) == 1:     # never started: the clock ran out (search/clock.py)
+                out.append({"unit": unit, "row": None, "skipped": True})
+                continue
             if entry[0] is None:
                 _, unusable, timed_out, error, seconds = entry
                 out.append({"unit": unit, "row": None, "unusable": unusable, "timed_out": timed_out,

@@ -7,7 +7,7 @@ every node sees, or any pyarrow filesystem URI: ``s3://``, ``gs://``, ``hdfs://`
 where each one is (file, byte span, CRC) and the few facts the planner reads. Layout, for
 ``checkpoint="runs/a.jsonl"``::
 
-    runs/a.jsonl                   the checkpoint: header + one short *stub* line per landed row
+    runs/a.jsonl                   the checkpoint: one short *stub* line per landed row
     runs/a.jsonl.keys/.lock/.plan  as for any checkpoint (key index, lock, planner snapshot)
     runs/a.jsonl.shards.json       where the shards are (``{"_whileai_ray_shards": 1, "folder": ...}``)
     <shards>/rows/<actor>-<n>.jsonl     one file per chunk an actor played: full rows, stored form

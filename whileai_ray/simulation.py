@@ -46,7 +46,7 @@ from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
-from .store.shards import prepare_shards, shards_folder
+from .store.shards import open_shards, shards_folder
 from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
@@ -335,10 +335,11 @@ def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None, shards=None):
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
     sink = CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller), stubs=bool(shards))
-    if shards:       # under the checkpoint's lock: the folders, the probe every actor checks, torn files
-        try:
-            sink.warnings.extend(prepare_shards(shards, run_id, cfg.checkpoint))
-        except BaseException:
-            sink.close(compact=False)
-            raise
+    # under the checkpoint's lock: every shard file its stubs point at is there; on shared storage,
+    # the folders, the probe every actor checks, torn files removed
+    try:
+        sink.warnings.extend(open_shards(shards, run_id, cfg.checkpoint))
+    except BaseException:
+        sink.close(compact=False)
+        raise
     return sink

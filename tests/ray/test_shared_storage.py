@@ -3,13 +3,16 @@ write their own rows, the Driver receives keys and outcomes only (at most 5% of 
 rows are those of a run through the Driver, and a resume after a node loss is exact."""
 import json
 import os
+import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 import whileai_ray as wai
 from whileai_ray.store.schema import row_key
+from whileai_ray.store.shards import shards_of
 
 FAST_HEALTH = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
                "health_check_failure_threshold": 3, "health_check_timeout_ms": 2000}
@@ -108,12 +111,14 @@ def test_a_resume_after_a_node_loss_is_exact(cluster, tools, tmp_path):
     assert len(data.rows()) == 600 and len({row_key(r) for r in data.rows()}) == 600
     assert data.report()["placement"]["chunks_reissued"] >= 1
     assert len(stub_lines(ck)) == 600 and len({row_key(s) for s in stub_lines(ck)}) == 600
-    written = sum(len((store / "ck.shards" / "rows" / n).read_bytes().splitlines())
-                  for n in os.listdir(store / "ck.shards" / "rows") if n.endswith(".jsonl"))
+    shards = Path(shards_of(ck)[len("file://"):])      # <store>/ck-<digest>.shards, named in ck's sidecar
+    assert shards.parent == store and shards.name.startswith("ck-")
+    written = sum(len((shards / "rows" / n).read_bytes().splitlines())
+                  for n in os.listdir(shards / "rows") if n.endswith(".jsonl"))
     assert written >= 600
     # every landed row is in the Parquet too: the lost node's actor never wrote its last part, the Driver did
     from whileai_ray.store.parquet import read_parquet
-    assert {row_key(r) for r in data.rows()} <= {row_key(r) for r in read_parquet(store / "ck.shards" / "parquet")}
+    assert {row_key(r) for r in data.rows()} <= {row_key(r) for r in read_parquet(shards / "parquet")}
     # resume: every shard read back through the stubs, nothing played, nothing lost or twice
     again = wai.simulate(agent, checkpoint=str(ck), **kw)
     assert again.search["data_plane"]["rows"] == 0
@@ -122,3 +127,10 @@ def test_a_resume_after_a_node_loss_is_exact(cluster, tools, tmp_path):
     assert same(rows) == same(data.rows())
     uninterrupted = wai.simulate(SlowAgent(tools, 0.0), checkpoint=str(tmp_path / "u.jsonl"), **kw)
     assert same(rows) == same(uninterrupted.rows())
+    # a shard the stubs point at is lost: the next resume stops before any work, naming it
+    gone = shards / "rows" / stub_lines(ck)[300]["_shard"][0]
+    gone.unlink()
+    before = ck.read_bytes()
+    with pytest.raises(ValueError, match=re.escape(gone.name) + ".* is missing"):
+        wai.simulate(agent, checkpoint=str(ck), **{**kw, "budget": 700})
+    assert ck.read_bytes() == before

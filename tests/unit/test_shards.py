@@ -3,6 +3,7 @@ keys and outcomes only, and the rows read back from the shards equal a run throu
 import asyncio
 import json
 import os
+import re
 import time
 
 import pytest
@@ -22,7 +23,8 @@ from whileai_ray.store.fingerprint import fingerprint
 from whileai_ray.store.jsonl import JsonlCheckpoint
 from whileai_ray.store.reader import load_rows
 from whileai_ray.store.resume import ResumeIndex
-from whileai_ray.store.shards import ShardWriter, check_probe, prepare_shards, read_landed, shards_folder
+from whileai_ray.store.shards import (ShardWriter, check_probe, open_shards, prepare_shards, read_landed,
+                                     shards_folder, shards_of)
 from whileai_ray.store.sink import CheckpointSink
 from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS
 
@@ -178,6 +180,43 @@ def test_a_half_written_shard_is_removed_when_the_run_opens(tmp_path):
     assert len(warnings) == 1 and "half written" in warnings[0]
 
 
+def test_two_checkpoints_of_one_name_in_one_storage_keep_their_shards_apart(tmp_path):
+    store = str(tmp_path / "store")
+    a, b = tmp_path / "a" / "ck.jsonl", tmp_path / "b" / "ck.jsonl"
+    fa, fb = shards_folder(a, store), shards_folder(b, store)
+    assert fa != fb and os.path.dirname(fa) == os.path.dirname(fb) == store
+    assert shards_folder(a, store) == fa and shards_folder(a, True) == str(tmp_path / "a" / "ck.shards")
+    os.makedirs(a.parent)
+    os.makedirs(b.parent)
+    prepare_shards(fb, "rb", b)
+    in_progress = os.path.join(fb, "rows", "abc-000001.jsonl.tmp")     # b's actor is writing this
+    open(in_progress, "wb").write(b'{"prompt": "half')
+    assert prepare_shards(fa, "ra", a) == [] and os.path.exists(in_progress)
+    # a resume keeps the folder its sidecar names in this storage (the checkpoint may have moved since)
+    moved = tmp_path / "moved" / "ck.jsonl"
+    os.makedirs(moved.parent)
+    os.replace(str(a) + ".shards.json", str(moved) + ".shards.json")
+    assert shards_folder(moved, store) == fa and shards_of(moved) == fa
+    assert shards_folder(moved, str(tmp_path / "other")) != fa
+
+
+def test_a_resume_whose_stubs_point_at_a_missing_shard_stops_before_any_work_naming_it(tmp_path):
+    folder, ck = str(tmp_path / "sh"), tmp_path / "ck.jsonl"
+    run_sharded(folder, ck, budget=40)
+    assert open_shards(folder, "again", ck) == [] and open_shards(None, "again", ck) == []   # all there
+    pointed = sorted({json.loads(x)["_shard"][0] for x in ck.read_text().splitlines()})
+    gone = os.path.join(folder, "rows", pointed[len(pointed) // 2])
+    os.unlink(gone)
+    before = {p: (tmp_path / p).read_bytes() for p in ("ck.jsonl", "ck.jsonl.shards.json")}
+    for where in (folder, None):                # on shared storage, or through the Driver (the sidecar's folder)
+        with pytest.raises(ValueError, match=re.escape(gone) + ".* missing \\(1 of"):
+            open_shards(where, "again", ck)
+    with pytest.raises(ValueError, match="resume with the advanced\\['shared_storage'\\]"):
+        open_shards(str(tmp_path / "elsewhere"), "again", ck)         # another storage: none of them there
+    assert {p: (tmp_path / p).read_bytes() for p in before} == before   # nothing rewritten
+    assert not os.path.exists(tmp_path / "elsewhere")
+
+
 def test_a_changed_shard_is_named_not_read_as_another_row(tmp_path):
     folder = str(tmp_path / "sh")
     prepare_shards(folder, "r")
@@ -193,14 +232,14 @@ def test_a_changed_shard_is_named_not_read_as_another_row(tmp_path):
 
 def test_a_filesystem_uri_goes_through_pyarrow_and_a_folder_no_actor_sees_is_refused(tmp_path):
     folder = shards_folder("runs/a.jsonl", f"file://{tmp_path}/store")
-    assert folder == f"file://{tmp_path}/store/a.shards"
+    assert re.fullmatch(f"file://{tmp_path}/store/a-[0-9a-f]{{10}}.shards", folder)
     prepare_shards(folder, "r")
     check_probe(folder, "r", "node-1")
     writer = ShardWriter(folder)
     name, spans, _ = writer.write([{"prompt": "p", "steps": [], "final_text": "x"}])
     writer.flush()
     assert read_landed(folder, [{"_shard": [name, *spans[0]]}])[0]["final_text"] == "x"
-    assert os.listdir(tmp_path / "store" / "a.shards" / "parquet")
+    assert os.listdir(folder[len("file://"):] + "/parquet")
     with pytest.raises(ValueError, match="does not see"):
         check_probe(str(tmp_path / "elsewhere"), "r", "node-2")
 

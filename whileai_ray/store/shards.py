@@ -15,7 +15,8 @@ where each one is (file, byte span, CRC) and the few facts the planner reads. La
                                    (part-fill-*: the rows of an actor that died before its next part)
     <shards>/probe-<run id>        written by the Driver when the run opens; every actor must see it
 
-``<shards>`` is ``runs/a.shards`` (``shared_storage=True``) or ``<uri>/a.shards``.
+``<shards>`` is ``runs/a.shards`` (``shared_storage=True``) or ``<uri>/a-<digest>.shards`` (the
+digest of the checkpoint's path: two ``a.jsonl`` in one storage never share a folder).
 
 **Exactly once.** The checkpoint stays the truth of *which* rows landed: the Driver appends a
 stub (key fields, planner facts, ``_shard = [file, start, end, crc]``) with the same lock,
@@ -34,8 +35,10 @@ No playing logic here: the runtime decides what a stub holds (``runtime/dataplan
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import uuid
 import zlib
 from collections import defaultdict
@@ -44,7 +47,8 @@ from ..core.rows import stored_row
 from .jsonl_lines import dump_line
 
 __all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
-           "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "fill_parquet"]
+           "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "fill_parquet", "check_stub_shards",
+           "open_shards"]
 
 SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
 _SIDECAR_KEY = "_whileai_ray_shards"
@@ -57,14 +61,24 @@ def is_uri(location: str) -> bool:
 
 
 def shards_folder(checkpoint, storage) -> str:
-    """Where the shards of ``checkpoint`` go: beside it (``storage is True``), else in ``storage``
-    (a folder or URI), named after the checkpoint's file."""
+    """Where the shards of ``checkpoint`` go: beside it (``storage is True``: ``<stem>.shards``),
+    else in ``storage`` (a folder or URI) as ``<stem>-<digest>.shards``, the digest of the
+    checkpoint's real path telling apart two checkpoints of the same name that share the storage
+    (each run's start-up cleanup of half-written files stays in its own folder). A resume whose
+    sidecar names a folder in that storage keeps it, so a checkpoint moved since still finds its
+    shards."""
     name = os.path.basename(str(checkpoint))
     stem = name[:-6] if name.endswith(".jsonl") else name
     if storage is True:
         return os.path.join(os.path.dirname(os.path.abspath(str(checkpoint))), stem + ".shards")
     base = str(storage).rstrip("/")
-    return f"{base}/{stem}.shards" if is_uri(base) else os.path.join(os.path.abspath(base), stem + ".shards")
+    if not is_uri(base):
+        base = os.path.abspath(base)
+    recorded = shards_of(checkpoint)
+    if recorded is not None and recorded.rstrip("/").rsplit("/", 1)[0] == base:
+        return recorded
+    digest = hashlib.sha256(os.path.realpath(str(checkpoint)).encode("utf-8")).hexdigest()[:10]
+    return f"{base}/{stem}-{digest}.shards" if is_uri(base) else os.path.join(base, f"{stem}-{digest}.shards")
 
 
 def _fs(folder: str):
@@ -155,6 +169,32 @@ def resolve_stubs(rows: list[dict], checkpoint) -> list[dict]:
     return read_landed(folder, rows)
 
 
+_POINTER = re.compile(rb'"_shard":\["([0-9a-f]{12}-[0-9]{6,}\.jsonl)",')
+
+
+def check_stub_shards(folder: str, checkpoint) -> None:
+    """A resume opens: every shard file the checkpoint's stubs point at must be in ``folder``,
+    or the run stops here, before any budget is spent, naming the first missing file (its rows
+    could not be read back at the end). One scan of the checkpoint's bytes (no JSON decoded)
+    and one listing of ``<folder>/rows``."""
+    try:
+        with open(checkpoint, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return
+    named = {m.group(1).decode("ascii") for m in _POINTER.finditer(data)}
+    if not named:
+        return
+    fs, path = _fs(folder)
+    missing = sorted(named - set(_listing(fs, _join(path, "rows"))))
+    if missing:
+        raise ValueError(
+            f"{_join(folder, 'rows', missing[0])}: a shard file that rows of checkpoint {checkpoint} point at is "
+            f"missing ({len(missing)} of {len(named)} shard files missing); those rows could not be read back. "
+            "Put the shard files back, or resume with the advanced['shared_storage'] the checkpoint was written "
+            f"with (its sidecar {sidecar_path(checkpoint)} names {shards_of(checkpoint)!r}).")
+
+
 def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
     """The Driver opens a run's shards: create the folders, write the probe every actor checks
     (``check_probe``) and the checkpoint's sidecar (``shards_of``), remove ``*.tmp`` files a killed
@@ -178,6 +218,20 @@ def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
                             "written (*.tmp); their rows never landed and are played again")
     _put(fs, _join(path, f"probe-{run_id}"), run_id.encode())
     return warnings
+
+
+def open_shards(folder: str | None, run_id: str, checkpoint) -> list[str]:
+    """The Driver opens a checkpoint (under its lock): the shard files its stubs point at are
+    checked first (``check_stub_shards``; in the sidecar's folder when this run writes through
+    the Driver), then, on shared storage, the folders are prepared (``prepare_shards``).
+    Returns the warnings."""
+    if folder is None:
+        recorded = shards_of(checkpoint)
+        if recorded is not None:
+            check_stub_shards(recorded, checkpoint)
+        return []
+    check_stub_shards(folder, checkpoint)
+    return prepare_shards(folder, run_id, checkpoint)
 
 
 def check_probe(folder: str, run_id: str, node: str) -> None:

@@ -47,6 +47,7 @@ from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
+from .store.shards import open_shards, shards_folder
 from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
@@ -188,6 +189,8 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
         "driver_start_s": round(first.driver_started_at - t_start, 3),
         "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
+    if first.data_plane is not None:           # shared storage: what reached the Driver vs the rows written
+        data.search["data_plane"] = first.data_plane
     add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles))
     add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
@@ -304,18 +307,20 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     plan_fp = plan_fingerprint(cfg, settings)
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
+    storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards.py)
+    shards = shards_folder(cfg.checkpoint, storage) if storage not in (None, False) and cfg.checkpoint else None
     return JobSpec(
         run_id=job_run_id, cap=max(0, cfg.budget),
         make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
         meta=meta, agent=agent, execute=execute, grader=grader, grader_is_callers=graders, model=model,
         agent_form=form, start_timeout_s=CLASS_BUILD_S if any(map(is_class_form, (agent, execute, grader)))
         else 60.0,
-        make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
-                   if cfg.checkpoint else None),
+        make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller, shards=shards)
+                   if cfg.checkpoint else None), shards=shards,
         checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
-        plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 else None,
+        plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,
         # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         snapshot=(str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
@@ -339,7 +344,15 @@ def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **ov
     return Planner(settings, writer, cells)
 
 
-def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):
+def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None, shards=None):
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
-    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller))
+    sink = CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller), stubs=bool(shards))
+    # under the checkpoint's lock: every shard file its stubs point at is there; on shared storage,
+    # the folders, the probe every actor checks, torn files removed
+    try:
+        sink.warnings.extend(open_shards(shards, run_id, cfg.checkpoint))
+    except BaseException:
+        sink.close(compact=False)
+        raise
+    return sink

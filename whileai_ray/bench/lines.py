@@ -39,6 +39,8 @@ from .chaos import bench_chaos
 from .chaos import format_line as chaos_line
 from .micro import micro_lines
 from .search import bench_selection, format_line
+from .shared_storage import bench_shared_storage
+from .shared_storage import format_line as shared_line
 
 
 class SleepyAgent:
@@ -161,10 +163,15 @@ def _line_nodes(quick: bool, out) -> None:
         f"(target >= 2.7x; ideal per node {nodes['ideal_per_node']:.0f} rows/s)")
 
 
+def _line_shared(quick: bool, out) -> None:
+    out(shared_line(bench_shared_storage(rows=600 if quick else 3000)))
+
+
 # name -> line, in the order a full bench prints them (``whileai-ray bench --only async,cpu``)
 LINES = {"latency": _line_latency, "cpu": _line_cpu, "metrics": _line_metrics, "model": _line_model,
          "async": _line_async, "selection": _line_selection, "micro": _line_micro, "judge": _line_judge,
-         "resume": _line_resume, "chaos": _line_chaos, "nodes": _line_nodes}
+         "resume": _line_resume, "chaos": _line_chaos, "nodes": _line_nodes,
+         "shared": _line_shared}
 
 
 def check_only(only) -> list[str]:

@@ -46,7 +46,7 @@ ADVANCED_DEFAULTS: dict[str, Any] = {
     "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": MAX_TOKENS,
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
-    "tool_choice": None, "metrics": True,
+    "tool_choice": None, "metrics": True, "shared_storage": None,
     # constructor arguments of a class given as agent=/grader=/execute= (built once per actor)
     "agent_args": (), "agent_kwargs": {}, "grader_args": (), "grader_kwargs": {},
     "execute_args": (), "execute_kwargs": {},
@@ -153,6 +153,16 @@ def _tool_choice(value: Any, label: str):
                      f"{{'type': 'function', 'function': {{'name': <tool>}}}}; got {value!r}")
 
 
+def _shared_storage(value: Any, label: str):
+    """True (beside the checkpoint), or a folder every node sees / a pyarrow filesystem URI."""
+    if value is True or value is None or value is False:
+        return value
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise ValueError(f"{label} is True (shards beside the checkpoint), a folder every node sees, a "
+                     f"filesystem URI such as 's3://bucket/runs', or False; got {value!r}")
+
+
 def _run_id(value: Any, label: str) -> str:
     """A run names itself (the Driver actor, the Ray Job): letters, digits, '-', '_', '.'."""
     if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value):
@@ -205,6 +215,7 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "metrics": _bool,          # Ray metrics (runtime/metrics.py); False: no metric is recorded
     "agent_args": _ctor_args, "agent_kwargs": _ctor_kwargs, "grader_args": _ctor_args,
     "grader_kwargs": _ctor_kwargs, "execute_args": _ctor_args, "execute_kwargs": _ctor_kwargs,
+    "shared_storage": _shared_storage,   # rollout actors write their rows there (store/shards.py)
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
 

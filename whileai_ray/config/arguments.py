@@ -194,7 +194,22 @@ def resolve_config(agent: Any, explicit: dict, passed: dict) -> RunConfig:
     _apply_advanced(cfg)
     check_role_forms({"agent": cfg.agent if cfg.agent_kind == "callable" else None,
                       "grader": cfg.grader, "execute": cfg.execute}, cfg.advanced)
+    _check_shared_storage(cfg)
     return cfg
+
+
+def _check_shared_storage(cfg: RunConfig) -> None:
+    """advanced['shared_storage'] puts the rows in shards the checkpoint points at: it needs the
+    checkpoint, and graded rows still travel to the judges through the Driver."""
+    if cfg.advanced.get("shared_storage") in (None, False):
+        return
+    if cfg.checkpoint is None:
+        raise ValueError("advanced['shared_storage'] needs checkpoint=: the checkpoint keeps which rows "
+                         "landed and where; pass checkpoint='runs/name.jsonl' or drop shared_storage")
+    if cfg.grade or cfg.grader is not None:
+        raise ValueError("advanced['shared_storage'] does not grade while the run goes (rows reach the judges "
+                         "through the Driver); drop grade=/grader= and grade afterwards with data.grade(), "
+                         "or drop shared_storage")
 
 
 def _resolve_roles(cfg: RunConfig, args: dict) -> None:

@@ -28,6 +28,7 @@ from .rollout_actor import RolloutWorker
 __all__ = ["ActorPool", "rollout_pool", "judge_pool", "actor_options", "await_ref", "PLACEMENT_TIMEOUT_S"]
 
 PLACEMENT_TIMEOUT_S = 60.0
+FLUSH_TIMEOUT_S = 30.0
 
 
 async def await_ref(ref):
@@ -51,8 +52,10 @@ class ActorPool:
     where = "actors"
 
     def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
-                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S):
+                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S, flush: bool = False):
         self.make, self.method, self.what = make, method, what
+        self.flush = flush                         # shared storage: actors write their last Parquet part on close
+        self.flushed: set | None = None            # the shard writers (tokens) that did, once closed
         self.slots = max(1, int(slots))
         self.options = options
         self.start_timeout_s = start_timeout_s
@@ -134,7 +137,17 @@ class ActorPool:
         return ROLLOUT_FAILED
 
     async def close(self) -> None:
-        """Nothing to do: the actors belong to the Driver actor and end with it."""
+        """The actors belong to the Driver actor and end with it; on shared storage each first
+        writes the Parquet rows it still buffers (a lane that died lost only those: its JSONL
+        shards hold every row)."""
+        if not self.flush:
+            return
+        live = [a for a in self.actors + [self._alone] if a is not None]
+        done = asyncio.gather(*(await_ref(a.flush_shards.remote()) for a in live), return_exceptions=True)
+        try:
+            self.flushed = {t for t in await asyncio.wait_for(done, FLUSH_TIMEOUT_S) if isinstance(t, str)}
+        except asyncio.TimeoutError:
+            self.flushed = set()
 
 
 class _Placer:
@@ -167,10 +180,11 @@ def rollout_pool(spec, plan) -> ActorPool:
         if placer is not None:
             o["scheduling_strategy"] = placer.strategy()
         actor = cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                        spec.judge_timeout, spec.model, metrics=spec.metrics,
+                                        spec.judge_timeout, spec.model, metrics=spec.metrics, shards=spec.shards,
                                         deadline_at=spec.deadline_at)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
-    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s)
+    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s,
+                     flush=bool(spec.shards))
 
 
 def judge_pool(spec) -> ActorPool | None:

@@ -66,7 +66,7 @@ class CallerPlayer:
         spec, plan = self.spec, self.plan
         rollouts = RolloutWorker(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
                                  spec.judge_timeout, spec.model, metrics=spec.metrics, node_id=self.node_id,
-                                 deadline_at=spec.deadline_at)
+                                 shards=spec.shards, deadline_at=spec.deadline_at)
         if rollouts.build_error is not None:     # a class's __init__ raised: the run stops, saying where
             raise rollouts.build_error
         judges = (JudgeWorker(spec.grader, spec.judge_concurrency, spec.judge_timeout or None, metrics=spec.metrics)
@@ -86,6 +86,7 @@ class CallerPlayer:
             for task in list(playing):
                 task.cancel()
             rollouts.shutdown()
+            rollouts.flush_shards()           # shared storage: the last Parquet part
 
     async def _play(self, worker, kind: str, token: int, payload: list) -> None:
         try:

@@ -10,12 +10,14 @@ brings back their results. It feeds the run's Ray metrics (``metrics.py``).
 """
 from __future__ import annotations
 
+import asyncio
 import time
 
 from ..store.disk_rows import gc_paused
 from .actor_pool import judge_pool, rollout_pool
 from .caller_pool import CallerOutbox, CallerPool
 from .caller_watch import CALLER_GONE, CallerWatch
+from .dataplane import DataPlane
 from .driver_loop import DriverLoop, LoopSettings
 from .job_spec import JobSpec
 from .landing import Landing
@@ -34,6 +36,7 @@ class DriverWorker:
         self.outbox = CallerOutbox() if calls_home else None
         self.opened = None
         self.loop: DriverLoop | None = None
+        self.plane: DataPlane | None = None
         self.landing: Landing | None = None
         self.done = False
         self.stopped_because = None
@@ -86,9 +89,11 @@ class DriverWorker:
             await judges.start()
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0)
+        plane = self.plane = DataPlane(spec.shards) if spec.shards else None     # shared storage
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
                           judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
                           should_stop=self.watch.gone, metrics=self.metrics,
+                          unpack=plane.unpack if plane is not None else None,
                           deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop
         try:
@@ -98,6 +103,8 @@ class DriverWorker:
             for pool in (rollouts, judges):
                 if pool is not None:
                     await pool.close()
+        if self.plane is not None:      # Parquet for the rows of actors that died before their last part
+            await asyncio.to_thread(self.plane.fill, getattr(rollouts, "flushed", None))
         orphan = self.stopped_because == CALLER_GONE
         await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
         await close_run(opened, compact=not orphan)         # and lets go at once
@@ -119,4 +126,5 @@ class DriverWorker:
             checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
-            writer=p.writer.stats() if hasattr(p.writer, "stats") else None, clock=loop.clock_summary())
+            writer=p.writer.stats() if hasattr(p.writer, "stats") else None, clock=loop.clock_summary(),
+            data_plane=self.plane.figures() if self.plane is not None else None)

@@ -86,7 +86,8 @@ class DriverLoop:
     def __init__(self, settings: LoopSettings, planner, rollouts: Pool, landing: Landing, resume,
                  judges: Pool | None = None, snapshots=None, restored: dict | None = None, t0: float | None = None,
                  clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] | None = None,
-                 should_stop: Callable[[], str | None] | None = None, metrics=None, deadline: float | None = None):
+                 should_stop: Callable[[], str | None] | None = None, metrics=None, unpack=None,
+                 deadline: float | None = None):
         self.s = settings
         self.planner = planner
         self.rollouts, self.judges = rollouts, judges
@@ -96,6 +97,7 @@ class DriverLoop:
         self.clock, self.log = clock, log or _say
         self.should_stop = should_stop or (lambda: None)   # the caller is gone: why, or None
         self.metrics = metrics or NoMetrics()
+        self.unpack = unpack                      # shared storage: a rollout payload -> results (dataplane.py)
         self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (chunk_retry.py)
         self.alone: asyncio.Future | None = None                 # the suspect being tried alone
         self.t0 = clock() if t0 is None else t0    # the Driver's start
@@ -321,6 +323,8 @@ class DriverLoop:
         elif flight.kind == "alone":
             self.retry.solo_ok(flight.items[0])
             self.rollouts.alone_ok()
+        if error is None and flight.kind != "judge" and self.unpack is not None:
+            results = self.unpack(flight.items, results)
         landed, to_judge = [], []
         for (r, i, item), res in zip(flight.items, results):
             if flight.kind != "judge" and res.get("skipped"):   # the clock ran out before the actor started it

@@ -43,6 +43,7 @@ class JobSpec:
     metrics: dict | None = None                # Ray metrics tags {"run_id", "mode"}; None: metrics off
     plan_fingerprint: str | None = None        # what decides the plan (an exact resume replays it)
     stream_path: str | None = None             # output=: landed rows appended while the run goes
+    shards: str | None = None                  # shared storage: rollout actors write rows here (store/shards.py)
     snapshot: str | None = None                # planner snapshot file (None: no snapshots)
     snapshot_every_s: float = 0.0
     reproducible: bool = True                  # decide round r + lag from what landed by round r only

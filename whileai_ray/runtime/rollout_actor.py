@@ -36,7 +36,9 @@ from ..agents.routing import EndpointClients
 from ..agents.row_builder import build_row
 from ..core.rows import stored_row
 from ..core.strict_json import dumps
+from ..store.shards import ShardWriter, check_probe
 from .chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
+from .dataplane import pack
 from .metrics import run_metrics
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
@@ -45,7 +47,8 @@ FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied"
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
                  timeout: float | None = None, judge_timeout: float | None = None, model=None,
-                 metrics: dict | None = None, node_id: str | None = None, deadline_at: float | None = None):
+                 metrics: dict | None = None, node_id: str | None = None, shards: str | None = None,
+                 deadline_at: float | None = None):
         self.build_error: RoleBuildError | None = None
         try:                                  # a class form is built here, once per lane
             agent = build_role(agent, "agent")
@@ -71,6 +74,7 @@ class RolloutWorker:
         self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
         self.metrics = run_metrics(metrics)
+        self.shards = ShardWriter(shards) if shards else None    # shared storage: rows go there (dataplane.py)
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -87,14 +91,23 @@ class RolloutWorker:
     def ping(self) -> str:
         if self.build_error is not None:      # a class whose __init__ raised: said once, at start
             raise self.build_error
+        if self.shards is not None:          # every actor sees the Driver's folder, or the run stops here
+            check_probe(self.shards.folder, self.meta.run_id, self.node_id)
         return self.node_id
 
-    async def run_chunk(self, units: list) -> list[dict]:
+    async def run_chunk(self, units: list) -> list[dict] | bytes:
         """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
-        started comes back ``{"skipped": True}`` unplayed (search/clock.py)."""
+        started comes back ``{"skipped": True}`` unplayed (search/clock.py). On shared storage the
+        rows go to a shard and the Driver gets keys and outcomes (dataplane.py)."""
         results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
         self.metrics.rollout_seconds([r["seconds"] for r in results if "seconds" in r])    # metrics: once per chunk
+        if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
+            return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
+
+    def flush_shards(self) -> str | None:
+        """The run is over: write the Parquet rows still buffered; returns the writer's token."""
+        return self.shards.flush() if self.shards is not None else None
 
     async def _one(self, unit, deadline_at: float | None = None) -> dict:
         loop = asyncio.get_running_loop()

@@ -17,6 +17,7 @@ from .caller_player import CallerPlayer
 from .caller_watch import CALLER_GONE
 from .checkpoint_guard import clear_checkpoint
 from .cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
+from .dataplane import with_full_rows
 from .driver_actor import DriverWorker
 from .job_spec import JobSpec
 from .pool_sizing import ClusterView, PoolPlan, plan_pools
@@ -118,6 +119,7 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
                 try:
                     result = dataclasses.replace(ray.get(done_ref), driver_started_at=driver_started,
                                                  orphan_cleared=cleared or None)
+                    result = with_full_rows(result, spec.shards, spec.checkpoint)    # shared storage: rows read here
                     if result.stopped_because == CALLER_GONE:
                         raise RuntimeError(
                             f"the Driver of run {spec.run_id!r} stopped because {result.errors[-1]}: this "

@@ -43,6 +43,7 @@ class RunResult:
     clock: dict | None = None                   # how a time_budget stop landed: RunClock.summary() (search/clock.py)
     driver_started_at: float = 0.0              # caller's monotonic clock when the Driver was started
     resumed_count: int = 0                      # rows settled from the checkpoint (set by simulate())
+    data_plane: dict | None = None              # shared storage: bytes through the Driver (dataplane.py)
 
 
 def merge_results(results: list[RunResult]) -> RunResult:

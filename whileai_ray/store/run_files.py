@@ -1,7 +1,8 @@
 """Which files a run owns, and the one way rows are written back to a file that already exists.
 
 A checkpoint ``run.jsonl`` owns ``run.jsonl.meta.json`` (its fingerprint), ``run.jsonl.keys``,
-``run.jsonl.plan``, ``run.jsonl.lock`` and the ``run.parquet/`` folder; an ``output=`` path ``out.jsonl`` writes ``out.jsonl``,
+``run.jsonl.plan``, ``run.jsonl.lock``, ``run.jsonl.shards.json`` (shared storage: ``shards.py``)
+and the ``run.parquet/`` folder; an ``output=`` path ``out.jsonl`` writes ``out.jsonl``,
 ``out.parquet`` and ``out.meta.json``. ``check_output(output, checkpoint)`` refuses, before any
 budget is spent, an ``output=`` whose files would land on the checkpoint's (same file after
 ``os.path.realpath``, a symlink included) or on any existing checkpoint: the output writer
@@ -44,7 +45,7 @@ def checkpoint_files(checkpoint) -> list[Path]:
     from .plan_snapshot_file import snapshot_path
     ck = Path(checkpoint)
     return [ck, sidecar_path(ck), index_path(ck), Path(snapshot_path(ck)), lock_path(ck),
-            Path(parquet_folder_for(ck))]
+            Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json")]
 
 
 def output_files(output) -> list[Path]:

@@ -9,9 +9,11 @@ CPU. Ray's own SPREAD (and soft affinity) was measured to stack two of three act
 of a 3-node cluster. A lane that failed gets a fresh actor, placed by the same rule among the
 nodes still alive.
 
-The actors are made when the pool is made (they start while the Driver reads its checkpoint);
-``start()`` waits until each answers ``ping`` and fails with a clear error when the cluster
-cannot place them.
+The actors are made when the pool is made (they start while the Driver reads its checkpoint),
+or were made before it (``prebuilt``: by the caller, while the Driver itself starts, or kept from
+an earlier run by the Driver host, ``driver_host.py``); ``start()`` waits until each answers
+``ping`` and fails with a clear error when the cluster cannot place them. Rollout actors are
+``ReusableRolloutWorker``\ s (``warm_rollout.py``): a later run of the same process may renew them.
 """
 from __future__ import annotations
 
@@ -23,9 +25,10 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .chunk_retry import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
 from .judge_actor import JudgeWorker
-from .rollout_actor import RolloutWorker
+from .warm_rollout import ReusableRolloutWorker
 
-__all__ = ["ActorPool", "rollout_pool", "judge_pool", "actor_options", "await_ref", "PLACEMENT_TIMEOUT_S"]
+__all__ = ["ActorPool", "rollout_pool", "rollout_args", "judge_pool", "actor_options", "await_ref",
+           "PLACEMENT_TIMEOUT_S"]
 
 PLACEMENT_TIMEOUT_S = 60.0
 
@@ -51,13 +54,17 @@ class ActorPool:
     where = "actors"
 
     def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
-                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S):
+                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S, prebuilt: list | None = None):
         self.make, self.method, self.what = make, method, what
         self.slots = max(1, int(slots))
         self.options = options
         self.start_timeout_s = start_timeout_s
         self._node_of: dict = {}                   # id(actor) -> the node it was placed on (None: Ray's choice)
-        self.actors = [self._new() for _ in range(max(1, int(lanes)))]
+        if prebuilt is not None:                   # [(actor or None, node)]: a None lane is made on start()
+            self.actors = list(actor for actor, _ in prebuilt)
+            self._node_of.update((id(actor), node) for actor, node in prebuilt if actor is not None)
+        else:
+            self.actors = [self._new() for _ in range(max(1, int(lanes)))]
         self._alone = self._spare = None           # the quarantine lane's actor, and the one readied after it
         self.nodes: list = []
 
@@ -70,7 +77,34 @@ class ActorPool:
         self._node_of[id(actor)] = node
         return actor
 
+    def placed(self) -> list:
+        """``[(actor, node)]`` of the lanes (what ``prebuilt`` takes)."""
+        return [(a, self._node_of.get(id(a)) if a is not None else None) for a in self.actors]
+
+    def kill(self) -> None:
+        """Stop every actor of the pool now (a Driver host letting go of a pool it will not reuse)."""
+        for actor in (*self.actors, self._alone, self._spare):
+            if actor is not None:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
+        self.actors = [None] * len(self.actors)
+        self._alone = self._spare = None
+
+    def trim(self) -> None:
+        """After a run, before the pool waits for the next: the quarantine's actors go (a new run
+        starts with no suspects)."""
+        for actor in (self._alone, self._spare):
+            if actor is not None:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
+        self._alone = self._spare = None
+
     async def start(self) -> None:
+        self.actors = [a if a is not None else self._new() for a in self.actors]
         pings = [await_ref(a.ping.remote()) for a in self.actors]
         try:
             self.nodes = list(await asyncio.wait_for(asyncio.gather(*pings), self.start_timeout_s))
@@ -153,22 +187,33 @@ class _Placer:
         return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
 
 
-def rollout_pool(spec, plan) -> ActorPool:
-    """The rollout actors of ``spec`` (a JobSpec), as many and as wide as ``plan`` (a PoolPlan) says."""
+def rollout_args(spec, plan) -> tuple[tuple, dict]:
+    """The constructor arguments of ``spec``'s rollout actors (``ReusableRolloutWorker.renew`` takes them too)."""
+    return ((spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout, spec.judge_timeout,
+             spec.model), {"metrics": spec.metrics})
+
+
+def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
+    """The rollout actors of ``spec`` (a JobSpec), as many and as wide as ``plan`` (a PoolPlan) says;
+    ``prebuilt`` (``[(actor, node)]``): actors already made for it (new lanes are placed beside them)."""
     opts = actor_options(spec.actor_options)
     ours = opts["scheduling_strategy"] == "SPREAD" and not (opts.get("num_gpus") or opts.get("resources")
                                                             or opts.get("num_cpus"))
     placer = _Placer(dict(plan.nodes)) if ours else None
-    cls = ray.remote(RolloutWorker)
+    if placer is not None:
+        for actor, node in prebuilt or ():
+            if actor is not None and node is not None:
+                placer.placed[node] = placer.placed.get(node, 0) + 1
+    cls = ray.remote(ReusableRolloutWorker)
+    args, kwargs = rollout_args(spec, plan)
 
     def make():
         o = dict(opts)
         if placer is not None:
             o["scheduling_strategy"] = placer.strategy()
-        actor = cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                        spec.judge_timeout, spec.model, metrics=spec.metrics)
+        actor = cls.options(**o).remote(*args, **kwargs)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
-    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts)
+    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, prebuilt=prebuilt)
 
 
 def judge_pool(spec) -> ActorPool | None:

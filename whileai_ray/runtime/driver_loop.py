@@ -167,10 +167,18 @@ class DriverLoop:
 
         One round is observed at a time, and every decision it unlocks is taken before the next
         round is observed: the planner sees the same sequence of states whatever the completion
-        order (reproducible mode)."""
+        order (reproducible mode).
+
+        Once a round is decided and the queue holds enough to keep every lane busy, the rest wait
+        for the next turn (the queue goes out first: the first row comes a round in, not eight);
+        nothing is observed before them, so the planner's sequence is the same."""
         while True:
+            decided = 0
             while not self.blocked and rules.may_decide(self.s.reproducible, self.book.may_decide(),
                                                         len(self.queue), self.inflight, self.target):
+                if decided and len(self.queue) >= self.target:
+                    return
+                decided += 1
                 units = self.planner.decide(self.book.next_decide)
                 if not units:
                     self.blocked = True

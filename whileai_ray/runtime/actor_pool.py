@@ -13,7 +13,7 @@ The actors are made when the pool is made (they start while the Driver reads its
 or were made before it (``prebuilt``: by the caller, while the Driver itself starts, or kept from
 an earlier run by the Driver host, ``driver_host.py``); ``start()`` waits until each answers
 ``ping`` and fails with a clear error when the cluster cannot place them. Rollout actors are
-``ReusableRolloutWorker``\ s (``warm_rollout.py``): a later run of the same process may renew them.
+``ReusableRolloutWorker`` actors (``warm_rollout.py``): a later run of the same process may renew them.
 """
 from __future__ import annotations
 

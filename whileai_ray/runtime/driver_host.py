@@ -25,6 +25,7 @@ import asyncio
 import dataclasses
 import gc
 import time
+from collections import deque
 
 from .actor_pool import ActorPool, await_ref, rollout_args, rollout_pool
 from .driver_actor import DriverWorker
@@ -32,7 +33,9 @@ from .job_spec import JobSpec
 from .pool_sizing import PoolPlan
 from .run_result import RunResult
 
-__all__ = ["DriverHost", "actor_id"]
+__all__ = ["DriverHost", "RunHandle", "actor_id", "ARRIVAL_S"]
+
+ARRIVAL_S = 60.0        # how long a poll/pull/push waits for its run to arrive
 
 
 def actor_id(actor) -> str | None:
@@ -48,15 +51,19 @@ class DriverHost:
         self.pool_key: str | None = None
         self.runs = 0
         self.last_poll: dict | None = None       # the finished run's last answer (its rows are let go)
+        self.token: str | None = None           # the run in progress (its caller's token)
+        self.finished: deque = deque(maxlen=64)  # tokens of the runs played here
 
     def ping(self) -> int:
         return self.runs
 
-    async def run(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None, key: str | None,
+    async def run(self, token: str, spec: JobSpec, plan: PoolPlan, caller_node: str | None, key: str | None,
                   prebuilt: list | None) -> tuple[RunResult, float]:
-        """Play one run; returns its ``RunResult`` and the wall-clock time its Driver started
-        (``time.time()``: the caller counts its time to the first row from its own call)."""
+        """Play one run (``token``: its caller's name for it, unique in this process); returns its
+        ``RunResult`` and the wall-clock time its Driver started (``time.time()``: the caller counts
+        its time to the first row from its own call)."""
         worker = self.worker = DriverWorker(spec, plan, caller_node)   # polls answer from now on
+        self.token = token
         started_wall = time.time() - (time.monotonic() - worker.t0)
         self.runs += 1
         warm = {"driver": "reused" if self.runs > 1 else "started", "rollouts": plan.where}
@@ -72,6 +79,7 @@ class DriverHost:
             except Exception:
                 self.last_poll = None
             self.worker = None
+            self.finished.append(token)
             if worker.judges is not None and isinstance(worker.judges, ActorPool):
                 worker.judges.kill()                 # judges are per run
             if self.pool is not None:
@@ -101,12 +109,44 @@ class DriverHost:
         return self.pool, "reused"
 
     # ------------------------------------------------------------- the run in progress
-    def poll(self) -> dict:
-        worker = self.worker
-        return worker.poll() if worker is not None else dict(self.last_poll or {})
+    async def _worker(self, token: str) -> DriverWorker | None:
+        """The Driver of run ``token``; waits for it when the call came before the run did (an
+        async actor need not start calls in the order they were sent); None once it is over."""
+        deadline = time.monotonic() + ARRIVAL_S
+        while True:
+            worker = self.worker
+            if worker is not None and self.token == token:
+                return worker
+            if token in self.finished or time.monotonic() > deadline:
+                return None
+            await asyncio.sleep(0.005)
 
-    async def pull(self) -> list | None:
-        return await self.worker.pull()
+    async def poll(self, token: str) -> dict:
+        worker = await self._worker(token)
+        return worker.poll() if worker is not None else dict(self.last_poll or {"done": True})
 
-    async def push(self, token: int, results: list | None, error: str | None = None) -> None:
-        await self.worker.push(token, results, error)
+    async def pull(self, token: str) -> list | None:
+        worker = await self._worker(token)
+        return await worker.pull() if worker is not None else None     # None: the run is over
+
+    async def push(self, run: str, token: int, results: list | None, error: str | None = None) -> None:
+        worker = await self._worker(run)
+        if worker is not None:
+            await worker.push(token, results, error)
+
+
+class RunHandle:
+    """The Driver host as one run's caller sees it: ``poll``/``pull``/``push`` name the run by its
+    token (``driver.pull.remote()`` as for a Driver of its own)."""
+
+    def __init__(self, host, token: str):
+        self.host, self.token = host, token
+        self.poll, self.pull, self.push = _Bound(host.poll, token), _Bound(host.pull, token), _Bound(host.push, token)
+
+
+class _Bound:
+    def __init__(self, method, token: str):
+        self.method, self.token = method, token
+
+    def remote(self, *args, **kwargs):
+        return self.method.remote(self.token, *args, **kwargs)

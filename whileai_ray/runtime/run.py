@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
+import itertools
 import time
 
 import ray
@@ -18,7 +19,7 @@ from .caller_player import CallerPlayer
 from .caller_watch import CALLER_GONE
 from .checkpoint_guard import clear_checkpoint
 from .cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
-from .driver_host import DriverHost
+from .driver_host import DriverHost, RunHandle
 from .job_spec import JobSpec
 from .pool_sizing import PoolPlan, plan_pools
 from .run_result import RunResult
@@ -26,6 +27,7 @@ from .stay_home import why_home
 from .warm_pools import Warm, checkin, checkout, claimed, discard, pool_key, session
 
 POLL_S = 0.2
+_TOKENS = itertools.count(1)
 
 
 def _ship_user_code_by_value(*objs) -> None:
@@ -88,10 +90,11 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
         if plan.where == "actors" and (key is None or key != warm.key):
             prebuilt = rollout_pool(driver_spec, plan).placed()   # they start beside the Driver, not after it
             warm.owned, warm.key = [a for a, _ in prebuilt], key
-        driver, ok = warm.host, False
+        token = f"{spec.run_id}/{next(_TOKENS)}"       # this call's name for its run on the host
+        driver, ok = RunHandle(warm.host, token), False
         player = None
         try:
-            done_ref = driver.run.remote(driver_spec, plan, here, key, prebuilt)
+            done_ref = warm.host.run.remote(token, driver_spec, plan, here, key, prebuilt)
             if plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
                 player = CallerPlayer(driver, spec, plan, here).start()
             result, t0_wall = _wait(driver, done_ref, player, on_snapshot)

@@ -3,7 +3,7 @@
 Starting a rollout actor costs a worker process and its imports (0.5-1 s of CPU each); a
 notebook that runs many small simulations would pay it on every call. The Driver host
 (``driver_host.py``) keeps a finished run's rollout actors, and the next run with the same
-pool fingerprint (``warm_pools.py``) ``renew``\\ s them instead of starting new ones.
+pool fingerprint (``warm_pools.py``) renews them instead of starting new ones.
 
 ``renew(args, kwargs)`` gives the actor the next run's constructor arguments and rebuilds *all*
 of its per-run state from them, exactly as a fresh actor would be built: a fresh copy of the

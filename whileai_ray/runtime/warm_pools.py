@@ -7,10 +7,7 @@ third of its wall time starting up, and a second run in the same process was no 
 
 So a run that ends cleanly hands its Driver host back here (``checkin``), idle, and the next run
 takes it (``checkout``). Whether the host's rollout actors can play the next run is decided by a
-fingerprint of what a fresh actor would be started *with* and *where* (``pool_key``): the agent
-and ``execute=`` as they pickle (their code and state), the model endpoints, the files of the
-modules they come from (an edited module gets fresh actors), the actor options (CPUs, GPUs,
-resources, strategy) and the pool's shape and nodes (``PoolPlan``). Equal: the host renews its
+fingerprint of what a fresh actor would be started *with* and *where* (``pool_key.py``). Equal: the host renews its
 actors with the run's arguments (``warm_rollout.py``: a fresh copy of the agent, the run's id,
 seed and metrics; nothing of the last run stays in them). Different: the caller starts new
 rollout actors beside the host and the host stops its old ones.
@@ -24,15 +21,13 @@ because its caller went quiet stops its host instead of handing it back.
 from __future__ import annotations
 
 import atexit
-import hashlib
-import os
-import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
 
 import ray
+
+from .pool_key import pool_key
 
 __all__ = ["Warm", "pool_key", "checkout", "checkin", "discard", "release_all", "claimed", "session",
            "IDLE_S", "MAX_IDLE"]
@@ -64,46 +59,6 @@ def session() -> tuple:
     except Exception:
         node = None
     return (getattr(ctx, "gcs_address", None), ctx.get_job_id(), node)
-
-
-def _code_files(*objs) -> list[str]:
-    """``path:mtime`` of the modules the callables come from: an edited file means fresh actors
-    (an actor process keeps the module it imported)."""
-    out = set()
-    for obj in objs:
-        if obj is None:
-            continue
-        for name in {getattr(obj, "__module__", None), getattr(type(obj), "__module__", None)}:
-            path = getattr(sys.modules.get(name or ""), "__file__", None)
-            if path:
-                try:
-                    out.add(f"{path}:{os.stat(path).st_mtime_ns}")
-                except OSError:
-                    pass
-    return sorted(out)
-
-
-def pool_key(spec, plan, dumps: Callable) -> str | None:
-    """The fingerprint of the rollout pool ``spec`` (a JobSpec) needs under ``plan`` (a PoolPlan),
-    or None when it has no actors to reuse (the caller's pool) or its callables do not pickle."""
-    if plan.where != "actors":
-        return None
-    h = hashlib.sha256()
-
-    def part(data: bytes) -> None:
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    try:
-        part(repr((plan.actors, plan.per_actor, tuple(plan.nodes), spec.agent_form)).encode())
-        part(dumps(sorted(spec.actor_options.items(), key=lambda kv: str(kv[0]))))
-        part(dumps((spec.agent, spec.execute)))
-        model = spec.model
-        part(dumps((model.backend, model.user_backend) if model is not None else None))
-    except Exception:
-        return None
-    for line in _code_files(spec.agent, spec.execute):
-        part(line.encode())
-    return h.hexdigest()[:24]
 
 
 def _alive(host) -> bool:

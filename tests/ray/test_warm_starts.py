@@ -128,3 +128,25 @@ def test_a_caller_pool_run_reuses_the_driver(ray_local, tools):
     assert first.report()["placement"]["pool"] == "caller"
     assert _warm(second)["driver"] == "reused" and _warm(second)["rollouts"] == "caller"
     assert len(seen) == 40 and len(second.rows()) == 20
+
+
+def test_a_run_that_fails_hands_nothing_to_the_next(ray_local, tools, tmp_path):
+    ck = str(tmp_path / "ck.jsonl")
+    kw = dict(simulator=False, budget=10, checkpoint=ck, concurrency=4)
+    first = wai.simulate(wai.seeded_agent(tools), tools=tools, **kw)
+    other = [{"type": "function", "function": {"name": "cancel_order", "parameters": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+    with pytest.raises(ValueError, match="different run"):          # refused by the Driver, mid-run
+        wai.simulate(wai.seeded_agent(other), tools=other, **kw)
+    after = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=10, concurrency=4)
+    assert _warm(after)["driver"] == "started" and _warm(after)["rollouts"] == "started"
+    assert not set(_warm(after)["rollout_ids"]) & set(_warm(first)["rollout_ids"])
+
+
+def test_rollout_actors_that_reserve_cpus_are_not_kept_idle(ray_local, tools):
+    kw = dict(tools=tools, simulator=False, budget=20, concurrency=4,
+              advanced={"ray": {"rollout_actors": 1, "num_cpus": 1}})
+    first = wai.simulate(wai.seeded_agent(tools), seed=1, **kw)
+    second = wai.simulate(wai.seeded_agent(tools), seed=1, **kw)
+    assert _warm(second)["driver"] == "reused" and _warm(second)["rollouts"] == "started"
+    assert _warm(second)["rollout_ids"] != _warm(first)["rollout_ids"]

@@ -8,7 +8,7 @@ import threading
 from whileai_ray.agents.seeded import seeded_agent
 from whileai_ray.core.unit import RunMeta
 from whileai_ray.runtime.job_spec import JobSpec
-from whileai_ray.runtime.pool_key import pool_key
+from whileai_ray.runtime.pool_key import holds_resources, pool_key
 from whileai_ray.runtime.pool_sizing import PoolPlan
 from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS
 
@@ -49,3 +49,11 @@ def test_nothing_to_reuse_gives_no_key():
     assert _key(_spec(seeded_agent(TOOLS)), dataclasses.replace(PLAN, where="caller")) is None
     lock = threading.Lock()
     assert _key(_spec(lambda m: (lock, m))) is None                       # does not pickle here
+
+
+def test_a_pool_that_reserves_resources_is_not_kept():
+    assert not holds_resources(_spec(seeded_agent(TOOLS)))
+    assert not holds_resources(_spec(seeded_agent(TOOLS), actor_options={"num_cpus": 0, "max_restarts": 2}))
+    assert holds_resources(_spec(seeded_agent(TOOLS), actor_options={"num_cpus": 1}))
+    assert holds_resources(_spec(seeded_agent(TOOLS), actor_options={"num_gpus": 0.5}))
+    assert holds_resources(_spec(seeded_agent(TOOLS), actor_options={"resources": {"tpu": 1}}))

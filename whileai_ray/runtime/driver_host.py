@@ -108,6 +108,12 @@ class DriverHost:
         self.pool = rollout_pool(spec, plan, prebuilt=lanes)   # the run's own make() for lanes it replaces
         return self.pool, "reused"
 
+    def drop_pool(self) -> None:
+        """Stop the kept rollout actors (they hold resources other work may need)."""
+        if self.pool is not None:
+            self.pool.kill()
+        self.pool = self.pool_key = None
+
     # ------------------------------------------------------------- the run in progress
     async def _worker(self, token: str) -> DriverWorker | None:
         """The Driver of run ``token``; waits for it when the call came before the run did (an

@@ -12,7 +12,8 @@ its Ray options and its place in the pool. ``pool_key(spec, plan, dumps)`` hashe
 * the pool's shape and nodes (``PoolPlan``: actors, slots per actor, the nodes they may use) and
   the agent's form.
 
-Equal keys: the actors are reused (``warm_pools.py``). None: nothing to reuse (the caller's own
+Equal keys: the actors are reused (``warm_pools.py``), unless they hold resources
+(``holds_resources``: CPUs, GPUs or custom resources reserved; those are stopped after their run). None: nothing to reuse (the caller's own
 pool), or a callable that does not pickle here. No Ray here: ``dumps`` is passed in.
 """
 from __future__ import annotations
@@ -22,7 +23,14 @@ import os
 import sys
 from typing import Callable
 
-__all__ = ["pool_key"]
+__all__ = ["pool_key", "holds_resources"]
+
+
+def holds_resources(spec) -> bool:
+    """Whether ``spec``'s rollout actors reserve CPUs, GPUs or custom resources (``advanced={"ray":
+    {...}}``): such a pool is not kept idle after its run (it would starve other work)."""
+    opts = spec.actor_options or {}
+    return bool(opts.get("num_cpus") or opts.get("num_gpus") or opts.get("resources"))
 
 
 def _code_files(*objs) -> list[str]:

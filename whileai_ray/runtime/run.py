@@ -24,7 +24,7 @@ from .job_spec import JobSpec
 from .pool_sizing import PoolPlan, plan_pools
 from .run_result import RunResult
 from .stay_home import why_home
-from .warm_pools import Warm, checkin, checkout, claimed, discard, pool_key, session
+from .warm_pools import Warm, checkin, checkout, claimed, discard, holds_resources, pool_key, session
 
 POLL_S = 0.2
 _TOKENS = itertools.count(1)
@@ -110,7 +110,10 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
         finally:
             if player is not None:
                 player.stop()
-            (checkin if ok else discard)(warm)
+            if ok:
+                checkin(warm, keep_actors=not holds_resources(spec))
+            else:
+                discard(warm)
 
 
 def _wait(driver, done_ref, player, on_snapshot):

@@ -12,7 +12,8 @@ actors with the run's arguments (``warm_rollout.py``: a fresh copy of the agent,
 seed and metrics; nothing of the last run stays in them). Different: the caller starts new
 rollout actors beside the host and the host stops its old ones.
 
-Bounds: at most ``MAX_IDLE`` hosts wait (the most recent); one that idles ``IDLE_S`` seconds is
+Bounds: rollout actors that reserve resources (CPUs, GPUs, custom) are stopped after their run
+(only the host waits); at most ``MAX_IDLE`` hosts wait (the most recent); one that idles ``IDLE_S`` seconds is
 stopped; all are stopped at interpreter exit. Every actor here is owned by this process
 (never detached), so Ray also ends them with it, and a ``ray.shutdown()`` ends them at once (a
 host of another Ray session is simply forgotten). A run that fails, is interrupted, or stops
@@ -27,9 +28,9 @@ from dataclasses import dataclass, field
 
 import ray
 
-from .pool_key import pool_key
+from .pool_key import holds_resources, pool_key
 
-__all__ = ["Warm", "pool_key", "checkout", "checkin", "discard", "release_all", "claimed", "session",
+__all__ = ["Warm", "pool_key", "holds_resources", "checkout", "checkin", "discard", "release_all", "claimed", "session",
            "IDLE_S", "MAX_IDLE"]
 
 IDLE_S = 600.0          # an idle host (and its rollout actors) is stopped after this long
@@ -85,8 +86,20 @@ def checkout() -> Warm | None:
     return None
 
 
-def checkin(warm: Warm) -> None:
-    """``warm``'s run ended cleanly: keep it for the next run (for ``IDLE_S`` at most)."""
+def checkin(warm: Warm, keep_actors: bool = True) -> None:
+    """``warm``'s run ended cleanly: keep it for the next run (for ``IDLE_S`` at most); its rollout
+    actors too unless ``keep_actors`` is False (they hold resources: ``pool_key.holds_resources``)."""
+    if not keep_actors and (warm.key is not None or warm.owned):
+        try:
+            warm.host.drop_pool.remote()
+        except Exception:
+            pass
+        for actor in warm.owned:
+            try:
+                ray.kill(actor)
+            except Exception:
+                pass
+        warm.key, warm.owned = None, []
     with _lock:
         _idle.append(warm)
         while len(_idle) > MAX_IDLE:

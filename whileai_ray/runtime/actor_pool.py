@@ -11,8 +11,9 @@ nodes still alive.
 
 The actors are made when the pool is made (they start while the Driver reads its checkpoint),
 or were made before it (``prebuilt``: by the caller, while the Driver itself starts, or kept from
-an earlier run by the Driver host, ``driver_host.py``); ``start()`` waits until each answers
-``ping`` and fails with a clear error when the cluster cannot place them. Rollout actors are
+an earlier run by the Driver host, ``driver_host.py``); ``start()`` waits until one answers
+``ping`` (the others are waited for while the run begins) and the run fails with a clear error
+when the cluster cannot place them all. Rollout actors are
 ``ReusableRolloutWorker`` actors (``warm_rollout.py``): a later run of the same process may renew them.
 """
 from __future__ import annotations
@@ -67,6 +68,8 @@ class ActorPool:
             self.actors = [self._new() for _ in range(max(1, int(lanes)))]
         self._alone = self._spare = None           # the quarantine lane's actor, and the one readied after it
         self.nodes: list = []
+        self._placing: asyncio.Future | None = None   # the lanes still starting after start() returned
+        self._unplaced: RuntimeError | None = None    # set when they were not placed in time
 
     @property
     def lanes(self) -> int:
@@ -104,16 +107,43 @@ class ActorPool:
         self._alone = self._spare = None
 
     async def start(self) -> None:
+        """Return once one lane answers: the run may begin (a chunk sent to a lane still starting
+        waits at Ray until its actor is up, so the first row does not wait for the slowest actor
+        to start). The other lanes are waited for in the background; when they are not all
+        placed within ``start_timeout_s``, their chunks fail with the placement error and
+        ``replace`` raises it (the run stops, saying what the cluster lacks)."""
         self.actors = [a if a is not None else self._new() for a in self.actors]
-        pings = [await_ref(a.ping.remote()) for a in self.actors]
-        try:
-            self.nodes = list(await asyncio.wait_for(asyncio.gather(*pings), self.start_timeout_s))
-        except asyncio.TimeoutError:
-            opts = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
-            raise RuntimeError(
-                f"the {len(self.actors)} {self.what} actor(s) could not be placed within {self.start_timeout_s:.0f}s; "
-                f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
-                "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
+        self.nodes = [None] * len(self.actors)
+        deadline = asyncio.get_running_loop().time() + self.start_timeout_s
+        pings = [asyncio.ensure_future(self._ping(i, a)) for i, a in enumerate(self.actors)]
+        done, pending = await asyncio.wait(pings, timeout=self.start_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        if not done:
+            for task in pending:
+                task.cancel()
+            raise self._not_placed(len(self.actors))
+        for task in done:
+            task.result()                        # an actor whose constructor failed: raised here
+        if pending:
+            self._placing = asyncio.ensure_future(self._place_rest(pending, deadline))
+
+    async def _ping(self, lane: int, actor) -> None:
+        self.nodes[lane] = await actor.ping.remote()
+
+    async def _place_rest(self, pending: set, deadline: float) -> None:
+        done, late = await asyncio.wait(pending, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+        for task in done:
+            task.exception()                     # a constructor that failed shows on the lane's first chunk
+        if late:
+            for task in late:
+                task.cancel()
+            self._unplaced = self._not_placed(len(late))
+
+    def _not_placed(self, n: int) -> RuntimeError:
+        opts = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
+        return RuntimeError(
+            f"{n} of the {len(self.actors)} {self.what} actor(s) could not be placed within {self.start_timeout_s:.0f}s; "
+            f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
+            "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.")
 
     def submit(self, lane: int, payload: list):
         if self.actors[lane] is None:            # replaced only when there is work for it
@@ -133,12 +163,23 @@ class ActorPool:
 
     async def _call(self, actor, payload: list):
         try:
-            return await getattr(actor, self.method).remote(payload)
+            ref = getattr(actor, self.method).remote(payload)
+            placing = self._placing
+            if placing is None or placing.done() and self._unplaced is None:
+                return await ref
+            call = asyncio.ensure_future(await_ref(ref))     # its lane may still be starting
+            await asyncio.wait([call, placing], return_when=asyncio.FIRST_COMPLETED)
+            if not call.done() and self._unplaced is not None:
+                call.cancel()
+                raise self._unplaced
+            return await call
         except Exception as exc:
             exc.whileai_actor = actor            # which actor failed: replace() replaces it once
             raise
 
     def replace(self, lane: int, error: BaseException) -> str:
+        if error is self._unplaced:              # no unit's fault, and no new actor would be placed either
+            raise error
         if self.what == "judge":                 # a judge chunk is simply judged again, by a fresh judge
             self.actors[lane] = self._new()
             return ROLLOUT_FAILED

@@ -24,8 +24,10 @@ from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
-from .result.run_notes import add_resume_and_replay_notes, add_role_notes
+from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
+from .result.role_notes import add_role_notes
+from .result.warnings_text import rubric_unused_note
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
@@ -35,6 +37,8 @@ from .score.judging import judge_name
 from .search.plan_settings import PlanSettings
 from .search.planner import Planner
 from .search.tasks import build_tasks
+from .search.trace_report import apply_trace_plan, drop_trace_copies
+from .search.trace_steering import plan_traces
 from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
@@ -74,11 +78,26 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     ``simulate.md``. Nothing is spent before every argument has been checked.
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
+    started = time.time()                   # time_budget= counts from this call (search/clock.py)
     cfg = resolve_config(agent, explicit, passed)
+    if rubric_unused_note(cfg):
+        _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
+    # traces= read and planned now: a file that holds no trace stops the run before any budget
+    trace_plan = plan_traces(cfg, *_grid(cfg, dims, keep_fault_cells), keep_fault_cells) if cfg.traces is not None \
+        else None
     roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
-    return _run(cfg, dims, roles, keep_fault_cells)
+    return _run(cfg, dims, roles, keep_fault_cells, started, trace_plan)
+
+
+def _grid(cfg, dims, keep_fault_cells: bool):
+    """The grid's axes and its pairwise cells (fault cells folded outside rl unless asked)."""
+    axes = build_axes(cfg.tools, cfg.system_prompt, dims)
+    cells = pairwise_cells(axes)
+    if cfg.mode != "rl" and not keep_fault_cells:
+        cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
+    return axes, cells
 
 
 def resolve_fault_rate(cfg) -> float:
@@ -111,17 +130,17 @@ def plan_fingerprint(cfg, settings) -> str:
     return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
                        settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
-                       cfg.advanced.get("lag"), cfg.reproducible)[:16]
+                       cfg.advanced.get("lag"), cfg.reproducible, settings.traces_key)[:16]
 
 
-def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
+def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
+         trace_plan=None) -> SimulationData:
 
     t_start = time.monotonic()
     run_id = cfg.advanced.get("run_id") or new_run_id()
-    axes = build_axes(cfg.tools, cfg.system_prompt, dims)
-    cells = pairwise_cells(axes)
-    if cfg.mode != "rl" and not keep_fault_cells:
-        cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
+    axes, cells = _grid(cfg, dims, keep_fault_cells)
+    traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
+    cells = traces.cells
     pinned, k, pinned_info = [], cfg.repeats, None
     if cfg.tasks is not None:
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
@@ -129,8 +148,9 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     seeds, dropped = _seeds_that_fit(cfg, k)
     results, datas = [], []
     for eval_run in range(cfg.runs):
-        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None)
-        result = _run_once(cfg, settings, cells, run_id, eval_run, roles)
+        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces)
+        result = _run_once(cfg, settings, cells, run_id, eval_run, roles,
+                           started if eval_run == 0 and started is not None else time.time())
         results.append(result)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
             pinned, _, pinned_info = build_tasks(result.rows)
@@ -149,17 +169,19 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         for r in rows:
             r.setdefault("lineage", {})["replayed"] = True
     result = merge_results(results)
+    rows, leaked = drop_trace_copies(rows, traces)
     data = SimulationData(trajectories=rows, stopped_because=result.stopped_because)
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     notes = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                         fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
+                         fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id, t_start=t_start)
+    apply_trace_plan(data, cfg, traces, leaked)
     add_resume_and_replay_notes(data, cfg, result, pinned_info, results)
     first = results[0]
     data.search["timings"] = {
         "driver_start_s": round(first.driver_started_at - t_start, 3),
         "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
-    add_role_notes(data, cfg, roles, results)
+    add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles))
     add_grader_note(data.warnings, data.trajectories)
     for w in data.warnings:
         logger.warning(w)
@@ -182,7 +204,7 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False) -> PlanSettings:
+def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None) -> PlanSettings:
     knobs = cfg.advanced
     situations_cap = cfg.situations
     if situations_cap is not None and seeds:
@@ -191,17 +213,21 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs["round_size"],
         n=cfg.phrasings, k=k, repeat_policy="fixed" if pinned else cfg.repeat_policy,
         situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
-        fault_rate=resolve_fault_rate(cfg), probe=knobs["probe"], seeds=[] if pinned else seeds,
+        fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), probe=knobs["probe"], seeds=[] if pinned else seeds,
         mutate=knobs.get("mutate_failures", True) is not False and not pinned,
         mutate_graded=knobs.get("mutate_graded_failures") is not False,
         dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned),
         tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
-        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
+        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"],
+        trace_guard=traces.guard if traces is not None else None,
+        aimed_cells=traces.aimed_cells if traces is not None else None,
+        steering_weight=traces.steering_weight if traces is not None else 0.0,
+        traces_key=traces.key if traces is not None else "")
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> RunResult:
+def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> RunResult:
     from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
-    spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles)
+    spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles, started)
     knobs = cfg.advanced
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
                                 every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
@@ -231,14 +257,16 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> RunResult:
                 r["group_cut"] = True
     resumed = sum(1 for r in rows if (r.get("lineage") or {}).get("resumed"))
     final = {**last, "rows": len(rows), "landed": len(rows) - resumed, "resumed": resumed, "inflight": 0,
-             "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1)}
+             "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1),
+             "stopped_because": result.stopped_because}        # the last line says it ended, and why
     reporter.emit(final)
     reporter.close(final)
     return dataclasses.replace(result, resumed_count=resumed)
 
 
-def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
-    """What the runtime needs to play this evaluation run (``runtime/job_spec.py``)."""
+def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:
+    """What the runtime needs to play this evaluation run (``runtime/job_spec.py``); ``started``
+    is when simulate() was called (wall clock): time_budget= counts from it."""
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
@@ -248,10 +276,12 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
                               timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience,
                               tool_choice=knobs.get("tool_choice"),
-                              min_user_turns=knobs.get("min_user_turns"))
+                              min_user_turns=knobs.get("min_user_turns"),
+                              user_temperature=knobs.get("user_temperature"))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
-                   world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout)
+                   world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout,
+                   scaffold=(cfg.scaffold or "") if roles.agent is not None else "")
     grader = cfg.grader
     if cfg.grade == "conduct":
         grader = conduct_grader
@@ -279,6 +309,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
                   and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
         snapshot_every_s=knobs["plan_snapshot_s"], reproducible=cfg.reproducible, lag=knobs["lag"],
         chunk_size=knobs["chunk_size"], concurrency=cfg.concurrency, time_budget=cfg.time_budget,
+        started_at=started, deadline_at=(started or time.time()) + cfg.time_budget if cfg.time_budget else None,
         timeout=cfg.timeout, judge_timeout=knobs.get("judge_timeout") or None,
         judge_concurrency=knobs["judge_concurrency"], judge_actors=int(ray_opts.pop("judge_actors", 1)),
         judge_name=judge_name(grader) if grader is not None else None,

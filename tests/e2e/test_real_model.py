@@ -199,3 +199,25 @@ def test_scripted_server_plays_the_same_form_with_user_turns(ray_local, scripted
     for row in with_user:
         answers = [s["user"] for s in row["steps"] if "user" in s]
         assert all(isinstance(a, str) and a.strip() for a in answers)
+
+
+def test_smollm2_as_the_judge_gives_a_verdict_on_nine_rows_in_ten(ray_local, llama_server, tools):
+    """grade=True with SmolLM2 as the judge: the verdict is asked for schema-constrained, in the
+    dialect llama.cpp's server speaks ({"type": "json_object", "schema": ...}, learned on the first
+    request after its HTTP 500 to json_schema), so a 135M model's reply parses as a verdict."""
+    from whileai_ray.agents.backends import configure, reset_configuration
+    reset_configuration()
+    configure(judge=f"vllm:{MODEL_ALIAS}@{llama_server}")
+    try:
+        data = wai.simulate(wai.seeded_agent(tools), tools=tools, system_prompt=SYSTEM_PROMPT, simulator=False,
+                            budget=10, seed=2, grade=True, rubric="The agent tells the customer what the "
+                            "lookup_order tool returned about their order.", advanced={"judge_concurrency": 1})
+    finally:
+        reset_configuration()
+    rows = data.rows()
+    assert len(rows) == 10
+    judged = [r for r in rows if r.get("judge_status") == "ok" and r.get("reward") in (0, 1)]
+    assert len(judged) >= 9, [(r.get("judge_status"), r.get("reason")) for r in rows]
+    assert data.search["structured_output"]["judge"] == "json_object_schema"
+    assert all(r["judge_meta"]["structured_output"] == "json_object_schema" for r in judged)
+    assert data.search["grader"]["scored"] == len(judged)

@@ -173,8 +173,10 @@ def bench_resume(rows_on_disk: int = 100_000) -> dict:
         simulate(agent, tools=TOOLS, simulator=False, budget=1000, seed=0, checkpoint=path,
                  advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
         lines = open(path, encoding="utf-8").read().splitlines()
-        header, body = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
-        for leftover in (path, path + ".keys"):
+        from ..store.checkpoint_meta import read_sidecar
+        from ..store.jsonl import HEADER_KEY
+        header, body = read_sidecar(path, HEADER_KEY), [json.loads(x) for x in lines]
+        for leftover in (path, path + ".keys", path + ".meta.json"):
             os.remove(leftover)
         shutil.rmtree(f"{folder}/ck.parquet", ignore_errors=True)
         # a 100,000-row checkpoint as a run writes it (batches through JsonlCheckpoint)

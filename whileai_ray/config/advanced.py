@@ -78,6 +78,15 @@ def _bool(value: Any, label: str) -> bool:
     raise ValueError(f"{label} is True or False; got {value!r}")
 
 
+def _world(value: Any, label: str) -> dict:
+    """Mock world options, checked now (an unknown key or a bad value is a ValueError that lists
+    the fields) so a typo never runs a whole budget against the default world."""
+    options = _dict(value, label, "mock world options")
+    from ..world.options import world_options
+    world_options(options)
+    return options
+
+
 def _arm_weights(value: Any, label: str) -> dict:
     weights = _dict(value, label, "arm -> weight")
     unknown = sorted(str(arm) for arm in weights if arm not in ARMS)
@@ -150,7 +159,7 @@ def _run_id(value: Any, label: str) -> str:
 
 
 _RULES: dict[str, Callable[[Any, str], Any]] = {
-    "world": lambda v, lab: _dict(v, lab, "mock world options"),
+    "world": _world,
     "arm_weights": _arm_weights,
     "mutate_failures": _bool,
     "mutate_graded_failures": _bool,

@@ -287,8 +287,9 @@ def _resolve_choices(cfg: RunConfig, args: dict) -> None:
     cfg.llm_grade = bool(args["llm_grade"])
     cfg.rubric = as_text(args["rubric"], "rubric=", "the grading rubric")
     cfg.scaffold = as_text(args["scaffold"], "scaffold=", "generation-only guidance")
-    cfg.output = as_path(args["output"], "output=", "where the whole run is written")
-    cfg.checkpoint = as_path(args["checkpoint"], "checkpoint=", "the JSONL file rows land in")
+    # absolute now: the driver actor that writes them may run with another working directory
+    cfg.output = _absolute(as_path(args["output"], "output=", "where the whole run is written"))
+    cfg.checkpoint = _absolute(as_path(args["checkpoint"], "checkpoint=", "the JSONL file rows land in"))
     check_output(cfg.output, cfg.checkpoint)       # output= never overwrites a checkpoint (issue 11)
     if cfg.runs > 1 and cfg.checkpoint is not None:
         raise ValueError("checkpoint= holds one run's rows; pass runs=1 with checkpoint=, or "
@@ -301,6 +302,11 @@ def _resolve_choices(cfg: RunConfig, args: dict) -> None:
                          "set, seeds= opens a new one; pass one of them")
     cfg.patience = as_patience(args["patience"])
     cfg.logprobs = as_logprobs(args["logprobs"])
+
+
+def _absolute(path: str | None) -> str | None:
+    import os
+    return os.path.abspath(os.path.expanduser(path)) if path else path
 
 
 def _resolve_callables(cfg: RunConfig, args: dict) -> None:

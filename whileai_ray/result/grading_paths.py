@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 from pathlib import Path
 
@@ -88,51 +87,18 @@ def _write_back(source, rows, kind: str, target) -> str | None:
     return _write(rows, target) if target else None
 
 
-def _copy(row: dict) -> dict:
-    out = dict(row)
-    if isinstance(out.get("lineage"), dict):
-        out["lineage"] = dict(out["lineage"])
-    return out
-
-
-def _scaled(value, scale):
-    lo, hi = scale
-
-    def m(x):
-        return (x - lo) / (hi - lo) if isinstance(x, Real) and not isinstance(x, bool) else x
-    if isinstance(value, dict):
-        return {k: (m(v) if k in ("reward", "score") else v) for k, v in value.items()}
-    return m(value)
-
-
 def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None = None, scale=None,
                      trust: str = "warn") -> ScoredData:
-    """The contract path: copies of the run's rows graded by ``judge``; the run is untouched."""
+    """The contract path: copies of the run's rows graded by ``judge`` (``result/run_judge.py``, the one
+    engine behind it and ``evaluate``), plus the trust check; the run is untouched."""
+    from .run_judge import run_judge
     _check_trust(trust)
     if not callable(judge):
         raise TypeError("judge= takes a callable row -> {'reward': 0 or 1, 'reason': str, 'markers': {...}} "
                         "(a bare number works too) or a wai.Judge")
-    if scale is not None and (len(scale) != 2 or not all(isinstance(v, Real) for v in scale)
-                              or scale[1] <= scale[0]):
-        raise ValueError(f"scale= is (lo, hi) with hi > lo, mapping the judge's ratings onto 0..1; got {scale!r}")
-    copies = [_copy(t) for t in data.trajectories]
-    name, workers = judge_name(judge), max(1, min(int(concurrency), 32))
-    if isinstance(judge, Judge):
-        verdicts = judge_rows(judge, copies, workers)
-        version = version or judge.version
-    else:
-        transform = (lambda raw: _scaled(raw, scale)) if scale is not None else None
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            verdicts = list(pool.map(lambda row: call_grader(judge, row, transform=transform), copies))
-    run_id = fresh_scoring_run_id()
-    for row, verdict in zip(copies, verdicts):
-        apply_verdict(row, verdict, name, run_id)
-        row["judge_meta"] = dict(verdict.get("judge_meta") or {"trust": None})
-        if version:
-            row["lineage"]["judge_version"] = version
-    _stamp_trust(copies, trust)
-    return ScoredData(trajectories=copies, judge_name=name, scoring_run_id=run_id, judge_version=version,
-                      system_prompt=getattr(data, "system_prompt", ""), tools=list(getattr(data, "tools", [])))
+    scored = run_judge(data, judge, concurrency=max(1, int(concurrency)), version=version, scale=scale)
+    _stamp_trust(scored.trajectories, trust)
+    return scored
 
 
 def _source_rows(source, policy, tools):
@@ -194,7 +160,11 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     report = {"graded": statuses.get("ok", 0), "n0": rewards.get(0, 0), "n1": rewards.get(1, 0),
               "backend": f"{judge.backend.provider}:{judge.model}@{judge.backend.base_url}",
               "judge_version": judge.version, "warnings": warnings,
-              "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary}
+              "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary,
+              "structured_output": judge.dialect}
+    from ..agents.structured import dialect_note
+    if dialect_note("judge", judge.backend.base_url, judge.dialect):
+        warnings.append(dialect_note("judge", judge.backend.base_url, judge.dialect))
     if not judge.rubric:
         report["note"] = "no rubric given: the judge graded the conduct floor only"
     written = _write_back(source, rows, kind, output or path)

@@ -231,7 +231,7 @@ class _Placer:
 def rollout_args(spec, plan) -> tuple[tuple, dict]:
     """The constructor arguments of ``spec``'s rollout actors (``ReusableRolloutWorker.renew`` takes them too)."""
     return ((spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout, spec.judge_timeout,
-             spec.model), {"metrics": spec.metrics})
+             spec.model), {"metrics": spec.metrics, "deadline_at": spec.deadline_at})
 
 
 def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:

@@ -65,7 +65,8 @@ class CallerPlayer:
     async def _serve(self) -> None:
         spec, plan = self.spec, self.plan
         rollouts = RolloutWorker(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                 spec.judge_timeout, spec.model, metrics=spec.metrics, node_id=self.node_id)
+                                 spec.judge_timeout, spec.model, metrics=spec.metrics, node_id=self.node_id,
+                                 deadline_at=spec.deadline_at)
         judges = (JudgeWorker(spec.grader, spec.judge_concurrency, spec.judge_timeout or None, metrics=spec.metrics)
                   if plan.judges_where == "caller" and spec.grader is not None else None)
         playing: set = set()

@@ -21,6 +21,7 @@ from .caller_watch import CALLER_GONE, CallerWatch
 from .driver_loop import DriverLoop, LoopSettings
 from .job_spec import JobSpec
 from .landing import Landing
+from .loop_rules import local_deadline
 from .metrics import run_metrics
 from .pool_sizing import PoolPlan
 from .run_result import RunResult
@@ -91,7 +92,8 @@ class DriverWorker:
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0)
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
                           judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
-                          should_stop=self.watch.gone, metrics=self.metrics)
+                          should_stop=self.watch.gone, metrics=self.metrics,
+                          deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop
         try:
             self.stopped_because = await loop.run()
@@ -121,4 +123,4 @@ class DriverWorker:
             checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
-            writer=p.writer.stats() if hasattr(p.writer, "stats") else None)
+            writer=p.writer.stats() if hasattr(p.writer, "stats") else None, clock=loop.clock_summary())

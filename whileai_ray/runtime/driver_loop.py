@@ -18,7 +18,9 @@ One run, from the first decision to the stop:
    cause and the run goes on (``chunk_retry.py``); a judge chunk goes to a fresh judge;
 6. **stop** when the planner or the clock says so (``loop_rules.stop_reason``), or at once when
    the caller is gone (``should_stop``: ``caller_watch.py``); what is still in flight is
-   abandoned.
+   abandoned. The clock (``time_budget=``, ``search/clock.py``): at the deadline nothing new is
+   decided, dispatched or tried alone and the queue is cleared; what is in flight may land until
+   the deadline plus the agent's ``timeout``, then it is cut.
 
 A ``metrics`` recorder (``metrics.py``, ``NoMetrics`` by default) hears each landed batch, each
 turn of the loop and the end.
@@ -35,6 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
+from ..search.clock import RunClock
 from ..search.rounds import RoundBook
 from . import loop_rules as rules
 from .caller_watch import CALLER_GONE
@@ -55,7 +58,7 @@ class LoopSettings:
     chunk_size: int = 32
     concurrency: int = 32
     judge_chunk: int = 32
-    time_budget: float | None = None       # seconds from the loop's start
+    time_budget: float | None = None       # seconds; the deadline is DriverLoop(deadline=) (from the call), else t0 + this
     timeout: float | None = None           # one agent call's limit: the watchdog reports past it + grace
 
     @classmethod
@@ -82,7 +85,7 @@ class DriverLoop:
     def __init__(self, settings: LoopSettings, planner, rollouts: Pool, landing: Landing, resume,
                  judges: Pool | None = None, snapshots=None, restored: dict | None = None, t0: float | None = None,
                  clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] | None = None,
-                 should_stop: Callable[[], str | None] | None = None, metrics=None):
+                 should_stop: Callable[[], str | None] | None = None, metrics=None, deadline: float | None = None):
         self.s = settings
         self.planner = planner
         self.rollouts, self.judges = rollouts, judges
@@ -94,8 +97,13 @@ class DriverLoop:
         self.metrics = metrics or NoMetrics()
         self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (chunk_retry.py)
         self.alone: asyncio.Future | None = None                 # the suspect being tried alone
-        self.t0 = clock() if t0 is None else t0    # the run's start: time_budget counts from here
-        self.deadline = self.t0 + settings.time_budget if settings.time_budget else None
+        self.t0 = clock() if t0 is None else t0    # the Driver's start
+        # time_budget counts from simulate()'s call: ``deadline`` in this loop's clock (the Driver
+        # converts JobSpec.deadline_at), else from the loop's start
+        if deadline is None and settings.time_budget:
+            deadline = self.t0 + settings.time_budget
+        self.deadline = deadline
+        self.run_clock = RunClock(deadline, settings.timeout, now=clock)
         self.chunk = max(1, min(settings.chunk_size, rollouts.slots))
         self.book = RoundBook(settings.lag)
         self.round_units: dict = {}               # round -> its units, until observed (snapshots)
@@ -126,13 +134,21 @@ class DriverLoop:
                 self.stopped_because = CALLER_GONE
                 self.landing.errors.append(gone)
                 break
-            reason = rules.stop_reason(self.planner.stop_reason(), self._clock_ran_out(), self.inflight,
-                                       self.judging + self.retry.pending())
+            phase = self.run_clock.phase()
+            running = rules.may_start(phase)
+            if not running:
+                self._skip_queue()             # past the deadline nothing new starts
+            # suspects waiting to be tried alone hold the run only while the clock runs
+            reason = rules.stop_reason(self.planner.stop_reason(), phase, self.inflight,
+                                       self.judging + (self.retry.pending() if running else 0))
             if reason is not None:
                 self.stopped_because = reason
+                if reason == "time_budget":
+                    self.run_clock.stop()
                 break
             self._dispatch()
-            self._dispatch_alone()
+            if running:
+                self._dispatch_alone()
             if not self.flights:
                 self._pump()
                 if self.queue:
@@ -158,8 +174,16 @@ class DriverLoop:
         else:
             await self.snapshots.flush()
 
-    def _clock_ran_out(self) -> bool:
-        return self.deadline is not None and self.clock() >= self.deadline
+    def _skip_queue(self) -> None:
+        """The clock ran out: units decided and never sent are never started (counted as skipped)."""
+        self.run_clock.skipped += len(self.queue)
+        self.queue.clear()
+
+    def clock_summary(self) -> dict | None:
+        """``search["clock"]``: how a time_budget stop landed (None without a clock)."""
+        if self.deadline is None:
+            return None
+        return self.run_clock.summary(started_at=self.deadline - (self.s.time_budget or 0.0))
 
     # -------------------------------------------------------- deciding, observing
     def _pump(self) -> None:
@@ -174,8 +198,8 @@ class DriverLoop:
         nothing is observed before them, so the planner's sequence is the same."""
         while True:
             decided = 0
-            while not self.blocked and rules.may_decide(self.s.reproducible, self.book.may_decide(),
-                                                        len(self.queue), self.inflight, self.target):
+            while not self.blocked and rules.may_start(self.run_clock.phase()) and rules.may_decide(
+                    self.s.reproducible, self.book.may_decide(), len(self.queue), self.inflight, self.target):
                 if decided and len(self.queue) >= self.target:
                     return
                 decided += 1
@@ -266,7 +290,7 @@ class DriverLoop:
     # ---------------------------------------------------------------- results
     async def _next_done(self) -> list[tuple[Flight, list | None, BaseException | None]]:
         """The chunks that came back, from any pool (waits at most ``loop_rules.wait_s``)."""
-        timeout = rules.wait_s(self.clock(), self.deadline)
+        timeout = rules.wait_s(self.clock(), self.run_clock.edge())
         done, _ = await asyncio.wait(list(self.flights), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         self._watchdog()
         out = []
@@ -296,6 +320,9 @@ class DriverLoop:
             self.rollouts.alone_ok()
         landed, to_judge = [], []
         for (r, i, item), res in zip(flight.items, results):
+            if flight.kind != "judge" and res.get("skipped"):   # the clock ran out before the actor started it
+                self.run_clock.skipped += 1
+                continue
             if flight.kind == "judge":
                 item["verdict"] = res
                 landed.append((r, i, item))
@@ -356,9 +383,11 @@ class DriverLoop:
 
     def _abandon(self) -> None:
         """The run stopped: what is still in flight is cut loose (it never lands)."""
+        cut = self.stopped_because == "time_budget"     # the clock stopped it: what is still out is cut
         for task, flight in self.flights.items():
             task.cancel()
             self.abandoned += len(flight.items)
+            self.run_clock.cut += len(flight.items) if cut else 0
         self.abandoned += self.retry.pending()        # suspects never tried alone (a time budget ran out)
         self.flights.clear()
         self.inflight = 0

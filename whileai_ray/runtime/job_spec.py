@@ -49,7 +49,9 @@ class JobSpec:
     lag: int = 8                               # rounds in flight (reproducible mode)
     chunk_size: int = 32                       # units per call to a rollout lane
     concurrency: int = 32                      # rollouts in flight, all lanes together
-    time_budget: float | None = None           # seconds from the Driver's start; None: no clock
+    time_budget: float | None = None           # seconds from simulate()'s call; None: no clock
+    started_at: float | None = None            # wall clock (time.time()) when simulate() was called
+    deadline_at: float | None = None           # started_at + time_budget (search/clock.py); None: no clock
     timeout: float | None = None               # one agent call's limit (and the watchdog's base)
     judge_timeout: float | None = None
     judge_concurrency: int = 32                # verdicts in flight per judge lane

@@ -40,7 +40,7 @@ FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied"
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
                  timeout: float | None = None, judge_timeout: float | None = None, model=None,
-                 metrics: dict | None = None, node_id: str | None = None):
+                 metrics: dict | None = None, node_id: str | None = None, deadline_at: float | None = None):
         self.agent = agent
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
@@ -56,6 +56,7 @@ class RolloutWorker:
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 8,
                                        thread_name_prefix="rollout")
         self.node_id = node_id or _ray_node_id()
+        self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
         self.metrics = run_metrics(metrics)
 
@@ -63,13 +64,17 @@ class RolloutWorker:
         return self.node_id
 
     async def run_chunk(self, units: list) -> list[dict]:
-        results = list(await asyncio.gather(*(self._one(u) for u in units)))
-        self.metrics.rollout_seconds([r["seconds"] for r in results])    # metrics: once per chunk
+        """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
+        started comes back ``{"skipped": True}`` unplayed (search/clock.py)."""
+        results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
+        self.metrics.rollout_seconds([r["seconds"] for r in results if "seconds" in r])    # metrics: once per chunk
         return results
 
-    async def _one(self, unit) -> dict:
+    async def _one(self, unit, deadline_at: float | None = None) -> dict:
         loop = asyncio.get_running_loop()
         async with self.sem:
+            if deadline_at is not None and time.time() >= deadline_at:
+                return {"unit": unit, "row": None, "skipped": True}
             t0 = time.monotonic()
             try:
                 if self.model is not None:

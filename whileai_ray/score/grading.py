@@ -61,3 +61,7 @@ def grade_in_place(data, grader, concurrency: int = 32) -> None:
         if row.get("faults"):
             row["fault_detected"] = True
         row["judge_meta"] = {"trust": None}
+    from .grader_summary import arm_yield, grader_summary
+    data.arm_yield = arm_yield(rows)                  # which search arm found the failures
+    if isinstance(getattr(data, "search", None), dict):
+        data.search["grader"] = grader_summary(rows, name, in_loop=False)

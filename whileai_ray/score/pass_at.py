@@ -182,7 +182,7 @@ def pass_at(rows, k: int | None = None, *, min_k: int = 4, unanimous_short: bool
     notes = build_notes(
         rows=rows, graded_values=graded_values, n_groups=len(tasks), n_partial=n_partial,
         unjudged=unjudged, k=k, k_given=k_given, min_k=min_k, multi_sizes=multi, sizes=sizes,
-        n_at_k=n_at_k + n_imputed, has_interval=ci is not None,
+        n_at_k=n_at_k, n_imputed=n_imputed, has_interval=ci is not None,
         min_tasks=MIN_BOOTSTRAP_TASKS)
     return PassAt(
         k=k, pass_at_1=p1, pass_pow_k=p_pow, pass_at_k=p_atk, n_groups=len(tasks),

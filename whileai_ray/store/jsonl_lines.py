@@ -69,13 +69,14 @@ class _Scan:
     index_stale: bool = False
 
 
-def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
+def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None) -> _Scan:
     """Split JSONL bytes into row lines and key each one: from the ``.keys`` index beside
     ``path`` when the line's end offset and CRC match it, else by decoding the line (every line
     when ``use_index`` is False). A torn last line is dropped with a warning; a whole last line
     without its newline is kept (``needs_newline``); complete lines that are not JSON objects
-    are skipped and counted."""
-    out = _Scan(good_bytes=len(data))
+    are skipped and counted. ``header``: the checkpoint's sidecar (``checkpoint_meta.py``); the
+    first line of a checkpoint written before the sidecar existed wins over it."""
+    out = _Scan(good_bytes=len(data), header=header)
     if not data:
         return out
     cut = data.rfind(b"\n") + 1
@@ -85,7 +86,7 @@ def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
         try:
             out.header = _DECODE(data[:first_end].decode("utf-8"))
         except ValueError:
-            out.header = None
+            pass
     index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
     hits, pos, number = 0, 0, 0
     find, crc32 = data.find, line_crc

@@ -177,6 +177,26 @@ def test_round_r_plus_lag_is_decided_only_once_round_r_is_observed():
     assert seen and max(seen) <= 3 and max(seen) == 3              # the pipe is kept full, never past the lag
 
 
+def test_the_first_round_goes_out_before_the_others_are_decided():
+    """The first chunk leaves once one round is decided (the lanes have work), not after all the
+    lag allows; nothing is observed before the rest are decided, so the rows are the same."""
+    decided_at_first_send = []
+    loop_ref = {}
+
+    def check(lane, payload):
+        if not decided_at_first_send:
+            decided_at_first_send.append(loop_ref["loop"].book.next_decide)
+
+    rollouts = rollout_lanes(lanes=2, slots=4, on_submit=check)
+    loop = DriverLoop(LoopSettings(lag=4, chunk_size=4, concurrency=8), planner(), rollouts, Landing(),
+                      ResumeIndex([], None, None))
+    loop_ref["loop"] = loop
+    asyncio.run(loop.run())
+    assert decided_at_first_send == [1]                       # round 0 only, of the 4 the lag allows
+    every_round_first, _ = run(planner(), rollout_lanes(lanes=2, slots=4), lag=4, concurrency=64)
+    assert played(loop.landing) == played(every_round_first.landing) and len(loop.landing.rows) == 120
+
+
 def test_a_lane_that_dies_has_its_chunks_sent_again_and_every_key_lands_once():
     clean, _ = run(planner(), rollout_lanes(lanes=2, slots=4))
     dying = rollout_lanes(lanes=2, slots=4, fail=lambda lane, n: n in (1, 4))

@@ -5,6 +5,8 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
 * latency-bound: the seeded agent behind a 50 ms sleep at concurrency 32, 2,000 rows;
   rows/s against the ideal concurrency/latency = 640 rows/s. ``steady`` counts rows between
   the first and the last landing (what the pipe sustains); ``wall`` includes actor start-up.
+* warm second run (``bench/warm.py``): two 1,000-row runs of the 50 ms agent in one process, the
+  second on the first one's Driver and rollout actors; wall rate vs C/L and time to first row.
 * CPU-bound: the seeded agent with no delay, 20,000 explore rows; rows/s and the caller's
   peak RSS.
 * metrics: the CPU-bound line with Ray metrics off and on (alternating pairs, best of each),
@@ -41,19 +43,9 @@ from .micro import micro_lines
 from .search import bench_selection, format_line
 from .shared_storage import bench_shared_storage
 from .shared_storage import format_line as shared_line
-
-
-class SleepyAgent:
-    """The seeded agent behind a fixed sleep (a stand-in for a model with latency L)."""
-
-    def __init__(self, tools, latency_s: float):
-        self.inner = seeded_agent(tools)
-        self.latency_s = latency_s
-        self.__name__ = "seeded_agent"
-
-    def __call__(self, message):
-        time.sleep(self.latency_s)
-        return self.inner(message)
+from .sleepy import SleepyAgent
+from .warm import bench_warm
+from .warm import format_line as warm_line
 
 
 def _steady_rate(data) -> float:
@@ -96,6 +88,7 @@ def _line_latency(quick: bool, out) -> None:
     out(f"latency-bound  50ms agent C=32 {lat['rows']} rows: steady {lat['steady_rows_s']:.0f} rows/s, "
         f"wall {lat['wall_rows_s']:.0f} rows/s, ideal C/L {lat['ideal']:.0f} rows/s, "
         f"ratio {lat['ratio']:.0%} (wall {lat['wall_ratio']:.0%}), stopped {lat['stopped']}")
+    out(warm_line(bench_warm()))
     lat2 = bench_latency(rows=n_lat, reproducible=False)
     out(f"latency-bound  reproducible=False: steady {lat2['steady_rows_s']:.0f} rows/s vs reproducible=True "
         f"{lat['steady_rows_s']:.0f} rows/s ({(lat2['steady_rows_s'] - lat['steady_rows_s']) / lat2['steady_rows_s']:+.1%} apart)")

@@ -125,7 +125,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
         "dead_tools": [], "run_id": run_id,
         "placement": {"rollout_actors": result.n_actors, "rows_by_node": result.node_rows,
                       "actor_nodes": result.actor_nodes, "chunks_reissued": result.chunks_reissued,
-                      "pool": result.pool},
+                      "pool": result.pool, "warm": dict(result.warm)},
     }
     rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,
                 "rerolled": stats.rerolled,

@@ -1,6 +1,8 @@
-"""The Driver actor: a thin Ray shell around the Driver's loop.
+"""The Driver of one run: a thin shell around the Driver's loop, hosted by the Driver actor.
 
-It runs on the caller's node (the files it writes are the caller's files). ``run()`` builds the
+The Driver actor is a ``DriverHost`` (``driver_host.py``), which outlives one run so the next
+``simulate()`` of the process starts warm; it makes one ``DriverWorker`` per run. It runs on the
+caller's node (the files it writes are the caller's files). ``run()`` builds the
 run's pools (``actor_pool.py`` on Ray actors, or ``caller_pool.py`` when the caller plays), opens
 the checkpoint and the planner (``run_setup.py``), hands them to the loop (``driver_loop.py``,
 where every decision lives), and returns a ``RunResult``. ``poll()`` answers the caller's
@@ -29,8 +31,10 @@ from .run_setup import close_run, open_run
 
 
 class DriverWorker:
-    def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None):
+    def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None):
         self.spec, self.plan, self.caller_node = spec, plan, caller_node
+        self.rollouts = rollouts        # the rollout pool, made before the run (driver_host.py), or None: made here
+        self.judges = None
         self.t0 = time.monotonic()
         calls_home = plan.where == "caller" or (plan.graded and plan.judges_where == "caller")
         self.outbox = CallerOutbox() if calls_home else None
@@ -78,13 +82,13 @@ class DriverWorker:
         spec, plan = self.spec, self.plan
         # rollout actors start while the checkpoint loads (a large resume reads for seconds)
         rollouts = (CallerPool(self.outbox, "roll", plan.per_actor, self.caller_node) if plan.where == "caller"
-                    else rollout_pool(spec, plan))
+                    else self.rollouts or rollout_pool(spec, plan))
         opened = self.opened = await open_run(spec)
         self.resumed = opened.loaded
         await rollouts.start()
         judges = None
         if plan.graded:
-            judges = (CallerPool(self.outbox, "judge", spec.judge_concurrency, self.caller_node)
+            judges = self.judges = (CallerPool(self.outbox, "judge", spec.judge_concurrency, self.caller_node)
                       if plan.judges_where == "caller" else judge_pool(spec))
             await judges.start()
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,

@@ -22,12 +22,9 @@ One run, from the first decision to the stop:
    decided, dispatched or tried alone and the queue is cleared; what is in flight may land until
    the deadline plus the agent's ``timeout``, then it is cut.
 
-A ``metrics`` recorder (``metrics.py``, ``NoMetrics`` by default) hears each landed batch, each
-turn of the loop and the end.
-
-The pools (``pool.py``) are where chunks run; the Driver actor (``driver_actor.py``) is a thin
-Ray shell that builds the pools, the planner and the landing, runs this loop and reports. The
-unit tests run it with in-process pools, without Ray.
+A ``metrics`` recorder (``metrics.py``) hears each landed batch, each turn and the end. The pools
+(``pool.py``) are where chunks run; the Driver actor (``driver_actor.py``) is a thin Ray shell
+around this loop; the unit tests run it with in-process pools, without Ray.
 """
 from __future__ import annotations
 
@@ -182,8 +179,7 @@ class DriverLoop:
         else:
             await self.snapshots.flush()
 
-    def _skip_queue(self) -> None:
-        """The clock ran out: units decided and never sent are never started (counted as skipped)."""
+    def _skip_queue(self) -> None:      # the clock ran out: units never sent never start (skipped)
         self.run_clock.skipped += len(self.queue)
         self.queue.clear()
 
@@ -198,15 +194,20 @@ class DriverLoop:
         """Decide what may be decided, settle resumed units, observe what is complete; True when
         it stopped after ``rounds`` decisions with more to decide (not reproducible mode only).
 
-        One round is observed at a time, and every decision it unlocks is taken before the next
-        round is observed: the planner sees the same sequence of states whatever the completion
-        order (reproducible mode)."""
-        decided = 0
+        One round is observed at a time, every decision it unlocks taken before the next is
+        observed: the planner sees the same states whatever the completion order (reproducible
+        mode). Once the queue can keep every lane busy, the rest wait for the next turn (the
+        queue goes out first: the first row comes a round in, not eight)."""
+        total = 0
         while True:
+            decided = 0
             while not self.blocked and rules.may_start(self.run_clock.phase()) and rules.may_decide(
                     self.s.reproducible, self.book.may_decide(), len(self.queue), self.inflight, self.target):
-                if rounds is not None and decided >= rounds:
+                if rounds is not None and total >= rounds:
                     return True
+                if decided and len(self.queue) >= self.target:
+                    return False
+                total += 1
                 decided += 1
                 units = self.planner.decide(self.book.next_decide)
                 if not units:
@@ -388,8 +389,7 @@ class DriverLoop:
                              f"(deadline {limit:.0f}s)")
                 self.stuck[key] = round(now - flight.sent_at, 1)
 
-    def _abandon(self) -> None:
-        """The run stopped: what is still in flight is cut loose (it never lands)."""
+    def _abandon(self) -> None:         # the run stopped: what is in flight is cut loose (never lands)
         cut = self.stopped_because == "time_budget"     # the clock stopped it: what is still out is cut
         for task, flight in self.flights.items():
             task.cancel()

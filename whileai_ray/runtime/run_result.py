@@ -44,6 +44,7 @@ class RunResult:
     driver_started_at: float = 0.0              # caller's monotonic clock when the Driver was started
     resumed_count: int = 0                      # rows settled from the checkpoint (set by simulate())
     data_plane: dict | None = None              # shared storage: bytes through the Driver (dataplane.py)
+    warm: dict = field(default_factory=dict)    # Driver and rollout actors started or reused (driver_host.py)
 
 
 def merge_results(results: list[RunResult]) -> RunResult:

@@ -5,24 +5,42 @@ The public surface, re-exported here and locked by tests/unit/test_public_api.py
     import whileai_ray as wai
     data = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=32)
 """
-from .agents.backends import OpenAI, configure
-from .agents.seeded import SEEDED_BEHAVIORS, seeded_agent
-from .core.rows import conversation
-from .errors import PublishGateError
-from .result.data import SimulationData
-from .result.grading_paths import grade_llm, llm_grade
-from .result.grading_paths import grade_llm as grade
-from .result.grading_paths import rank_source as rank
-from .result.loading import load
-from .result.notebook import notebook_progress
-from .result.scored import ScoredData
-from .score.compare import compare_runs, delta_report, format_delta_report
-from .score.llm_judge import Judge
-from .score.pass_at import PassAt, pass_at
-from .score.variance import eval_variance, noise_band
-from .simulation import simulate
-from .world.current import current_rollout
-from .world.mock import World, world
+from importlib import import_module as _import_module
+
+from .world.mock import World, world   # eager: the name ``world`` is also a subpackage's, which would shadow it
+
+# name -> (module, attribute). Loaded on first use (PEP 562): ``import whileai_ray`` stays light,
+# and so does every Ray worker that imports one of our modules (a Driver or rollout actor starts
+# without loading the result, export and scoring layers it never uses).
+_LAZY = {
+    "OpenAI": (".agents.backends", "OpenAI"), "configure": (".agents.backends", "configure"),
+    "SEEDED_BEHAVIORS": (".agents.seeded", "SEEDED_BEHAVIORS"), "seeded_agent": (".agents.seeded", "seeded_agent"),
+    "conversation": (".core.rows", "conversation"), "PublishGateError": (".errors", "PublishGateError"),
+    "SimulationData": (".result.data", "SimulationData"), "grade_llm": (".result.grading_paths", "grade_llm"),
+    "llm_grade": (".result.grading_paths", "llm_grade"), "grade": (".result.grading_paths", "grade_llm"),
+    "rank": (".result.grading_paths", "rank_source"), "load": (".result.loading", "load"),
+    "notebook_progress": (".result.notebook", "notebook_progress"), "ScoredData": (".result.scored", "ScoredData"),
+    "compare_runs": (".score.compare", "compare_runs"), "delta_report": (".score.compare", "delta_report"),
+    "format_delta_report": (".score.compare", "format_delta_report"), "Judge": (".score.llm_judge", "Judge"),
+    "evaluate": (".result.evaluate", "evaluate"), "run_judge": (".result.run_judge", "run_judge"),
+    "PassAt": (".score.pass_at", "PassAt"), "pass_at": (".score.pass_at", "pass_at"),
+    "eval_variance": (".score.variance", "eval_variance"), "noise_band": (".score.variance", "noise_band"),
+    "simulate": (".simulation", "simulate"), "current_rollout": (".world.current", "current_rollout"),
+}
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'whileai_ray' has no attribute {name!r}")
+    value = getattr(_import_module(target[0], __name__), target[1])
+    globals()[name] = value          # once loaded, a plain attribute
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 
@@ -41,6 +59,7 @@ __all__ = [
     "current_rollout",
     "delta_report",
     "eval_variance",
+    "evaluate",
     "format_delta_report",
     "grade",
     "grade_llm",
@@ -50,6 +69,7 @@ __all__ = [
     "notebook_progress",
     "pass_at",
     "rank",
+    "run_judge",
     "seeded_agent",
     "simulate",
     "world",

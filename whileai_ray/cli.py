@@ -7,7 +7,7 @@
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
-    whileai-ray bench [--quick]             the speed figures (see whileai_ray/bench/lines.py)
+    whileai-ray bench [--quick] [--only L]  the speed figures (see whileai_ray/bench/lines.py)
     whileai-ray bench --scale [--rows N] [--runs 10000,100000,1000000]
                                             a result too large to hold; whole runs of those sizes
 
@@ -24,7 +24,7 @@ import os
 import sys
 
 from .agents.seeded import seeded_agent
-from .bench.lines import run_bench
+from .bench.lines import LINES, check_only, run_bench
 from .config.run_spec import SpecError, load_spec
 from .result.html_report import check_html_path, write_report
 from .result.loading import load
@@ -65,7 +65,13 @@ def _bench(args) -> int:
             from .bench.scale_runs import run_scale_runs
             run_scale_runs(tuple(int(n) for n in args.runs.split(",")), json_path=args.json)
         return code
-    return run_bench(quick=args.quick)
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    try:
+        check_only(only)                       # a bad --only is a bad argument (2), said before Ray starts
+    except ValueError as exc:
+        _err("bench", exc)
+        return 2
+    return run_bench(quick=args.quick, only=only)
 
 
 def _err(command: str, message) -> None:
@@ -248,6 +254,8 @@ def main(argv=None) -> int:
     p.set_defaults(func=_demo)
     b = sub.add_parser("bench", help="measure throughput and memory (see whileai_ray/bench/lines.py)")
     b.add_argument("--quick", action="store_true", help="smaller runs, for a smoke check")
+    b.add_argument("--only", default=None, help="comma-separated lines to run: " + ", ".join(LINES)
+                   + " (default: all)")
     b.add_argument("--scale", action="store_true", help="the large-result lines: a million rows on disk")
     b.add_argument("--rows", type=int, default=1_000_000, help="rows of the --scale result (default 1,000,000)")
     b.add_argument("--with-run", action="store_true", help="--scale: also a spilled simulate() run (starts Ray)")

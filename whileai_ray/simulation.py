@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any, Callable
 
 from .agents.backends import configured_ray_options
+from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
@@ -25,9 +26,11 @@ from .result.data import SimulationData
 from .result.cluster_hook import install_cluster_runner
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
-from .result.run_notes import add_resume_and_replay_notes, add_role_notes
+from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
-from .result.row_store import adopt_spilled, as_trajectories, grader_note_rows, landed_rows, row_spool, row_store
+from .result.role_notes import add_role_notes
+from .result.row_store import adopt_spilled, grader_note_rows, land_runs, row_spool, row_store
+from .result.warnings_text import rubric_unused_note
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
@@ -37,6 +40,8 @@ from .score.judging import judge_name
 from .search.plan_settings import PlanSettings
 from .search.planner import Planner
 from .search.tasks import build_tasks
+from .search.trace_report import apply_trace_plan, drop_trace_copies
+from .search.trace_steering import plan_traces
 from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
@@ -44,6 +49,7 @@ from .store.checkpoint_lock import caller_identity
 from .store.fingerprint import fingerprint
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
+from .store.shards import fill_stubs, open_shards, shards_folder, shards_of
 from .store.sink import CheckpointSink
 
 DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
@@ -57,11 +63,11 @@ def _ray_data_runner(*args, **kwargs):
 
 
 install_cluster_runner(_ray_data_runner)
-LAND_BATCH = 1024                         # rows handed to the landed-rows store at a time
 # Rows a Driver hands back as a list; past it they come as Parquet files, and a run still under
 # advanced={"spill_rows": ...} is read back into a list here (a list of 50,000 rows held by the
 # Driver, pickled and held again here, was most of both processes' memory).
 DRIVER_LIST_ROWS = 10_000
+CLASS_BUILD_S = 600.0                     # how long a class's __init__ (a model load) may take per actor
 
 
 def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = None,
@@ -86,15 +92,33 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     """Generate situations for an agent, roll them out, and return the rows.
 
     ``agent`` is a callable ``message -> {"steps": [...], "final_text": str}`` (or a backend
-    spec); every other argument is keyword-only and documented in the seeds'
-    ``simulate.md``. Nothing is spent before every argument has been checked.
+    spec): a function (run in threads), an ``async def`` function (awaited on its pool's event
+    loop) or a class (built once per rollout actor with ``advanced["agent_args"/"agent_kwargs"]``,
+    then called per rollout); see ``agents/forms.py``. Where each runs: ``runtime/pool_sizing.py``.
+    Every other argument is keyword-only and documented in the seeds' ``simulate.md``. Nothing
+    is spent before every argument has been checked.
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
+    started = time.time()                   # time_budget= counts from this call (search/clock.py)
     cfg = resolve_config(agent, explicit, passed)
+    if rubric_unused_note(cfg):
+        _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
+    # traces= read and planned now: a file that holds no trace stops the run before any budget
+    trace_plan = plan_traces(cfg, *_grid(cfg, dims, keep_fault_cells), keep_fault_cells) if cfg.traces is not None \
+        else None
     roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
-    return _run(cfg, dims, roles, keep_fault_cells)
+    return _run(cfg, dims, roles, keep_fault_cells, started, trace_plan)
+
+
+def _grid(cfg, dims, keep_fault_cells: bool):
+    """The grid's axes and its pairwise cells (fault cells folded outside rl unless asked)."""
+    axes = build_axes(cfg.tools, cfg.system_prompt, dims)
+    cells = pairwise_cells(axes)
+    if cfg.mode != "rl" and not keep_fault_cells:
+        cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
+    return axes, cells
 
 
 def resolve_fault_rate(cfg) -> float:
@@ -108,7 +132,10 @@ def agent_model_version(cfg, roles=None) -> str:
         return str(cfg.advanced["model_version"])
     if roles is not None and roles.agent is not None:
         return roles.agent.model or "model"
-    name = getattr(cfg.agent, "__name__", None)
+    agent = cfg.agent
+    while isinstance(agent, partial):       # functools.partial(MyAgent, ...): named by MyAgent
+        agent = agent.func
+    name = getattr(agent, "__name__", None)
     return name if isinstance(name, str) and name else "callable-agent"
 
 
@@ -127,17 +154,17 @@ def plan_fingerprint(cfg, settings) -> str:
     return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
                        settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
-                       cfg.advanced.get("lag"), cfg.reproducible)[:16]
+                       cfg.advanced.get("lag"), cfg.reproducible, settings.traces_key)[:16]
 
 
-def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
+def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
+         trace_plan=None) -> SimulationData:
 
     t_start = time.monotonic()
     run_id = cfg.advanced.get("run_id") or new_run_id()
-    axes = build_axes(cfg.tools, cfg.system_prompt, dims)
-    cells = pairwise_cells(axes)
-    if cfg.mode != "rl" and not keep_fault_cells:
-        cells = fold_fault_cells(cells)          # advanced={"prefer_success": False} keeps them
+    axes, cells = _grid(cfg, dims, keep_fault_cells)
+    traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
+    cells = traces.cells
     pinned, k, pinned_info = [], cfg.repeats, None
     if cfg.tasks is not None:
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
@@ -145,26 +172,35 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
     seeds, dropped = _seeds_that_fit(cfg, k)
     results, run_rows = [], []
     for eval_run in range(cfg.runs):
-        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None)
-        result, rows = _run_once(cfg, settings, cells, run_id, eval_run, roles)
+        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces)
+        result, rows = _run_once(cfg, settings, cells, run_id, eval_run, roles,
+                                 started if eval_run == 0 and started is not None else time.time())
         results.append(result)
         run_rows.append(rows)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
             pinned, _, pinned_info = build_tasks(rows)
             seeds = []
-    data = SimulationData(trajectories=_land(cfg, run_rows), stopped_because=results[0].stopped_because,
+    data = SimulationData(trajectories=land_runs(run_rows, cfg.advanced["spill_rows"]), stopped_because=results[0].stopped_because,
                           _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
     result = merge_results(results)
+    rows, leaked = drop_trace_copies(data.trajectories, traces)
+    if leaked:
+        data = SimulationData(trajectories=rows, stopped_because=result.stopped_because,
+                              _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     notes, tally = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
-                                fault_rate=resolve_fault_rate(cfg), run_id=run_id, t_start=t_start)
+                                fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id,
+                                t_start=t_start)
+    apply_trace_plan(data, cfg, traces, leaked)
     add_resume_and_replay_notes(data, cfg, result, pinned_info, results, tally)
     first = results[0]
     data.search["timings"] = {
         "driver_start_s": round(first.driver_started_at - t_start, 3),
         "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
-    add_role_notes(data, cfg, roles, results, tally)
+    if first.data_plane is not None:           # shared storage: what reached the Driver vs the rows written
+        data.search["data_plane"] = first.data_plane
+    add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles), tally=tally)
     add_grader_note(data.warnings, grader_note_rows(data.trajectories))
     for w in data.warnings:
         logger.warning(w)
@@ -177,24 +213,6 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False) -> SimulationData:
         data.save(cfg.output, meta=True)
         write_parquet((stored_row(t) for t in data.trajectories), _parquet_path(cfg.output))
     return data
-
-
-def _land(cfg, run_rows: list) -> Any:
-    """What the SimulationData holds: the one run's rows as the Driver handed them (a list, or
-    ``ArrowRows`` over its spill when past ``advanced={"spill_rows": ...}``), or, for ``runs=N``,
-    every run's rows in order through ``landed_rows`` (a list up to the threshold, a spill past it;
-    a run's own spill goes once it is copied)."""
-    threshold = cfg.advanced["spill_rows"]
-    if len(run_rows) == 1:
-        return run_rows[0]
-    landed = landed_rows(threshold)
-    for i, rows in enumerate(run_rows):
-        for batch in row_store(rows).batches():
-            for start in range(0, len(batch), LAND_BATCH):
-                landed.append(batch[start:start + LAND_BATCH])
-        run_rows[i] = None
-        del rows, batch
-    return as_trajectories(landed)
 
 
 def _lineage(cfg, eval_run: int) -> dict | None:
@@ -217,7 +235,7 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False) -> PlanSettings:
+def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None) -> PlanSettings:
     knobs = cfg.advanced
     situations_cap = cfg.situations
     if situations_cap is not None and seeds:
@@ -226,19 +244,24 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs["round_size"],
         n=cfg.phrasings, k=k, repeat_policy="fixed" if pinned else cfg.repeat_policy,
         situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
-        fault_rate=resolve_fault_rate(cfg), probe=knobs["probe"], seeds=[] if pinned else seeds,
+        fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), probe=knobs["probe"], seeds=[] if pinned else seeds,
         mutate=knobs.get("mutate_failures", True) is not False and not pinned,
         mutate_graded=knobs.get("mutate_graded_failures") is not False,
         dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned),
         tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
-        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"])
+        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"],
+        trace_guard=traces.guard if traces is not None else None,
+        aimed_cells=traces.aimed_cells if traces is not None else None,
+        steering_weight=traces.steering_weight if traces is not None else 0.0,
+        traces_key=traces.key if traces is not None else "")
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> tuple[RunResult, Any]:
+def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any]:
     """Play one evaluation run; return its ``RunResult`` and its rows (a list, or ``ArrowRows``
-    over the Driver's spill, whose folder this process now owns)."""
+    over the Driver's spill, whose folder this process now owns). ``started``: when simulate()
+    was called (wall clock)."""
     from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
-    spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles)
+    spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles, started)
     knobs = cfg.advanced
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
                                 every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
@@ -256,6 +279,9 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> tuple[RunResult,
     rows = result.rows if result.spilled is None else adopt_spilled(result.spilled)
     if result.spilled is not None and cfg.runs == 1 and result.row_count <= knobs["spill_rows"]:
         rows = list(rows)                    # a run under spill_rows is a list, as it always was
+    if result.spilled is not None and (spec.shards or spec.checkpoint and shards_of(spec.checkpoint)):
+        # shared storage: the spill holds stubs; the rows they point at are read here, a batch at a time
+        row_store(rows).update(partial(fill_stubs, folder=spec.shards, checkpoint=spec.checkpoint))
     result = dataclasses.replace(result, rows=[], spilled=None)
     cut = {tuple(g) for g in result.planner.group_cut}
     if cut and settings.k > 1:
@@ -266,14 +292,16 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles) -> tuple[RunResult,
         row_store(rows).update(mark)         # rows on disk: rewritten a batch at a time
     n, resumed = result.row_count, result.resumed_count
     final = {**last, "rows": n, "landed": n - resumed, "resumed": resumed, "inflight": 0,
-             "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1)}
+             "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1),
+             "stopped_because": result.stopped_because}        # the last line says it ended, and why
     reporter.emit(final)
     reporter.close(final)
     return result, rows
 
 
-def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
-    """What the runtime needs to play this evaluation run (``runtime/job_spec.py``)."""
+def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:
+    """What the runtime needs to play this evaluation run (``runtime/job_spec.py``); ``started``
+    is when simulate() was called (wall clock): time_budget= counts from it."""
     knobs = cfg.advanced
     sampling, model = cfg.sampling, None
     if roles.agent is not None:
@@ -283,31 +311,41 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
                               timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience,
                               tool_choice=knobs.get("tool_choice"),
-                              min_user_turns=knobs.get("min_user_turns"))
+                              min_user_turns=knobs.get("min_user_turns"),
+                              user_temperature=knobs.get("user_temperature"))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
-                   world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout)
+                   world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout,
+                   scaffold=(cfg.scaffold or "") if roles.agent is not None else "")
     grader = cfg.grader
     if cfg.grade == "conduct":
         grader = conduct_grader
     elif cfg.grade is True and grader is None:
         grader = roles.judge
+    graders = grader is not None and grader is cfg.grader
+    # a class given as agent=/execute=/grader= travels with its constructor arguments (agents/forms.py)
+    agent = bound_role(cfg.agent, "agent", knobs) if model is None else cfg.agent
+    execute = bound_role(cfg.execute, "execute", knobs)
+    grader = bound_role(grader, "grader", knobs) if graders else grader
+    form = "model" if model is not None else "async" if is_async_callable(agent) else "sync"
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     plan_fp = plan_fingerprint(cfg, settings)
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
+    storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards.py)
+    shards = shards_folder(cfg.checkpoint, storage) if storage not in (None, False) and cfg.checkpoint else None
     return JobSpec(
         run_id=job_run_id, cap=max(0, cfg.budget),
         make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
-        meta=meta, agent=cfg.agent, execute=cfg.execute, grader=grader,
-        grader_is_callers=grader is not None and grader is cfg.grader, model=model,
-        agent_form="model" if model is not None else "sync",
-        make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller)
-                   if cfg.checkpoint else None),
+        meta=meta, agent=agent, execute=execute, grader=grader, grader_is_callers=graders, model=model,
+        agent_form=form, start_timeout_s=CLASS_BUILD_S if any(map(is_class_form, (agent, execute, grader)))
+        else 60.0,
+        make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller, shards=shards)
+                   if cfg.checkpoint else None), shards=shards,
         checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
-        plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 else None,
+        plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,
         # rows: a list up to spill_rows (a Driver keeps at most DRIVER_LIST_ROWS), Parquet past it
         make_spool=partial(row_spool, min(knobs["spill_rows"], DRIVER_LIST_ROWS)),
         lineage=_lineage(cfg, eval_run),
@@ -317,6 +355,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles) -> JobSpec:
                   and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
         snapshot_every_s=knobs["plan_snapshot_s"], reproducible=cfg.reproducible, lag=knobs["lag"],
         chunk_size=knobs["chunk_size"], concurrency=cfg.concurrency, time_budget=cfg.time_budget,
+        started_at=started, deadline_at=(started or time.time()) + cfg.time_budget if cfg.time_budget else None,
         timeout=cfg.timeout, judge_timeout=knobs.get("judge_timeout") or None,
         judge_concurrency=knobs["judge_concurrency"], judge_actors=int(ray_opts.pop("judge_actors", 1)),
         judge_name=judge_name(grader) if grader is not None else None,
@@ -333,7 +372,15 @@ def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **ov
     return Planner(settings, writer, cells)
 
 
-def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None):
+def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None, shards=None):
     fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
     fp["plan"] = plan_fp
-    return CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller))
+    sink = CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller), stubs=bool(shards))
+    # under the checkpoint's lock: every shard file its stubs point at is there; on shared storage,
+    # the folders, the probe every actor checks, torn files removed
+    try:
+        sink.warnings.extend(open_shards(shards, run_id, cfg.checkpoint))
+    except BaseException:
+        sink.close(compact=False)
+        raise
+    return sink

@@ -65,7 +65,7 @@ def test_grading_a_loaded_checkpoint_keeps_it_a_resumable_checkpoint(ray_local, 
     first = run(tools, budget=60, seed=3, checkpoint=str(ck))
     loaded = wai.load(ck)
     loaded.grade(lambda row: 1.0 if row.get("final_text") else 0.0)
-    assert json.loads(ck.read_text().splitlines()[0]).get("_whileai_ray_checkpoint") == 1
+    assert json.loads((tmp_path / "ck.jsonl.meta.json").read_text()).get("_whileai_ray_checkpoint") == 1
     assert all("reward" in r for r in body_lines(ck))
     resumed = run(tools, budget=60, seed=3, checkpoint=str(ck))
     assert resumed.search["rollouts"]["resumed"] == 60 and resumed.search["rollouts"]["landed"] == 0

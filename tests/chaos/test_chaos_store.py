@@ -80,7 +80,7 @@ def test_a_tampered_key_in_the_index_falls_back_to_the_line(tmp_path):
     assert sorted(loaded.keys) == sorted(row_key(r) for r in rows)
     assert ck.append([rows[1]]) == 0                  # the row is known: never written twice
     ck.close()
-    body = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    body = [json.loads(x) for x in path.read_text().splitlines()]      # every line a row (issue 16)
     assert len(body) == 4
 
 
@@ -165,7 +165,7 @@ def test_nan_infinity_and_lone_surrogates_are_written_as_strict_json(tmp_path):
     with JsonlCheckpoint(path, FP) as ck:
         ck.append(odd)
     lines = path.read_text(encoding="utf-8").splitlines()
-    body = [strict_loads(x) for x in lines[1:]]
+    body = [strict_loads(x) for x in lines]                           # every line a row (issue 16)
     assert body[0]["reward"] is None and body[0]["json_repairs"]["reward"] == "NaN"
     assert body[0]["final_text"] == "bad \ufffd text" and body[0]["json_repairs"]["final_text"] == "lone surrogate"
     assert body[1]["steps"][0]["result"]["x"] is None
@@ -174,7 +174,7 @@ def test_nan_infinity_and_lone_surrogates_are_written_as_strict_json(tmp_path):
     reopened = JsonlCheckpoint(path, FP)
     assert sorted(reopened.open().keys) == sorted(row_key(r) for r in odd)
     reopened.close()
-    (tmp_path / "body.jsonl").write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
+    (tmp_path / "body.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert polars.read_ndjson(tmp_path / "body.jsonl").height == 3
     from whileai_ray.store.reader import save_jsonl_atomic
     save_jsonl_atomic(odd, tmp_path / "saved.jsonl")

@@ -7,6 +7,7 @@ through ``wai.simulate``; 02 starts a Ray head with the dashboard and stops it b
 """
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -83,6 +84,12 @@ def test_quickstart(tmp_path, kernel_env):
     html = outputs_html(book)
     assert "wai-progress" in html            # the live progress bar was displayed
     assert "<svg" in html and "pass@4" in html
+    text = "\n".join(str(out.get("text", "")) for cell in book.cells if cell.cell_type == "code"
+                     for out in cell.get("outputs", []))
+    # the three agent forms, each with a real openai client against the scripted server
+    assert "function: 20 rows in the caller pool" in text         # the closure over the client ran here
+    assert "async function: 20 rows in the caller pool" in text
+    assert re.search(r"class: 20 rows on \d+ actor\(s\) in the actors pool", text)   # built on actors
 
 
 def test_cluster(tmp_path, kernel_env):

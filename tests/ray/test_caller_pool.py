@@ -6,6 +6,7 @@ one ``AsyncOpenAI``, an ``execute=`` that appends to a list here and a grader th
 all run as written: nothing of theirs is pickled. Each of these failed before the caller's pool
 (the callable could not be sent to an actor, or its side effects happened in another process).
 """
+import asyncio
 import threading
 
 import openai
@@ -42,9 +43,12 @@ def test_an_async_agent_sharing_one_async_client_lands_every_row(ray_local, tool
     url, server = scripted
     client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0)   # made here, captured below
 
+    where = set()
+
     async def agent(message):
         reply = await client.chat.completions.create(model="scripted-7b", max_tokens=32,
                                                      messages=[{"role": "user", "content": message}])
+        where.add((threading.get_ident(), id(asyncio.get_running_loop())))
         return {"steps": [], "final_text": reply.choices[0].message.content or "(empty)"}
 
     before = server.requests
@@ -52,6 +56,7 @@ def test_an_async_agent_sharing_one_async_client_lands_every_row(ray_local, tool
     assert len(data.rows()) == 40 and data.stopped_because == "budget"
     assert data.search["rollouts"]["rerolled"] == 0               # no call failed on a closed loop
     assert server.requests - before == 40
+    assert len(where) == 1                    # every rollout awaited on one loop: no thread, no loop per rollout
 
 
 def test_execute_appending_to_the_callers_list_sees_every_call(ray_local, tools):

@@ -155,9 +155,10 @@ def test_time_budget_stops_the_clock(ray_local, tools):
         return inner(message)
 
     t0 = time.monotonic()
-    data = wai.simulate(slow, tools=tools, simulator=False, budget=100000, time_budget=2.0, concurrency=4)
+    # the clock counts from the call, Ray start-up of the run's actors included
+    data = wai.simulate(slow, tools=tools, simulator=False, budget=100000, time_budget=8.0, concurrency=4)
     assert data.stopped_because == "time_budget"
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 20
     assert 0 < len(data.rows()) < 100000
     assert data.report()["reproducible"] is False
 

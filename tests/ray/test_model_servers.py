@@ -16,7 +16,7 @@ def ray4():
     os.environ["RAY_AUTH_MODE"] = "disabled"
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(_node_ip_address="127.0.0.2", include_dashboard=False, num_cpus=4,
+    ray.init(address="local", _node_ip_address="127.0.0.2", include_dashboard=False, num_cpus=4,
              object_store_memory=200 * 1024**2, namespace="whileai_ray", log_to_driver=False)
     yield ray
     ray.shutdown()

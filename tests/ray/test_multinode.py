@@ -63,6 +63,66 @@ def test_a_default_run_places_rollout_actors_on_every_node_with_cpus(cluster, to
     assert placement["pool"] == "actors"
 
 
+def test_an_agent_closing_over_an_openai_client_fails_before_any_rollout_in_a_few_lines(cluster, tools, tmp_path):
+    import openai
+
+    from whileai_ray.testing.server import start_server
+    host, port, stop = start_server(port=0, model="scripted-7b")
+    try:
+        client = openai.OpenAI(base_url=f"http://{host}:{port}/v1", api_key="EMPTY")
+
+        def agent(message):
+            reply = client.chat.completions.create(model="scripted-7b",
+                                                   messages=[{"role": "user", "content": message}])
+            return reply.choices[0].message.content
+
+        ck = tmp_path / "ck.jsonl"
+        with pytest.raises(TypeError) as err:
+            wai.simulate(agent, tools=tools, simulator=False, budget=20, checkpoint=str(ck))
+        requests = stop.server.requests
+    finally:
+        stop()
+    text = str(err.value)
+    assert len(text.splitlines()) < 15, text
+    assert f"this Ray cluster has {_alive_nodes()} nodes" in text
+    assert "agent (function" in text and "closure 'client' (OpenAI)" in text and "(RLock)" in text
+    assert "build the client inside" in text and "pass a class" in text and "agent_args" in text
+    assert requests == 0 and not ck.exists()                       # nothing played, nothing written
+
+
+class ClientInInit:
+    """The second fix: the client is opened in __init__, once per rollout actor, on its node."""
+
+    def __init__(self, base_url):
+        import openai
+        self.client = openai.OpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
+
+    def __call__(self, message):
+        reply = self.client.chat.completions.create(model="scripted-7b",
+                                                    messages=[{"role": "user", "content": message}])
+        return reply.choices[0].message.content or "(empty)"
+
+
+def test_the_same_client_in_a_class_plays_on_every_node(cluster, tools):
+    from whileai_ray.testing.server import start_server
+    host, port, stop = start_server(port=0, model="scripted-7b")
+    try:
+        nodes = _alive_nodes()
+        data = wai.simulate(ClientInInit, tools=tools, simulator=False, budget=60, seed=4, concurrency=12,
+                            advanced={"agent_args": (f"http://{host}:{port}/v1",)})   # default placement
+        assert stop.server.requests == 60
+    finally:
+        stop()
+    assert len(data.rows()) == 60
+    rows_by_node = data.report()["placement"]["rows_by_node"]
+    assert len(rows_by_node) == nodes and all(n > 0 for n in rows_by_node.values()), rows_by_node
+
+
+def _alive_nodes() -> int:
+    import ray
+    return sum(1 for n in ray.nodes() if n.get("Alive"))
+
+
 def test_a_node_removed_mid_run_loses_nothing_and_duplicates_nothing(cluster, tools, tmp_path):
     c, workers = cluster
     # slow enough (48 slots / 0.25 s = ~190 rows/s) that the node goes while chunks are on it: at
@@ -94,3 +154,4 @@ def test_a_node_removed_mid_run_loses_nothing_and_duplicates_nothing(cluster, to
     assert data.report()["placement"]["chunks_reissued"] >= 1
     lines = [x for x in ck.read_text().splitlines() if x.strip() and "_whileai_ray_checkpoint" not in x]
     assert len(lines) == 600
+

@@ -33,8 +33,10 @@ def test_resume_after_a_torn_checkpoint_equals_an_uninterrupted_run(ray_local, t
     full = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=5)
     ck = tmp_path / "ck.jsonl"
     wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=5, checkpoint=str(ck))
+    import polars
+    assert polars.read_ndjson(ck).height == 300                 # every line a row: no header line
     lines = ck.read_text().splitlines(keepends=True)
-    ck.write_text("".join(lines[:121]) + lines[121][:40])      # header + 120 rows + a torn line
+    ck.write_text("".join(lines[:120]) + lines[120][:40])      # 120 rows + a torn line
     resumed = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=5, checkpoint=str(ck))
     assert resumed.search["rollouts"]["resumed"] == 120
     assert resumed.search["rollouts"]["landed"] == 180
@@ -42,11 +44,10 @@ def test_resume_after_a_torn_checkpoint_equals_an_uninterrupted_run(ray_local, t
     assert _plain(resumed.rows()) == _plain(full.rows())
     body = _body_lines(ck)
     assert len(body) == 300 and len({row_key(r) for r in body}) == 300
-    kept = {row_key(json.loads(x)) for x in lines[1:121]}            # the rows that survived the "crash"
+    kept = {row_key(json.loads(x)) for x in lines[:120]}             # the rows that survived the "crash"
     assert {row_key(r) for r in resumed.rows() if r["lineage"].get("resumed")} == kept
     beside = wai.load(tmp_path / "ck.parquet")                  # the Parquet side, compacted at the end
     assert sorted(map(row_key, beside.rows())) == sorted(map(row_key, body))
-    import polars
     assert polars.read_parquet(tmp_path / "ck.parquet" / "rows.parquet").height == 300
 
 
@@ -191,7 +192,7 @@ def test_an_exact_resume_continues_from_the_planner_snapshot_and_equals_the_unin
     lines = ck.read_text().splitlines(keepends=True)
 
     def resume_from(kept_rows):
-        ck.write_text("".join(lines[:1 + kept_rows]))           # the run "died" here
+        ck.write_text("".join(lines[:kept_rows]))               # the run "died" here
         return wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=4, checkpoint=str(ck),
                             advanced=adv, concurrency=32)
 

@@ -127,20 +127,32 @@ def played(landing):
 
 # ------------------------------------------------------------------------ decisions alone
 def test_the_stop_rule_waits_for_units_in_flight_only_at_the_budget():
-    assert rules.stop_reason(None, False, 5, 0) is None
-    assert rules.stop_reason("budget", False, 3, 0) is None            # in flight: part of the budget
-    assert rules.stop_reason("budget", False, 0, 2) is None            # still being judged
-    assert rules.stop_reason("budget", False, 0, 0) == "budget"
-    assert rules.stop_reason("agent_failed", False, 7, 1) == "agent_failed"   # no waiting for a dead agent
-    assert rules.stop_reason(None, True, 9, 9) == "time_budget"         # the clock stops it at once
+    assert rules.stop_reason(None, "running", 5, 0) is None
+    assert rules.stop_reason("budget", "running", 3, 0) is None        # in flight: part of the budget
+    assert rules.stop_reason("budget", "running", 0, 2) is None        # still being judged
+    assert rules.stop_reason("budget", "running", 0, 0) == "budget"
+    assert rules.stop_reason("agent_failed", "running", 7, 1) == "agent_failed"   # no waiting for a dead agent
+
+
+def test_past_the_deadline_nothing_starts_and_in_flight_work_lands_until_the_grace_is_over():
+    from whileai_ray.search.clock import DRAINING, OVER, RUNNING
+    assert rules.may_start(RUNNING) and not rules.may_start(DRAINING) and not rules.may_start(OVER)
+    assert rules.stop_reason(None, DRAINING, 9, 0) is None             # in flight: may still land
+    assert rules.stop_reason("agent_failed", DRAINING, 1, 0) is None   # past the deadline only the clock speaks
+    assert rules.stop_reason(None, DRAINING, 0, 2) is None             # still being judged
+    assert rules.stop_reason(None, DRAINING, 0, 0) == "time_budget"    # nothing out: stop now
+    assert rules.stop_reason(None, OVER, 9, 9) == "time_budget"        # deadline + timeout: cut
+    assert rules.local_deadline(1_000.0, wall_now=990.0, now=5.0) == 15.0
+    assert rules.local_deadline(None, 990.0, 5.0) is None
 
 
 def test_dispatch_goes_to_the_least_loaded_lane_until_every_lane_is_full():
     assert rules.pick_lane([4, 1, 1], limit=8) == 1                    # ties: the lowest index
     assert rules.pick_lane([8, 8], limit=8) is None
     assert rules.chunk_limit(slots=16, chunk=4) == 20                  # slots plus one chunk of prefetch
-    assert rules.wait_s(now=10.0, deadline=10.2) == pytest.approx(0.2)
-    assert rules.wait_s(now=11.0, deadline=10.0) == 0.0
+    assert rules.wait_s(now=10.0, edge=10.2) == pytest.approx(0.2)
+    assert rules.wait_s(now=11.0, edge=10.0) == 0.0
+    assert rules.wait_s(now=11.0, edge=None) == rules.WAIT_S
     assert rules.may_decide(True, book_allows=False, queued=0, inflight=0, target=99) is False
     assert rules.may_decide(False, book_allows=False, queued=3, inflight=4, target=8) is True
 
@@ -179,6 +191,27 @@ def test_round_r_plus_lag_is_decided_only_once_round_r_is_observed():
     assert seen and max(seen) <= 3 and max(seen) == 3              # the pipe is kept full, never past the lag
 
 
+def test_the_first_round_goes_out_before_the_others_are_decided():
+    """The first chunk leaves once one round is decided (the lanes have work), not after all the
+    lag allows; nothing is observed before the rest are decided, so the rows are the same."""
+    decided_at_first_send = []
+    loop_ref = {}
+
+    def check(lane, payload):
+        if not decided_at_first_send:
+            decided_at_first_send.append(loop_ref["loop"].book.next_decide)
+
+    rollouts = rollout_lanes(lanes=2, slots=4, on_submit=check)
+    loop = DriverLoop(LoopSettings(lag=4, chunk_size=4, concurrency=8), planner(), rollouts, Landing(),
+                      ResumeIndex([], None, None))
+    loop_ref["loop"] = loop
+    asyncio.run(loop.run())
+    assert decided_at_first_send == [1]                       # round 0 only, of the 4 the lag allows
+    _, every_round_first = run(planner(), rollout_lanes(lanes=2, slots=4), lag=4, concurrency=64)
+    landed = Landed(loop.landing)
+    assert played(landed) == played(every_round_first) and len(landed.rows) == 120
+
+
 def test_a_lane_that_dies_has_its_chunks_sent_again_and_every_key_lands_once():
     clean, clean_rows = run(planner(), rollout_lanes(lanes=2, slots=4))
     dying = rollout_lanes(lanes=2, slots=4, fail=lambda lane, n: n in (1, 4))
@@ -204,19 +237,50 @@ def test_a_poison_unit_is_tried_alone_and_lost_while_its_chunk_mates_land():
     assert {tuple(r["_key"]) for r in landing.rows if "_key" in r} <= set(suspects) | {tuple(r["_key"]) for r in landing.rows}
 
 
-def test_time_budget_stops_the_run_and_abandons_what_is_in_flight():
-    now = [0.0]
-    slow = rollout_lanes(lanes=1, slots=4, delay=lambda lane, n: 0.01)
-    real_submit = slow.submit
+def test_time_budget_stops_dispatch_at_the_deadline_and_lets_what_is_in_flight_land():
+    now, sent_at = [0.0], []
+    pool = rollout_lanes(lanes=2, slots=4, on_submit=lambda lane, payload: sent_at.append(now[0]))
+    real_play = pool._play
 
-    def submit(lane, payload):          # every chunk sent costs the run one second of its clock
+    async def play(lane, n, payload):   # every chunk that comes back costs the run one second of its clock
+        out = await real_play(lane, n, payload)
         now[0] += 1.0
-        return real_submit(lane, payload)
-    slow.submit = submit
-    loop, landing = run(planner(budget=400), slow, clock=lambda: now[0], time_budget=5.0)
+        return out
+    pool._play = play
+    loop, landing = run(planner(budget=400), pool, clock=lambda: now[0], time_budget=5.0)
     assert loop.stopped_because == "time_budget"
+    assert sent_at and max(sent_at) < 5.0                           # nothing dispatched at or past the deadline
     assert 0 < len(landing.rows) < 400
-    assert loop.abandoned > 0 and not loop.flights
+    assert loop.abandoned == 0 and not loop.flights                 # what was out landed (well within the grace)
+    summary = loop.clock_summary()
+    assert summary["cut"] == 0 and summary["skipped"] > 0           # decided, never sent: skipped
+    assert summary["time_budget"] == 5.0 and summary["stopped_after_s"] >= 5.0
+
+
+def test_a_hung_rollout_is_cut_at_deadline_plus_timeout():
+    now = [0.0]
+
+    def clock():                        # each look at the clock moves it on: the run's time passes
+        now[0] += 0.02
+        return now[0]
+    hung = rollout_lanes(lanes=1, slots=4, delay=lambda lane, n: 3600.0 if n >= 2 else 0.0)
+    loop, landing = run(planner(budget=400), hung, clock=clock, time_budget=1.0, timeout=0.5)
+    assert loop.stopped_because == "time_budget"
+    summary = loop.clock_summary()
+    assert summary["cut"] > 0 and summary["cut"] == loop.abandoned  # the hung chunks were cut...
+    assert summary["overrun_s"] >= 0.5                               # ...at deadline + timeout, not before
+    assert summary["overrun_s"] < 0.5 + 0.5                          # (within a turn of the loop: its clock reads)
+    assert 0 < len(landing.rows) < 400
+
+
+def test_a_rollout_worker_skips_units_it_had_not_started_when_the_deadline_passed():
+    import time as _time
+    units = planner(budget=8).decide(0)[:3]
+    late = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", deadline_at=_time.time() - 1.0)
+    out = asyncio.run(late.run_chunk(units))
+    assert [r.get("skipped") for r in out] == [True, True, True] and all(r["row"] is None for r in out)
+    on_time = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", deadline_at=_time.time() + 3600)
+    assert all(r["row"] is not None for r in asyncio.run(on_time.run_chunk(units)))
 
 
 def test_graded_rows_land_with_their_verdict_and_steer_the_search():

@@ -39,10 +39,11 @@ def test_new_checkpoint_creates_parents_and_lands_rows_immediately(tmp_path):
     assert ck.open() == []
     rows = [make_row(i) for i in range(3)]
     assert ck.append(rows) == 3
-    # readable before close: one header line plus one line per row
+    # readable before close: every line is a row; who wrote them is in the sidecar
     lines = path.read_text().splitlines()
-    assert json.loads(lines[0])["fingerprint"] == FP
-    assert [json.loads(line) for line in lines[1:]] == rows
+    assert [json.loads(line) for line in lines] == rows
+    side = json.loads((tmp_path / "a" / "b" / "ck.jsonl.meta.json").read_text())
+    assert side["fingerprint"] == FP and side["_whileai_ray_checkpoint"] == 1 and side["created"]
     ck.close()
 
 
@@ -63,7 +64,7 @@ def test_resume_returns_rows_equal_and_never_writes_a_key_twice(tmp_path):
     again = JsonlCheckpoint(path, FP)
     assert again.open() == rows
     again.close()
-    assert len(path.read_text().splitlines()) == 1 + len(rows)
+    assert len(path.read_text().splitlines()) == len(rows)
 
 
 def test_key_ignores_run_but_separates_eval_runs():
@@ -182,3 +183,46 @@ def test_a_checkpoint_is_scanned_a_block_at_a_time_and_its_rows_read_by_offset(t
     os.replace(other, path)                                  # the path rewritten (as save() does) under a resume
     assert loaded[3] == rows[3] and list(loaded) == rows
     again.close()
+
+
+def test_every_line_is_a_row_for_any_jsonl_reader(tmp_path):
+    """pandas.read_json(lines=True), DuckDB and polars read every line as a row: no junk first row."""
+    path = tmp_path / "ck.jsonl"
+    rows = [make_row(i) for i in range(4)]
+    with JsonlCheckpoint(path, FP) as ck:
+        ck.append(rows)
+    parsed = [json.loads(line) for line in path.read_text().splitlines()]
+    assert parsed == rows and all("prompt" in r and "_whileai_ray_checkpoint" not in r for r in parsed)
+    again = JsonlCheckpoint(path, FP)
+    assert again.open() == rows and not again.warnings       # verified through the sidecar, no warning
+    again.close()
+    with pytest.raises(ValueError, match="agent"):           # the sidecar still refuses a foreign run
+        JsonlCheckpoint(path, fingerprint(TOOLS, "You are a support agent.", "gpt-x")).open()
+
+
+def test_an_old_checkpoint_with_a_header_line_still_resumes_and_refuses(tmp_path):
+    path = tmp_path / "old.jsonl"
+    header = {"_whileai_ray_checkpoint": 1, "fingerprint": FP, "created": "2025-01-01T00:00:00+00:00"}
+    rows = [make_row(i) for i in range(3)]
+    path.write_text("".join(json.dumps(x) + "\n" for x in [header] + rows))
+    ck = JsonlCheckpoint(path, FP)
+    assert ck.open() == rows and ck.header["created"] == header["created"]
+    assert ck.append([make_row(7)]) == 1
+    ck.close()
+    assert JsonlCheckpoint(path, FP).open() == rows + [make_row(7)]
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="system prompt"):
+        JsonlCheckpoint(path, fingerprint(TOOLS, "Other prompt", "seeded_agent")).open()
+    assert path.read_bytes() == before
+
+
+def test_a_sidecar_left_beside_a_deleted_rows_file_does_not_block_a_new_run(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    with JsonlCheckpoint(path, FP) as ck:
+        ck.append([make_row(1)])
+    path.unlink()
+    other = fingerprint(TOOLS, "Another prompt", "seeded_agent")
+    ck = JsonlCheckpoint(path, other)
+    assert ck.open() == []
+    ck.close()
+    assert json.loads((tmp_path / "ck.jsonl.meta.json").read_text())["fingerprint"] == other

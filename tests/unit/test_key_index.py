@@ -78,4 +78,4 @@ def test_an_index_of_another_checkpoint_is_ignored(tmp_path):
     assert ck.open() == rows_b
     ck.close()
     assert json.loads(index_path(b).read_text().splitlines()[0])["created"] == \
-        json.loads(b.read_text().splitlines()[0])["created"]
+        json.loads((tmp_path / "b.jsonl.meta.json").read_text())["created"]

@@ -65,7 +65,8 @@ def test_judge_grades_over_http_with_meta_and_one_sentence(url):
     judge = Judge(rubric="The agent reports the order status.", base_url=url)
     assert judge(good()) == {"reward": 1, "reason": "The final reply answers the ask with the tool's result.",
                              "judge_meta": {"model": "scripted", "payload_chars": 8000, "max_tokens": 120,
-                                            "rubric_sha": judge.rubric_sha, "trust": None}}
+                                            "rubric_sha": judge.rubric_sha, "structured_output": "json_schema",
+                                            "trust": None}}
     verdicts = judge_rows(judge, [good(), bad()], concurrency=4)
     assert [v["reward"] for v in verdicts] == [1, 0]
     assert [v["judge_status"] for v in verdicts] == ["ok", "ok"]
@@ -104,7 +105,8 @@ def test_grade_llm_on_a_row_list_in_place(url, caplog):
     assert [r["reward"] for r in rows] == [1, 0, 1]
     assert rows[2]["qwen_reward"] == 0.5 and "qwen_reward" not in rows[0]
     assert all(r["judge_status"] == "ok" and r["reason"].endswith(".") for r in rows)
-    assert set(rows[0]["judge_meta"]) == {"model", "payload_chars", "max_tokens", "rubric_sha", "trust"}
+    assert set(rows[0]["judge_meta"]) == {"model", "payload_chars", "max_tokens", "rubric_sha", "structured_output",
+                                          "trust"}
     assert rows[0]["judge_meta"]["trust"]["measured"] is False
     assert rows[0]["lineage"]["judge_version"] == report["judge_version"]
     assert report["graded"] == 3 and report["n0"] == 1 and report["n1"] == 2

@@ -119,3 +119,30 @@ def test_groupbook_hazard_prior_then_the_runs_own_split_rate():
     assert len(reopened) == 3 and all(book.status_of(g) == "stopped_unanimous" for g, _ in reopened)
     with pytest.raises(ValueError, match="groups open in order"):
         book.open(99)
+
+
+def test_successive_keeps_budget_for_split_asks_to_reach_k():
+    """budget=32 at k=4: split asks are filled to k before new asks are opened (the docs'
+    tasks= example inherits k=4 only when some ask of the base run reached it)."""
+    p = make(budget=32)
+    units = drive(p, label_of=lambda u: u.rollout_index % 2)             # every probe splits
+    groups = per_prompt(units)
+    assert len(units) == 32
+    assert sorted(len(v) for v in groups.values()) == [4] * 8
+
+
+def test_groupbook_reserve_is_what_probing_groups_still_need():
+    """The running reserve equals k less what each probing group was handed, through opens,
+    splits, stops and a snapshot round trip."""
+    book = GroupBook(4, "successive", probe=2, seed=1)
+    for gid in range(3):
+        book.open(gid)
+    assert book.reserved() == 3 * 2
+    book.observe(0, 1); book.observe(0, 0)                   # splits: filled to k, no longer probing
+    assert book.reserved() == 2 * 2
+    book.observe(1, 1); book.observe(1, 1)                   # unanimous: continues or stops
+    expect = sum(4 - book.scheduled[g] for g in range(3) if book.status_of(g) == "probe")
+    assert book.reserved() == expect
+    again = GroupBook(4, "successive", probe=2, seed=1)
+    again.load_state(book.state())
+    assert again.reserved() == expect

@@ -56,6 +56,15 @@ def test_no_more_actors_than_rollouts_in_flight():
     assert plan_pools(spec(concurrency=1), THREE).actors == 1
 
 
+def test_actors_that_ask_for_gpus_or_cpus_are_no_more_than_the_cluster_holds():
+    gpu_box = ClusterView({"n1": 16.0}, gpus=2.0)
+    assert plan_pools(spec(actor_options={"num_gpus": 1}, concurrency=64), gpu_box).actors == 2
+    assert plan_pools(spec(actor_options={"num_gpus": 0.5}, concurrency=64), gpu_box).actors == 4
+    assert plan_pools(spec(actor_options={"num_gpus": 1}), ClusterView({"n1": 16.0})).actors == 1   # none yet: one
+    assert plan_pools(spec(actor_options={"num_cpus": 4}, concurrency=64), BIG).actors == 8
+    assert plan_pools(spec(actor_options={"num_gpus": 1}, rollout_actors=3), gpu_box).actors == 3    # asked: as asked
+
+
 def test_advanced_ray_settings_still_decide():
     plan = plan_pools(spec(rollout_actors=3, concurrency_per_actor=16, concurrency=48), LAPTOP, HOME)
     assert (plan.where, plan.actors, plan.per_actor) == ("actors", 3, 16)

@@ -68,18 +68,18 @@ def test_compare_identical_runs_is_no_difference():
 def test_compare_detects_a_real_change_and_counts_unpaired_tasks():
     a = run_rows([0.3], seed=1, n_tasks=40)
     b = [dict(r, reward=1) for r in a[:35]] + run_rows([1.0], n_tasks=3, prefix="new")
-    out = compare_runs(a, b, "pass_at_1")
+    out = compare_runs(a, b, metric="pass_at_1")
     assert out["n_paired"] == 35 and out["n_only_a"] == 5 and out["n_only_b"] == 3
     assert math.isclose(out["paired_share"], 35 / 43)
     assert out["verdict"] == "improved" and out["ci95"][0] > 0 and out["p_value"] < 0.01
     assert "dropped 5 only in a and 3 only in b" in out["note"]
-    worse = compare_runs(b, a, "pass_at_1")
+    worse = compare_runs(b, a, metric="pass_at_1")
     assert worse["verdict"] == "regressed" and worse["delta"] < 0
 
 
 def test_compare_without_shared_tasks_is_unpaired():
     a, b = run_rows([0.2], n_tasks=30, prefix="a"), run_rows([0.9], n_tasks=30, prefix="b", seed=3)
-    out = compare_runs(a, b, "pass_at_1")
+    out = compare_runs(a, b, metric="pass_at_1")
     assert not out["paired"] and out["n_used"] == 60 and out["verdict"] == "improved"
     assert "no shared tasks" in out["note"]
 

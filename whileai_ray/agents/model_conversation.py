@@ -147,7 +147,8 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
     least = max(1, int(min_user_turns or 1))
     cap = max(cap, min(least, max_turns or _HARD_TURN_CAP))
 
-    messages = ([{"role": "system", "content": meta.system_prompt}] if meta.system_prompt else [])
+    system = meta.agent_system_prompt() if hasattr(meta, "agent_system_prompt") else meta.system_prompt
+    messages = ([{"role": "system", "content": system}] if system else [])
     messages.append({"role": "user", "content": unit.prompt})
     request = {"model": backend.model, "messages": messages, "temperature": temperature,
                "max_tokens": max_tokens}

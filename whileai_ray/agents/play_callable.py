@@ -3,8 +3,14 @@
 The player builds the rollout context (fault plan, world state, privileged block, execute=),
 activates it in the calling thread so ``current_rollout`` and the mock world see it, calls the
 agent with the prompt, turns whatever came back (or was raised) into a trajectory, and builds
-the internal row. Timeouts are the caller's job: it runs this in a worker thread and, when the
-clock runs out, builds the row from ``agent_error(TimeoutError(...), timed_out=True)`` itself.
+the internal row. For a sync agent timeouts are the caller's job: it runs this in a worker thread
+and, when the clock runs out, builds the row from ``agent_error(TimeoutError(...), timed_out=True)``
+itself.
+
+An ``async def`` agent is played by :func:`play_async_unit` on the running event loop (a rollout
+lane's, whether an actor or the caller's own pool): the context is activated in the rollout's own
+asyncio task (a ContextVar, so concurrent rollouts on one loop each see their own
+``current_rollout``), and ``timeout`` cancels the coroutine.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from ..world.context import RolloutContext, activate, privileged_block
 from ..world.faults import validate_fault_plan
 from .callable import agent_error, normalize_trajectory
 
-__all__ = ["context_for", "call_agent", "play_callable_unit"]
+__all__ = ["context_for", "call_agent", "call_async_agent", "play_callable_unit", "play_async_unit"]
 
 
 def context_for(unit, meta, execute=None) -> RolloutContext:
@@ -41,7 +47,8 @@ def context_for(unit, meta, execute=None) -> RolloutContext:
 def call_agent(agent, message) -> dict:
     """Call ``agent(message)`` and normalize; any exception becomes an agent-error trajectory.
 
-    An ``async def`` agent is run to completion on a private event loop in this thread.
+    A callable that is not ``async def`` but returns an awaitable anyway is run to completion on
+    a private event loop in this thread (``async def`` agents go to :func:`play_async_unit`).
     """
     try:
         result = agent(message)
@@ -61,4 +68,28 @@ def play_callable_unit(agent, unit, meta, execute=None) -> dict:
     ctx = context_for(unit, meta, execute)
     with activate(ctx):
         traj = call_agent(agent, unit.prompt)
+    return build_row(unit, traj, meta, ctx)
+
+
+async def call_async_agent(agent, message, timeout: float | None = None) -> dict:
+    """Await ``agent(message)`` (at most ``timeout`` seconds) and normalize, like :func:`call_agent`."""
+    try:
+        result = agent(message)
+        if inspect.isawaitable(result):
+            result = await (asyncio.wait_for(result, timeout) if timeout else result)
+    except asyncio.TimeoutError:
+        return agent_error(TimeoutError(f"agent call took longer than timeout={timeout:g}s"), timed_out=True)
+    except (Exception, SystemExit) as exc:  # an agent's failure is a row, never a crash
+        return agent_error(exc)
+    return normalize_trajectory(result)
+
+
+async def play_async_unit(agent, unit, meta, execute=None, timeout: float | None = None) -> dict:
+    """Play ``unit`` against the ``async def`` ``agent`` in the running asyncio task; the internal row.
+
+    Call it from a task of its own per rollout (``asyncio.gather`` makes one per coroutine): the
+    context set here is that task's, and the ``wait_for`` task inherits it."""
+    ctx = context_for(unit, meta, execute)
+    with activate(ctx):
+        traj = await call_async_agent(agent, unit.prompt, timeout)
     return build_row(unit, traj, meta, ctx)

@@ -9,14 +9,15 @@ from .callable import agent_error, unusable_reason
 from .model_conversation import play_model_unit
 from .play_callable import context_for
 from .row_builder import build_row
-from .user_sim import SimulatedUser
+from .user_sim import USER_TEMPERATURE, SimulatedUser
 
 
 async def play_model_row(client, user_client, settings: ModelSettings, unit, meta, execute=None) -> dict:
     ctx = context_for(unit, meta, execute)
     world = World(meta.tools, seed=meta.seed, options=meta.world_options or None)
     user = SimulatedUser(settings.user_backend, settings.patience, seed=unit.seed, unit_key=unit.draw_key(),
-                         opening=unit.prompt, client=user_client if settings.user_backend else None)
+                         opening=unit.prompt, client=user_client if settings.user_backend else None,
+                         temperature=getattr(settings, "user_temperature", USER_TEMPERATURE))
     with activate(ctx):
         try:
             traj = await play_model_unit(
@@ -33,4 +34,5 @@ async def play_model_row(client, user_client, settings: ModelSettings, unit, met
     for key in ("ended_on_question", "user_turns"):
         if key in traj:
             row["_" + key] = traj[key]
+    row["_user_think"] = dict(user.think)
     return row

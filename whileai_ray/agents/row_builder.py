@@ -96,7 +96,8 @@ def build_row(unit, traj: dict, meta, ctx=None) -> dict:
         "tool_known": s.tool_known,
         "rollout_index": unit.rollout_index,
         "model_version": model_version,
-        "policy_version": f"{model_version}@{sha}",
+        "policy_version": (f"{model_version}@{sha}" if not getattr(meta, "scaffold", "") else
+                           policy_version(model_version, meta.agent_system_prompt())),
         "writer_model": s.writer_model,
         "schema_version": "1",
         "scenario_dimensions": dict(s.dims) if s.dims else _realized_dims(steps, ctx),

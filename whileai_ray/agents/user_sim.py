@@ -25,6 +25,8 @@ __all__ = ["USER_MARKER", "PATIENCE", "resolve_patience", "SimulatedUser"]
 USER_MARKER = "You are the user"
 PATIENCE = {"normal": (0.35, 0.60), "short": (0.60, 0.90), "endless": (0.0, 0.0)}
 _ID = re.compile(r"\b[A-Za-z]+[-_]?\d+\b")
+_THINK = re.compile(r"<think>.*?</think>", re.S)
+USER_TEMPERATURE = 0.7      # the simulated person's sampling temperature unless advanced["user_temperature"]
 _WITH_ID = ("It's {id}.", "The one I mentioned: {id}.", "{id}, as I said. Please go ahead.",
             "I mean {id}.")
 _WITHOUT_ID = ("I don't have a number for it, sorry. Whatever you can find is fine.",
@@ -70,7 +72,7 @@ class SimulatedUser:
     """
 
     def __init__(self, backend=None, patience="normal", seed: int = 0, unit_key=(), *,
-                 opening: str = "", client=None, temperature: float = 0.7, max_tokens: int = 128,
+                 opening: str = "", client=None, temperature: float = USER_TEMPERATURE, max_tokens: int = 128,
                  timeout: float = 60.0):
         if backend is not None and client is None:
             raise ValueError("SimulatedUser(backend=...) needs client= (an openai.AsyncOpenAI for that backend)")
@@ -85,6 +87,7 @@ class SimulatedUser:
         self.timeout = timeout
         self.questions = 0          # questions seen so far (answered or not)
         self.left = False
+        self.think = {"stripped": 0, "unclosed": 0}   # <think> reasoning removed from the person's replies
         self.usage = {"input_tokens": 0, "output_tokens": 0}
 
     @property
@@ -131,4 +134,22 @@ class SimulatedUser:
         first = choices[0] if isinstance(choices, list) and choices else None
         message = first.get("message") if isinstance(first, dict) else None
         text = (message.get("content") or "").strip() if isinstance(message, dict) else ""
+        text = self._strip_think(text)
         return text or self.template_answer(self.questions - 1)   # no reply text: the template
+
+    def _strip_think(self, text: str) -> str:
+        """A reasoning model's ``<think>...</think>`` is not what the person says: it is removed
+        (counted in ``think["stripped"]``); a reply cut inside an unclosed ``<think>`` keeps only
+        what came before it (``think["unclosed"]``). ``search["user_think"]`` sums them."""
+        if "<think>" not in text and "</think>" not in text:
+            return text
+        closed = _THINK.subn("", text)
+        text, n = closed[0], closed[1]
+        self.think["stripped"] += n
+        if "<think>" in text:
+            text = text.split("<think>", 1)[0]
+            self.think["unclosed"] += 1
+        elif "</think>" in text:                 # the opening tag was in the prompt template
+            text = text.rsplit("</think>", 1)[1]
+            self.think["stripped"] += 1
+        return text.strip()

@@ -5,6 +5,8 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
 * latency-bound: the seeded agent behind a 50 ms sleep at concurrency 32, 2,000 rows;
   rows/s against the ideal concurrency/latency = 640 rows/s. ``steady`` counts rows between
   the first and the last landing (what the pipe sustains); ``wall`` includes actor start-up.
+* warm second run (``bench/warm.py``): two 1,000-row runs of the 50 ms agent in one process, the
+  second on the first one's Driver and rollout actors; wall rate vs C/L and time to first row.
 * CPU-bound: the seeded agent with no delay, 20,000 explore rows; rows/s and the caller's
   peak RSS.
 * metrics: the CPU-bound line with Ray metrics off and on (alternating pairs, best of each),
@@ -12,9 +14,13 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
 * resume exact / plan snapshot: a 19,000-row run with a checkpoint, then the same call with a
   20,000 budget: time to the first new row, the planner snapshot's size as a share of the
   checkpoint's, and the longest pause a snapshot put on the driver's loop (target <= 5%, <= 50 ms).
+* async: an ``async def`` agent awaiting 1 s at concurrency 1,000, 4,000 rows; steady (the refill
+  rate once the first 1,000 landed) and wall against the ideal 1,000 rows/s (``bench/async_line.py``).
 * micro: per-call costs of the pure parts (``bench/micro.py``), each beside its target.
 * chaos (``bench/chaos.py``): kills, poison units, corrupt sidecars and a second writer against
   one run; rows lost and rows duplicated, target 0 and 0.
+
+``whileai-ray bench --only async,cpu`` runs some lines (names in :data:`LINES`).
 """
 from __future__ import annotations
 
@@ -30,23 +36,16 @@ from ..simulation import simulate
 from ..store.jsonl import JsonlCheckpoint
 from ..testing.seeded_rows import TOOLS
 from ..testing.server import start_server
+from .async_line import bench_async, format_async_line
 from .chaos import bench_chaos
 from .chaos import format_line as chaos_line
 from .micro import micro_lines
 from .search import bench_selection, format_line
-
-
-class SleepyAgent:
-    """The seeded agent behind a fixed sleep (a stand-in for a model with latency L)."""
-
-    def __init__(self, tools, latency_s: float):
-        self.inner = seeded_agent(tools)
-        self.latency_s = latency_s
-        self.__name__ = "seeded_agent"
-
-    def __call__(self, message):
-        time.sleep(self.latency_s)
-        return self.inner(message)
+from .shared_storage import bench_shared_storage
+from .shared_storage import format_line as shared_line
+from .sleepy import SleepyAgent
+from .warm import bench_warm
+from .warm import format_line as warm_line
 
 
 def _steady_rate(data) -> float:
@@ -83,35 +82,57 @@ def bench_cpu(rows: int = 20000, concurrency: int = 32, metrics: bool = True) ->
             "distinct_prompts": data.report()["unique_prompts"], "stopped": data.stopped_because}
 
 
-def run_bench(quick: bool = False, out=print) -> int:
-    from ..runtime.cluster import ensure_ray   # lazy: ray, once the bench starts
-    t0 = time.monotonic()
-    ensure_ray()
-    out(f"ray ready in {time.monotonic() - t0:.1f}s")
+def _line_latency(quick: bool, out) -> None:
     n_lat = 500 if quick else 2000
     lat = bench_latency(rows=n_lat)
     out(f"latency-bound  50ms agent C=32 {lat['rows']} rows: steady {lat['steady_rows_s']:.0f} rows/s, "
         f"wall {lat['wall_rows_s']:.0f} rows/s, ideal C/L {lat['ideal']:.0f} rows/s, "
         f"ratio {lat['ratio']:.0%} (wall {lat['wall_ratio']:.0%}), stopped {lat['stopped']}")
+    out(warm_line(bench_warm()))
     lat2 = bench_latency(rows=n_lat, reproducible=False)
     out(f"latency-bound  reproducible=False: steady {lat2['steady_rows_s']:.0f} rows/s vs reproducible=True "
         f"{lat['steady_rows_s']:.0f} rows/s ({(lat2['steady_rows_s'] - lat['steady_rows_s']) / lat2['steady_rows_s']:+.1%} apart)")
+
+
+def _line_cpu(quick: bool, out) -> None:
     n_cpu = 2000 if quick else 20000
     cpu = bench_cpu(rows=n_cpu)
     out(f"cpu-bound      no-delay agent {cpu['rows']} rows: {cpu['rows_s']:.0f} rows/s, caller peak RSS "
         f"{cpu['peak_rss_mb']:.0f} MB, {cpu['distinct_prompts']} distinct prompts, stopped {cpu['stopped']}")
-    out(format_metrics_line(bench_metrics(rows=n_cpu, pairs=1 if quick else 2)))
+
+
+def _line_metrics(quick: bool, out) -> None:
+    out(format_metrics_line(bench_metrics(rows=2000 if quick else 20000, pairs=1 if quick else 2)))
+
+
+def _line_model(quick: bool, out) -> None:
     model = bench_model(rows=300 if quick else 1000)
     out(f"model-backed   scripted server 200ms/call C=256 {model['rows']} rows ({model['calls_per_row']:.2f} calls/row): "
         f"steady {model['steady_rows_s']:.0f} rows/s, wall {model['wall_rows_s']:.0f} rows/s, ideal "
         f"{model['ideal']:.0f} rows/s, ratio {model['ratio']:.0%}")
+
+
+def _line_async(quick: bool, out) -> None:
+    out(format_async_line(bench_async(rows=2000 if quick else 4000)))
+
+
+def _line_selection(quick: bool, out) -> None:
     out(format_line(bench_selection()))
+
+
+def _line_micro(quick: bool, out) -> None:
     for line in micro_lines():
         out(line)
+
+
+def _line_judge(quick: bool, out) -> None:
     judge = bench_judge(rows=500 if quick else 2000)
     out(f"judge overlap  200ms grader, {judge['rows']} rows, no-delay agent, {judge['judge_slots']} judge slots: "
         f"run {judge['wall_s']:.1f}s vs judge pool alone {judge['judge_alone_s']:.1f}s "
         f"= {judge['ratio']:.2f}x (target < 1.3x)")
+
+
+def _line_resume(quick: bool, out) -> None:
     res = bench_resume(rows_on_disk=20_000 if quick else 100_000)
     out(f"resume         {res['rows_on_disk']} rows on disk: first new row after {res['first_new_row_s']:.2f}s "
         f"(target < 5s), loaded {res['resumed']} rows")
@@ -122,11 +143,49 @@ def run_bench(quick: bool = False, out=print) -> int:
     out(f"plan snapshot  {ex['on_disk']} rows: {ex['plan_mb']:.1f} MB = {ex['plan_share']:.1%} of the "
         f"{ex['checkpoint_mb']:.0f} MB checkpoint (target <= 5%), longest loop pause per snapshot "
         f"{ex['pause_ms']:.1f} ms wall / {ex['pause_cpu_ms']:.1f} ms CPU (target <= 50 ms)")
+
+
+def _line_chaos(quick: bool, out) -> None:
     out(chaos_line(bench_chaos(rows=600 if quick else 1500)))
+
+
+def _line_nodes(quick: bool, out) -> None:
     nodes = bench_nodes(seconds_per_run=2.0 if quick else 4.0)
     out(f"nodes          100ms agent, 16 slots per node: 1 node {nodes[1]['steady_rows_s']:.0f} rows/s, 3 nodes "
         f"{nodes[3]['steady_rows_s']:.0f} rows/s ({nodes[3]['nodes_used']} nodes used) = {nodes['speedup']:.2f}x "
         f"(target >= 2.7x; ideal per node {nodes['ideal_per_node']:.0f} rows/s)")
+
+
+def _line_shared(quick: bool, out) -> None:
+    out(shared_line(bench_shared_storage(rows=600 if quick else 3000)))
+
+
+# name -> line, in the order a full bench prints them (``whileai-ray bench --only async,cpu``)
+LINES = {"latency": _line_latency, "cpu": _line_cpu, "metrics": _line_metrics, "model": _line_model,
+         "async": _line_async, "selection": _line_selection, "micro": _line_micro, "judge": _line_judge,
+         "resume": _line_resume, "chaos": _line_chaos, "nodes": _line_nodes,
+         "shared": _line_shared}
+
+
+def check_only(only) -> list[str]:
+    """The line names ``--only`` asked for, in the order given; ValueError naming the lines for
+    an unknown one (before Ray starts)."""
+    names = list(LINES) if not only else list(only)
+    unknown = [n for n in names if n not in LINES]
+    if unknown:
+        raise ValueError(f"bench --only: unknown line(s) {', '.join(unknown)}; the lines are {', '.join(LINES)}")
+    return names
+
+
+def run_bench(quick: bool = False, out=print, only=None) -> int:
+    """Print every line (or the ``only`` ones, names from :data:`LINES`) on a local Ray."""
+    names = check_only(only)
+    from ..runtime.cluster import ensure_ray   # lazy: ray, once the bench starts
+    t0 = time.monotonic()
+    ensure_ray()
+    out(f"ray ready in {time.monotonic() - t0:.1f}s")
+    for name in names:
+        LINES[name](quick, out)
     return 0
 
 
@@ -180,8 +239,10 @@ def bench_resume(rows_on_disk: int = 100_000) -> dict:
         simulate(agent, tools=TOOLS, simulator=False, budget=1000, seed=0, checkpoint=path,
                  advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
         lines = open(path, encoding="utf-8").read().splitlines()
-        header, body = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
-        for leftover in (path, path + ".keys"):
+        from ..store.checkpoint_meta import read_sidecar
+        from ..store.jsonl import HEADER_KEY
+        header, body = read_sidecar(path, HEADER_KEY), [json.loads(x) for x in lines]
+        for leftover in (path, path + ".keys", path + ".meta.json"):
             os.remove(leftover)
         shutil.rmtree(f"{folder}/ck.parquet", ignore_errors=True)
         # a 100,000-row checkpoint as a run writes it (batches through JsonlCheckpoint)

@@ -50,7 +50,10 @@ ADVANCED_DEFAULTS: dict[str, Any] = {
     "dimensions": None, "ray": {}, "run_id": None, "texture": None, "risk": None, "agent_max_tokens": MAX_TOKENS,
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
-    "tool_choice": None, "metrics": True,
+    "tool_choice": None, "metrics": True, "shared_storage": None,
+    # constructor arguments of a class given as agent=/grader=/execute= (built once per actor)
+    "agent_args": (), "agent_kwargs": {}, "grader_args": (), "grader_kwargs": {},
+    "execute_args": (), "execute_kwargs": {},
 }
 ADVANCED_KEYS = tuple(sorted(set(KNOBS) | set(ADVANCED_DEFAULTS)))
 
@@ -80,6 +83,15 @@ def _bool(value: Any, label: str) -> bool:
     if value is True or value is False:
         return value
     raise ValueError(f"{label} is True or False; got {value!r}")
+
+
+def _world(value: Any, label: str) -> dict:
+    """Mock world options, checked now (an unknown key or a bad value is a ValueError that lists
+    the fields) so a typo never runs a whole budget against the default world."""
+    options = _dict(value, label, "mock world options")
+    from ..world.options import world_options
+    world_options(options)
+    return options
 
 
 def _arm_weights(value: Any, label: str) -> dict:
@@ -145,6 +157,16 @@ def _tool_choice(value: Any, label: str):
                      f"{{'type': 'function', 'function': {{'name': <tool>}}}}; got {value!r}")
 
 
+def _shared_storage(value: Any, label: str):
+    """True (beside the checkpoint), or a folder every node sees / a pyarrow filesystem URI."""
+    if value is True or value is None or value is False:
+        return value
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise ValueError(f"{label} is True (shards beside the checkpoint), a folder every node sees, a "
+                     f"filesystem URI such as 's3://bucket/runs', or False; got {value!r}")
+
+
 def _run_id(value: Any, label: str) -> str:
     """A run names itself (the Driver actor, the Ray Job): letters, digits, '-', '_', '.'."""
     if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value):
@@ -153,8 +175,25 @@ def _run_id(value: Any, label: str) -> str:
     return value
 
 
+def _ctor_args(value: Any, label: str) -> tuple:
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    raise ValueError(f"{label} is a tuple (or list) of positional arguments for the class's constructor, "
+                     f"e.g. ('/models/m.gguf',); got {type(value).__name__}")
+
+
+def _ctor_kwargs(value: Any, label: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{label} is a dict of keyword arguments for the class's constructor, "
+                         f"e.g. {{'model_path': '/models/m.gguf'}}; got {type(value).__name__}")
+    bad = [k for k in value if not (isinstance(k, str) and k.isidentifier())]
+    if bad:
+        raise ValueError(f"{label} keys are the constructor's parameter names; {bad[0]!r} is not one")
+    return dict(value)
+
+
 _RULES: dict[str, Callable[[Any, str], Any]] = {
-    "world": lambda v, lab: _dict(v, lab, "mock world options"),
+    "world": _world,
     "arm_weights": _arm_weights,
     "mutate_failures": _bool,
     "mutate_graded_failures": _bool,
@@ -178,6 +217,9 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "writer_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "tool_choice": _tool_choice,
     "metrics": _bool,          # Ray metrics (runtime/metrics.py); False: no metric is recorded
+    "agent_args": _ctor_args, "agent_kwargs": _ctor_kwargs, "grader_args": _ctor_args,
+    "grader_kwargs": _ctor_kwargs, "execute_args": _ctor_args, "execute_kwargs": _ctor_kwargs,
+    "shared_storage": _shared_storage,   # rollout actors write their rows there (store/shards.py)
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
 

@@ -21,6 +21,7 @@ from .rules import (MODE_PRESETS, REPEAT_POLICIES, STRATEGIES, UNTIL_CHOICES, as
                            as_int, as_logprobs, as_number, as_patience, as_path, as_share,
                            as_text, as_text_list, check_tasks, check_traces, choice, is_number)
 from .tools import agent_kind, check_role, check_simulator, check_spec, normalize_tools
+from ..agents.forms import check_role_forms
 from ..core.defaults import MAX_TOKENS
 from ..store.run_files import check_output
 
@@ -191,7 +192,24 @@ def resolve_config(agent: Any, explicit: dict, passed: dict) -> RunConfig:
     cfg.advanced = validate_advanced(args["advanced"], moved, has_grader=cfg.grader is not None,
                                      has_traces=cfg.traces is not None)
     _apply_advanced(cfg)
+    check_role_forms({"agent": cfg.agent if cfg.agent_kind == "callable" else None,
+                      "grader": cfg.grader, "execute": cfg.execute}, cfg.advanced)
+    _check_shared_storage(cfg)
     return cfg
+
+
+def _check_shared_storage(cfg: RunConfig) -> None:
+    """advanced['shared_storage'] puts the rows in shards the checkpoint points at: it needs the
+    checkpoint, and graded rows still travel to the judges through the Driver."""
+    if cfg.advanced.get("shared_storage") in (None, False):
+        return
+    if cfg.checkpoint is None:
+        raise ValueError("advanced['shared_storage'] needs checkpoint=: the checkpoint keeps which rows "
+                         "landed and where; pass checkpoint='runs/name.jsonl' or drop shared_storage")
+    if cfg.grade or cfg.grader is not None:
+        raise ValueError("advanced['shared_storage'] does not grade while the run goes (rows reach the judges "
+                         "through the Driver); drop grade=/grader= and grade afterwards with data.grade(), "
+                         "or drop shared_storage")
 
 
 def _resolve_roles(cfg: RunConfig, args: dict) -> None:
@@ -287,8 +305,9 @@ def _resolve_choices(cfg: RunConfig, args: dict) -> None:
     cfg.llm_grade = bool(args["llm_grade"])
     cfg.rubric = as_text(args["rubric"], "rubric=", "the grading rubric")
     cfg.scaffold = as_text(args["scaffold"], "scaffold=", "generation-only guidance")
-    cfg.output = as_path(args["output"], "output=", "where the whole run is written")
-    cfg.checkpoint = as_path(args["checkpoint"], "checkpoint=", "the JSONL file rows land in")
+    # absolute now: the driver actor that writes them may run with another working directory
+    cfg.output = _absolute(as_path(args["output"], "output=", "where the whole run is written"))
+    cfg.checkpoint = _absolute(as_path(args["checkpoint"], "checkpoint=", "the JSONL file rows land in"))
     check_output(cfg.output, cfg.checkpoint)       # output= never overwrites a checkpoint (issue 11)
     if cfg.runs > 1 and cfg.checkpoint is not None:
         raise ValueError("checkpoint= holds one run's rows; pass runs=1 with checkpoint=, or "
@@ -301,6 +320,11 @@ def _resolve_choices(cfg: RunConfig, args: dict) -> None:
                          "set, seeds= opens a new one; pass one of them")
     cfg.patience = as_patience(args["patience"])
     cfg.logprobs = as_logprobs(args["logprobs"])
+
+
+def _absolute(path: str | None) -> str | None:
+    import os
+    return os.path.abspath(os.path.expanduser(path)) if path else path
 
 
 def _resolve_callables(cfg: RunConfig, args: dict) -> None:

@@ -37,8 +37,11 @@ def _preflight(backend, what: str):
 
 def resolve_roles(cfg) -> Roles:
     roles = Roles()
-    if cfg.agent_kind in ("spec", "backend") or (cfg.agent is None and (cfg.backend or cfg.spec)):
-        raw = cfg.agent if cfg.agent is not None else (cfg.backend or cfg.spec)
+    configured = None
+    if cfg.agent is None and cfg.backend is None and cfg.spec is None:
+        configured = resolve_role("agent")       # wai.configure(agent=...): the model played when agent= is unset
+    if cfg.agent_kind in ("spec", "backend") or (cfg.agent is None and (cfg.backend or cfg.spec or configured)):
+        raw = cfg.agent if cfg.agent is not None else (cfg.backend or cfg.spec or configured)
         if isinstance(raw, MultiEndpoint):          # several servers (ModelServers): sticky per rollout
             try:
                 roles.agent = asyncio.run(raw.preflight())
@@ -54,12 +57,14 @@ def resolve_roles(cfg) -> Roles:
                                              "user_model= to use a different model.", "same_model_user"))
     elif cfg.agent is None:
         raise ValueError("simulate() needs an agent: a callable message -> {'steps', 'final_text'}, a backend "
-                         "(wai.OpenAI(...)) or a spec string ('vllm:<model>@<url>')")
+                         "(wai.OpenAI(...)) or a spec string ('vllm:<model>@<url>'), or a model set once with "
+                         "wai.configure(agent=...)")
     if cfg.simulator is not False:
         backend = resolve_writer(cfg.simulator, roles.agent)
         if backend is not None:
             writer = LLMWriter(backend, cfg.tools, cfg.system_prompt, cfg.seed,
-                               completions_per_request=cfg.advanced.get("completions_per_request", 1))
+                               completions_per_request=cfg.advanced.get("completions_per_request", 1),
+                               scaffold=cfg.scaffold)
             writer.check()
             roles.writer = writer
             if roles.agent is not None and backend.model == roles.agent.model:
@@ -80,6 +85,4 @@ def resolve_roles(cfg) -> Roles:
             roles.judge.check()
         except RuntimeError as exc:
             raise RuntimeError(f"{arg}: {exc}") from None
-    if cfg.traces is not None:
-        raise NotImplementedError("traces= is not implemented in this build yet")
     return roles

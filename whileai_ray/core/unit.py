@@ -57,3 +57,11 @@ class RunMeta:
     sampling: dict | None = None
     world_options: dict = field(default_factory=dict)
     agent_timeout: float | None = None
+    scaffold: str = ""                # generation-only guidance for a model-backed agent (simulate(scaffold=))
+
+    def agent_system_prompt(self) -> str:
+        """What a model-backed agent is told: the policy, then the scaffold. Rows, exports and the
+        judge keep the plain policy (``system_prompt``); only the rollout sees the scaffold."""
+        if not self.scaffold:
+            return self.system_prompt
+        return f"{self.system_prompt}\n\n{self.scaffold}" if self.system_prompt else self.scaffold

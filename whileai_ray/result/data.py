@@ -41,6 +41,7 @@ class SimulationData(RowsView, RunActions):
     degraded: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     semantic: bool = False
+    profile: Any = None                     # result.profile.AgentProfile: the agent as exports see it
     embedder_name: str = ""
     elapsed_seconds: float = 0.0
     rows_per_second: float = 0.0
@@ -50,7 +51,10 @@ class SimulationData(RowsView, RunActions):
     rollout_seconds: float = 0.0
     row_seconds: list = field(default_factory=list)
     unique_prompts: int = 0
+    scene_brief: str = ""                   # what every situation is written from (search/explain.py)
+    scene_brief_seconds: float = 0.0
     first_row_seconds: float = 0.0
+    semantic_duplicate_rate: float | None = None   # lexical near-copies among distinct prompts
     unique_behavior_signatures: int = 0
     coverage_curve: list = field(default_factory=list)
     coverage: dict = field(default_factory=dict)
@@ -96,6 +100,18 @@ class SimulationData(RowsView, RunActions):
         return None
 
     @property
+    def metadata(self) -> dict:
+        """Where the run's situations came from: the strategy and what ``traces=`` steered."""
+        strategy = self.search.get("strategy") or {}
+        mining = self.search.get("trace_mining") or {}
+        return {"strategy": strategy.get("resolved", "broad"), "trace_count": int(self.coverage.get("traces") or 0),
+                "trace_regions": mining.get("regions", {}),
+                "applied_steering_weight": (strategy.get("steering_weight") or {}).get("applied", 0.0),
+                "targeted_rows": mining.get("steered_rows", 0),
+                "background_rows": mining.get("background_rows", len(self.trajectories)),
+                "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model}
+
+    @property
     def pass_at(self):
         if self.repeat_policy in ("successive", "adaptive") and self.rollouts_per_request > 1:
             return pass_at_of_tally(self._pass_tally(), k=self.rollouts_per_request, unanimous_short=True)
@@ -132,7 +148,10 @@ class SimulationData(RowsView, RunActions):
             "elapsed_seconds": self.elapsed_seconds,
             "timings": {"scenario_generation_seconds": self.scenario_generation_seconds,
                         "embedding_selection_seconds": self.embedding_selection_seconds,
-                        "rollout_seconds": self.rollout_seconds, "first_row_seconds": self.first_row_seconds},
+                        "rollout_seconds": self.rollout_seconds, "first_row_seconds": self.first_row_seconds,
+                        "scene_brief_seconds": self.scene_brief_seconds},
+            "profile": self.profile.to_dict() if self.profile is not None else None,
+            "scene_brief": self.scene_brief, "semantic_duplicate_rate": self.semantic_duplicate_rate,
             "writer_model": self.writer_model, "user_model": self.user_model, "judge_model": self.judge_model,
             "degraded": self.degraded, "warnings": self.warnings, "stages": self.stages,
             "mode": self.mode, "repeat_policy": self.repeat_policy,

@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from numbers import Real
 from pathlib import Path
 
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from ..core.rows import HIDDEN_KEYS, stored_row
 from ..score.grader_health import add_grader_note
-from ..score.grading import call_grader, fresh_scoring_run_id, grade_batch
-from ..score.judging import apply_verdict, judge_name
+from ..score.grading import fresh_scoring_run_id, grade_batch
+from ..score.judging import judge_name
 from ..score.labels import TRUST_MODES, attach_labels, trust_check
 from ..score.leak import leak_report
 from ..score.llm_judge import Judge, build_judge, judge_rows
@@ -99,63 +97,36 @@ def _write_back(source, rows, kind: str, target) -> str | None:
     return _write(rows, target) if target else None
 
 
-def _copy(row: dict) -> dict:
-    out = dict(row)
-    if isinstance(out.get("lineage"), dict):
-        out["lineage"] = dict(out["lineage"])
-    return out
-
-
-def _scaled(value, scale):
-    lo, hi = scale
-
-    def m(x):
-        return (x - lo) / (hi - lo) if isinstance(x, Real) and not isinstance(x, bool) else x
-    if isinstance(value, dict):
-        return {k: (m(v) if k in ("reward", "score") else v) for k, v in value.items()}
-    return m(value)
-
-
 def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None = None, scale=None,
                      trust: str = "warn") -> ScoredData:
-    """The contract path: copies of the run's rows graded by ``judge``; the run is untouched."""
+    """The contract path: copies of the run's rows graded by ``judge`` (``result/run_judge.py``, the one
+    engine behind it and ``evaluate``), plus the trust check; the run is untouched."""
+    from .run_judge import run_judge
     _check_trust(trust)
     if not callable(judge):
         raise TypeError("judge= takes a callable row -> {'reward': 0 or 1, 'reason': str, 'markers': {...}} "
                         "(a bare number works too) or a wai.Judge")
-    if scale is not None and (len(scale) != 2 or not all(isinstance(v, Real) for v in scale)
-                              or scale[1] <= scale[0]):
-        raise ValueError(f"scale= is (lo, hi) with hi > lo, mapping the judge's ratings onto 0..1; got {scale!r}")
-    name, workers = judge_name(judge), max(1, min(int(concurrency), 32))
-    if isinstance(judge, Judge):
-        version = version or judge.version
-    transform = (lambda raw: _scaled(raw, scale)) if scale is not None else None
-    run_id = fresh_scoring_run_id()
-
-    def graded_copies(batch):
-        copies = [_copy(t) for t in batch]
-        if isinstance(judge, Judge):
-            verdicts = judge_rows(judge, copies, workers)
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                verdicts = list(pool.map(lambda row: call_grader(judge, row, transform=transform), copies))
-        for row, verdict in zip(copies, verdicts):
-            apply_verdict(row, verdict, name, run_id)
-            row["judge_meta"] = dict(verdict.get("judge_meta") or {"trust": None})
-            if version:
-                row["lineage"]["judge_version"] = version
-        return copies
     if is_arrow(data.trajectories):    # copies on disk too: a new spill, graded a row group at a time
+        from types import SimpleNamespace
+        scoring_id = fresh_scoring_run_id()
+        policy, tools = getattr(data, "system_prompt", "") or "", list(getattr(data, "tools", []) or [])
+
+        def graded_copies(batch):
+            part = SimpleNamespace(trajectories=batch, system_prompt=policy, tools=tools)
+            return run_judge(part, judge, concurrency=max(1, int(concurrency)), version=version, scale=scale,
+                             run_id=scoring_id).trajectories
         copies = spill_rows(r for batch in row_store(data.trajectories).batches() for r in graded_copies(batch))
         store = row_store(copies)
         summary = trust_check([store[i] for i, g in enumerate(store.facts(["gold"]).column(0).to_pylist()) if g],
                               trust)
         store.update(partial(stamp_trust, summary=summary))
-    else:
-        copies = graded_copies(data.trajectories)
-        _stamp_trust(copies, trust)
-    return ScoredData(trajectories=copies, judge_name=name, scoring_run_id=run_id, judge_version=version,
-                      system_prompt=getattr(data, "system_prompt", ""), tools=list(getattr(data, "tools", [])))
+        first = store[0] if len(store) else {}
+        return ScoredData(trajectories=copies, judge_name=first.get("judge_name") or judge_name(judge),
+                          scoring_run_id=scoring_id, judge_version=version or getattr(judge, "version", None),
+                          system_prompt=policy, tools=tools)
+    scored = run_judge(data, judge, concurrency=max(1, int(concurrency)), version=version, scale=scale)
+    _stamp_trust(scored.trajectories, trust)
+    return scored
 
 
 def _source_rows(source, policy, tools):
@@ -221,7 +192,11 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     report = {"graded": statuses.get("ok", 0), "n0": rewards.get(0, 0), "n1": rewards.get(1, 0),
               "backend": f"{judge.backend.provider}:{judge.model}@{judge.backend.base_url}",
               "judge_version": judge.version, "warnings": warnings,
-              "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary}
+              "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary,
+              "structured_output": judge.dialect}
+    from ..agents.structured import dialect_note
+    if dialect_note("judge", judge.backend.base_url, judge.dialect):
+        warnings.append(dialect_note("judge", judge.backend.base_url, judge.dialect))
     if not judge.rubric:
         report["note"] = "no rubric given: the judge graded the conduct floor only"
     written = _write_back(source, rows, kind, output or path)

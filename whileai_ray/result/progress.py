@@ -9,6 +9,9 @@ Lines go to the ``whileai_ray`` logger at INFO, and to stderr when no handler li
 the place has a better display: a tqdm bar in a terminal, the HTML bar in a notebook
 (``result/progress_display.py``). ``on_progress`` receives the same numbers as a dict on every
 line, whatever the budget.
+
+The last line has no ETA: it says the run ended and why (``..., ended: tasks_done (every pinned
+task has its rollouts)``), and its ``on_progress`` dict carries ``stopped_because`` too.
 """
 from __future__ import annotations
 
@@ -43,11 +46,23 @@ def eta(seconds: float) -> str:
     return clock(seconds)
 
 
+STOP_WORDS = {
+    "budget": "the budget is spent", "time_budget": "time_budget ran out",
+    "tasks_done": "every pinned task has its rollouts",
+    "situations_exhausted": "every situation asked for has its rollouts",
+    "writer_exhausted": "the situation writer has nothing new to ask",
+    "saturation": "every planned cell has its copies", "agent_failed": "the agent failed on every rollout",
+    "empty_replies": "the agent returned empty replies", "writer_failed": "no situation could be written",
+}
+
+
 def format_line(snap: dict) -> str:
+    """One progress line; the last one (``stopped_because`` set) says the run ended and why, with no ETA."""
     parts = [f"{snap['rows']}/{snap['cap']} rollouts" + (f" ({snap['resumed']} resumed)" if snap.get("resumed") else ""),
              f"{snap.get('situations', 0)} situations written", f"{clock(snap.get('elapsed_s', 0))} elapsed"]
     landed = snap.get("landed", 0)
-    if landed >= 5 and snap["rows"] < snap["cap"] and snap.get("elapsed_s", 0) > 0:
+    ended = snap.get("stopped_because")
+    if not ended and landed >= 5 and snap["rows"] < snap["cap"] and snap.get("elapsed_s", 0) > 0:
         rate = landed / snap["elapsed_s"]
         parts.append(f"~{eta((snap['cap'] - snap['rows']) / rate)} left")
     if snap.get("rerolled"):
@@ -55,6 +70,8 @@ def format_line(snap: dict) -> str:
     if snap.get("lost"):
         why = ", ".join(f"{n} {REASON_WORDS.get(k, k)}" for k, n in sorted(snap.get("lost_by", {}).items()))
         parts.append(f"{snap['lost']} lost ({why})")
+    if ended:
+        parts.append(f"ended: {ended} ({STOP_WORDS.get(ended, ended.replace('_', ' '))})")
     return ", ".join(parts)
 
 
@@ -111,7 +128,8 @@ class ProgressReporter:
             if self.display is None and not _someone_listens(logger):
                 print(line, file=sys.stderr, flush=True)
         if self.on_progress is not None:
-            self.on_progress({k: snap.get(k) for k in DICT_KEYS})
+            keys = DICT_KEYS + (("stopped_because",) if snap.get("stopped_because") else ())
+            self.on_progress({k: snap.get(k) for k in keys})
 
     def close(self, snap: dict | None = None) -> None:
         """The run ended (``snap``: its final numbers) or failed (None): the bar is finished."""

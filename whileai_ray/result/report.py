@@ -12,7 +12,6 @@ import time
 from typing import TYPE_CHECKING
 
 from ..core.defaults import LOST_REASONS, POISON_REASONS
-from ..core.rng import stable_hash
 from ..core.run_warning import listed
 from ..situations.grid import all_pairs, cell_key, pairs_in
 from .report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS, ReportTally, report_tally
@@ -79,7 +78,8 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
                      "fraction": round(len(pairs_cov) / len(pairs_planned), 4) if pairs_planned else 1.0},
         "copies_needed": copies_needed, "unique": cfg.unique_situations,
         "unique_situations": cfg.unique_situations, "repeats": cfg.repeats, "knobs": knobs,
-        "patience": cfg.patience, "world": dict(cfg.advanced.get("world") or {}),
+        "patience": cfg.patience, "user_temperature": None, "world": dict(cfg.advanced.get("world") or {}),
+        "world_note": world_note(cfg),
         "hard_share": cfg.hard_share, "fault_rate": fault_rate, "seed": cfg.seed, "runs": cfg.runs,
         "budget_per_run": max(0, cfg.budget), "strategy": cfg.strategy, "time_budget": cfg.time_budget,
         "reproducible": cfg.reproducible, "concurrency": cfg.concurrency, "dimensions": cfg.dimensions,
@@ -102,7 +102,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
         "dead_tools": [], "run_id": run_id,
         "placement": {"rollout_actors": result.n_actors, "rows_by_node": result.node_rows,
                       "actor_nodes": result.actor_nodes, "chunks_reissued": result.chunks_reissued,
-                      "pool": result.pool},
+                      "pool": result.pool, "warm": dict(result.warm)},
     }
     rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,
                 "rerolled": stats.rerolled,
@@ -124,6 +124,8 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
         search["groups"] = stats.groups
     if seeds or dropped:
         search["seeds_dropped"] = list(dropped)
+    if result.clock:
+        search["clock"] = result.clock           # how a time_budget stop landed (search/clock.py)
     if result.stuck_units:
         search["stuck_units"] = result.stuck_units
     if stats.agent_errors:
@@ -159,14 +161,76 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     data.writer_model = "template"
     data.declared_tools = set(tool_names)
     data.system_prompt, data.tools = cfg.system_prompt, cfg.tools
-    data.system_prompts = {stable_hash(cfg.system_prompt)[:16]: cfg.system_prompt}
+    import hashlib          # keyed like every row's lineage.system_prompt_sha
+    data.system_prompts = {hashlib.sha256((cfg.system_prompt or "").encode()).hexdigest()[:16]: cfg.system_prompt}
     data.coverage_curve = list(stats.coverage_curve or [])
+    resume = result.resume
+    _measured(data, cfg, stats, resume.get("loaded", 0) if resume.get("mode") == "precount" else 0, axes,
+              data.trajectories)
     data.stages = ["agent ingestion", "generated candidate with arm provenance", "world/fault instantiated",
                    "model rollout", "full tool trajectory", "behavior signature", "row stored"]
     notes, degraded = run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally)
     data.warnings = listed(notes)
     data.degraded = degraded
     return notes, tally
+
+
+def world_note(cfg) -> str:
+    """Who answered the tool calls, in plain words (``report()["world_note"]``)."""
+    if cfg.execute is not None:
+        name = getattr(cfg.execute, "__name__", None) or type(cfg.execute).__name__
+        return (f"execute={name} answered every tool call; scheduled faults were applied first, so a "
+                "faulted call never reached it")
+    from ..world.options import world_options
+    opts = world_options(cfg.advanced.get("world") or None)
+    return (f"the mock world answered every tool call (record-shaped answers; a named id exists with "
+            f"probability {opts.exists_share:g}, faults scheduled per situation); pass execute= to answer "
+            "tool calls against your own system")
+
+
+MEASURE_ROWS = 20_000     # rows on disk past this: the search's account reads an even sample of them
+
+
+def _measured(data, cfg, stats, precounted_prompts: int, axes, rows) -> None:
+    """The timing fields, the scene brief and the search's account of itself (search/explain.py);
+    ``stats`` is the planner's ``PlannerStats``. Rows on disk past ``MEASURE_ROWS`` are read
+    as an even sample of that many for the duplicate rate, the axis gaps and the user's think
+    counts (``search["measured_on"]`` says so); the grader's counts read every row, and only
+    when a row was judged (the ``judge_status`` fact says)."""
+    from ..score.grader_summary import arm_yield, grader_summary
+    from ..search import explain
+    writer_s = float(stats.writer_seconds or 0.0)
+    data.scenario_generation_seconds = round(writer_s, 6)
+    data.embedding_selection_seconds = round(max(0.0, float(stats.decide_seconds or 0.0) - writer_s), 6)
+    t0 = time.perf_counter()
+    data.scene_brief = explain.scene_brief(cfg.tools, cfg.system_prompt, axes or {})
+    data.scene_brief_seconds = round(time.perf_counter() - t0, 6)
+    every = rows
+    if hasattr(rows, "sample") and len(rows) > MEASURE_ROWS:
+        rows = rows.sample(MEASURE_ROWS)
+        data.search["measured_on"] = {"rows": len(rows), "of": len(every), "sampled": True}
+    data.semantic_duplicate_rate = explain.duplicate_rate(r.get("prompt") for r in rows)
+    data.embedder_name = "minhash-word-unigram-bigram-k32"    # the selector's novelty index (novelty.py)
+    search = data.search
+    search["avoid"] = explain.avoid(stats, precounted_prompts, stats.trace_near_copies)
+    search["underexplored"] = explain.underexplored(rows, axes or {})
+    search["axis_gaps"] = explain.axis_gaps(rows, axes or {})
+    search["plateau_batches"] = explain.plateau_batches(data.coverage_curve)
+    turns = sum(int(r.get("_user_turns") or 0) for r in rows)
+    stripped = sum((r.get("_user_think") or {}).get("stripped", 0) for r in rows)
+    unclosed = sum((r.get("_user_think") or {}).get("unclosed", 0) for r in rows)
+    search["user_think"] = {"user_turns": turns, "stripped": stripped, "unclosed": unclosed,
+                            "stripped_share": round(stripped / turns, 4) if turns else 0.0,
+                            "unclosed_share": round(unclosed / turns, 4) if turns else 0.0}
+    if hasattr(every, "sample"):          # rows on disk: the judge_status fact says, no row decoded
+        status = row_store(every).facts(["judge_status"]).column(0)
+        judged = status.null_count < len(status)
+    else:
+        judged = any(r.get("judge_status") is not None for r in every)
+    if judged:
+        name = next((r["judge_name"] for r in every if r.get("judge_name")), None)
+        search["grader"] = grader_summary(every, name, in_loop=True)
+        data.arm_yield = arm_yield(every)
 
 
 def data_model(rows) -> str | None:

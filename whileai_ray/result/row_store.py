@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
 
-__all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "as_trajectories", "open_parquet", "row_spool",
+__all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "land_runs", "as_trajectories", "open_parquet", "row_spool",
            "adopt_spilled", "grader_note_rows",
            "MemoryStore", "ArrowStore", "new_writer", "rows_table", "open_large_path", "count_rows", "parent_of"]
 
@@ -235,3 +235,23 @@ def open_parquet(path):
     the files are read, never written."""
     from ..store.arrow_rows import ArrowRows
     return ArrowRows.open(path)
+
+
+LAND_BATCH = 1024                         # rows handed to the landed-rows store at a time
+
+
+def land_runs(run_rows: list, threshold: int):
+    """What a SimulationData holds: the one run's rows as the Driver handed them (a list, or
+    ``ArrowRows`` over its spill when past ``advanced={"spill_rows": ...}``), or, for ``runs=N``,
+    every run's rows in order through ``landed_rows`` (a list up to ``threshold``, a spill past
+    it; a run's own spill goes once it is copied)."""
+    if len(run_rows) == 1:
+        return run_rows[0]
+    landed = landed_rows(threshold)
+    for i, rows in enumerate(run_rows):
+        for batch in row_store(rows).batches():
+            for start in range(0, len(batch), LAND_BATCH):
+                landed.append(batch[start:start + LAND_BATCH])
+        run_rows[i] = None
+        del rows, batch
+    return as_trajectories(landed)

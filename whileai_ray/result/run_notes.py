@@ -1,6 +1,6 @@
 """What a finished run adds to its SimulationData beyond the report: resume and replay notes
-(rows settled from disk, planner snapshots, poison units, pinned tasks, eval runs) and the
-notes of the models it talked to (writer fallbacks, simulated-user turns).
+(rows settled from disk, planner snapshots, poison units, pinned tasks, eval runs). The notes of
+the roles it talked to (agent, writer, judge, simulated person) are ``role_notes.py``'s.
 
 ``result`` is the run's ``RunResult`` (``runtime/run_result.py``, named for type checking only);
 every note is a ``RunWarning`` with a code, and a note a later fact makes obsolete (the template
@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.run_warning import RunWarning, drop
-from ..situations.llm_writer import fallback_note
 from ..store.plan_snapshot_file import snapshot_path
 from .progress import logger
 from .warnings_text import TEMPLATE_WRITER
@@ -18,7 +17,7 @@ from .warnings_text import TEMPLATE_WRITER
 if TYPE_CHECKING:
     from ..runtime.run_result import RunResult
 
-__all__ = ["add_resume_and_replay_notes", "add_role_notes"]
+__all__ = ["add_resume_and_replay_notes"]
 
 
 def add_resume_and_replay_notes(data, cfg, result: RunResult, pinned_info, results: list[RunResult],
@@ -68,34 +67,3 @@ def add_resume_and_replay_notes(data, cfg, result: RunResult, pinned_info, resul
         data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
             {"rows": r.row_count, "stopped_because": r.stopped_because} for r in results]}
         data.coverage["runs"] = cfg.runs
-
-
-def add_role_notes(data, cfg, roles, results: list[RunResult] = (), tally=None) -> None:
-    for token in roles.degraded:
-        if token not in data.degraded:
-            data.degraded.append(token)
-    data.warnings.extend(roles.warnings)
-    if roles.writer is not None:
-        drop(data.warnings, TEMPLATE_WRITER)         # an LLM wrote the asks, not the template
-        data.writer_model = data.coverage["writer_model"] = data.coverage["simulator"] = roles.writer.name
-        # the driver's copy of the writer did the writing: its counts come back with each result
-        stats = [r.writer for r in results if r.writer] or [roles.writer.stats()]
-        total = {k: sum(s[k] for s in stats) for k in ("written", "errors", "prefetched", "requests")}
-        by: dict = {}
-        for s in stats:
-            for reason, n in s["by"].items():
-                by[reason] = by.get(reason, 0) + n
-        data.search["writer_errors"] = {"errors": total["errors"], "by": by}
-        data.search["writer"] = {**total, "by": by}
-        note = fallback_note(roles.writer.name, total["written"], total["errors"], by)
-        if note:
-            data.warnings.append(RunWarning(note, "writer_fallback"))
-    if roles.agent is not None:
-        n = tally.n
-        data.user_model = roles.user.model if roles.user is not None else None
-        data.coverage["agent_model"] = roles.agent.model
-        data.coverage["user_model"] = data.user_model
-        data.search["ended_on_question"] = {
-            "share": round(tally.ended_on_question / n, 4) if n else 0.0, "n": n,
-            "user_left": tally.user_left}
-        data.coverage["delivered"]["mean_user_turns"] = round(tally.user_turns_sum / n, 3) if n else 0.0

@@ -6,7 +6,9 @@ by ``judge_status``, never coerced to 0), ``reason``, ``judge_status``, ``judge_
 ``markers``, ``judge_meta`` and the ``lineage`` stamp (``scoring_run_id``, ``judge``,
 ``judge_version`` when a version was given). ``rows`` / ``rows()`` is the exported, scrubbed
 form (like ``SimulationData.rows``); ``pass_at`` reads through; ``save(path)`` writes the rows
-as JSONL; ``compare_judges(judges)`` grades these rows with other judges.
+as JSONL; ``compare_judges(judges)`` grades these rows with other judges. ``wai.evaluate(rows,
+judge, eval_set=asks)`` also fills ``eval_coverage`` (which asks of a fixed list ran) and
+``eval_scores``.
 """
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ class ScoredData(RowsView):
     system_prompt: str = ""
     tools: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    eval_coverage: dict | None = None      # evaluate(eval_set=...): {"eval_set", "covered", "missing"}
+    eval_scores: dict | None = None        # evaluate(eval_set=...): covered ask -> mean reward
     _rows_cache: Any = field(default=None, repr=False, compare=False)
 
 

@@ -9,6 +9,20 @@ from __future__ import annotations
 from ..core.run_warning import RunWarning
 
 TEMPLATE_WRITER = "template_writer"     # dropped once an LLM writer or pinned tasks wrote the asks
+RUBRIC_UNUSED = "rubric_unused"         # rubric= without grade=True
+
+
+def rubric_unused_note(cfg) -> str | None:
+    """rubric= is read only by the LLM judge of grade=True: said, never ignored silently."""
+    if not cfg.rubric or cfg.grade is True:
+        return None
+    how = {False: "grade=False", "conduct": "grade='conduct'"}.get(cfg.grade, f"grade={cfg.grade!r}")
+    if cfg.grader is not None:
+        how += " with a grader= callable, which does not read it"
+    return (f"rubric= was given but this run did not grade with it ({how}): the rubric is read by the LLM "
+            "judge of grade=True; pass grade=True to grade against it in the loop, or data.grade(rubric=...) "
+            "afterwards")
+
 
 _POISON_HINTS = {
     "worker_crashed": "worker crashed: the agent killed the process playing it (os._exit, a segfault or an OOM "
@@ -53,6 +67,10 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally) -> tuple[l
     if data.stopped_because == "empty_replies":
         out.append(RunWarning(f"no rows: the agent returned an empty reply on all {lost + rerolled} rollouts; return "
                               "{'final_text': ..., 'steps': [...]} from your agent", "empty_replies"))
+    if data.stopped_because == "time_budget" and n == 0:
+        out.append(RunWarning(f"no rows: time_budget={cfg.time_budget:g} s ran out before the first rollout landed "
+                              "(the clock counts from the call, the start of the run's Ray actors included); raise "
+                              "time_budget=", "time_budget_no_rows"))
     if data.stopped_because == "agent_failed":
         out.append(RunWarning(f"no rows: the agent failed on all {lost + rerolled} rollouts; see "
                               "search['first_agent_error'] and fix the agent before spending more budget",
@@ -81,6 +99,9 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally) -> tuple[l
             out.append(RunWarning(f"fault_rate={cfg.fault_rate:g} asked but {share:.0%} of rows carry a fault; "
                                   "compare report()['delivered'] with report()['requested']", "fault_rate_off",
                                   listed=False, raised=True))
+    unused = rubric_unused_note(cfg)
+    if unused:       # listed only: the UserWarning was raised when the run started
+        out.append(RunWarning(unused, RUBRIC_UNUSED))
     for note in cfg.notes:
         out.append(RunWarning(note, "config_note", listed=False, raised=True))
     return out, degraded

@@ -9,9 +9,12 @@ CPU. Ray's own SPREAD (and soft affinity) was measured to stack two of three act
 of a 3-node cluster. A lane that failed gets a fresh actor, placed by the same rule among the
 nodes still alive.
 
-The actors are made when the pool is made (they start while the Driver reads its checkpoint);
-``start()`` waits until each answers ``ping`` and fails with a clear error when the cluster
-cannot place them.
+The actors are made when the pool is made (they start while the Driver reads its checkpoint),
+or were made before it (``prebuilt``: by the caller, while the Driver itself starts, or kept from
+an earlier run by the Driver host, ``driver_host.py``); ``start()`` waits until one answers
+``ping`` (the others are waited for while the run begins) and the run fails with a clear error
+when the cluster cannot place them all. Rollout actors are
+``ReusableRolloutWorker`` actors (``warm_rollout.py``): a later run of the same process may renew them.
 """
 from __future__ import annotations
 
@@ -23,11 +26,13 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .chunk_retry import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
 from .judge_actor import JudgeWorker
-from .rollout_actor import RolloutWorker
+from .warm_rollout import ReusableRolloutWorker
 
-__all__ = ["ActorPool", "rollout_pool", "judge_pool", "actor_options", "await_ref", "PLACEMENT_TIMEOUT_S"]
+__all__ = ["ActorPool", "rollout_pool", "rollout_args", "judge_pool", "actor_options", "await_ref",
+           "PLACEMENT_TIMEOUT_S"]
 
 PLACEMENT_TIMEOUT_S = 60.0
+FLUSH_TIMEOUT_S = 30.0
 
 
 async def await_ref(ref):
@@ -51,15 +56,24 @@ class ActorPool:
     where = "actors"
 
     def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
-                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S):
+                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S, flush: bool = False,
+                 prebuilt: list | None = None):
         self.make, self.method, self.what = make, method, what
+        self.flush = flush                         # shared storage: actors write their last Parquet part on close
+        self.flushed: set | None = None            # the shard writers (tokens) that did, once closed
         self.slots = max(1, int(slots))
         self.options = options
         self.start_timeout_s = start_timeout_s
         self._node_of: dict = {}                   # id(actor) -> the node it was placed on (None: Ray's choice)
-        self.actors = [self._new() for _ in range(max(1, int(lanes)))]
+        if prebuilt is not None:                   # [(actor or None, node)]: a None lane is made on start()
+            self.actors = list(actor for actor, _ in prebuilt)
+            self._node_of.update((id(actor), node) for actor, node in prebuilt if actor is not None)
+        else:
+            self.actors = [self._new() for _ in range(max(1, int(lanes)))]
         self._alone = self._spare = None           # the quarantine lane's actor, and the one readied after it
         self.nodes: list = []
+        self._placing: asyncio.Future | None = None   # the lanes still starting after start() returned
+        self._unplaced: RuntimeError | None = None    # set when they were not placed in time
 
     @property
     def lanes(self) -> int:
@@ -70,16 +84,71 @@ class ActorPool:
         self._node_of[id(actor)] = node
         return actor
 
+    def placed(self) -> list:
+        """``[(actor, node)]`` of the lanes (what ``prebuilt`` takes)."""
+        return [(a, self._node_of.get(id(a)) if a is not None else None) for a in self.actors]
+
+    def kill(self) -> None:
+        """Stop every actor of the pool now (a Driver host letting go of a pool it will not reuse)."""
+        for actor in (*self.actors, self._alone, self._spare):
+            if actor is not None:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
+        self.actors = [None] * len(self.actors)
+        self._alone = self._spare = None
+
+    def trim(self) -> None:
+        """After a run, before the pool waits for the next: the quarantine's actors go (a new run
+        starts with no suspects)."""
+        for actor in (self._alone, self._spare):
+            if actor is not None:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
+        self._alone = self._spare = None
+
     async def start(self) -> None:
-        pings = [await_ref(a.ping.remote()) for a in self.actors]
-        try:
-            self.nodes = list(await asyncio.wait_for(asyncio.gather(*pings), self.start_timeout_s))
-        except asyncio.TimeoutError:
-            opts = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
-            raise RuntimeError(
-                f"the {len(self.actors)} {self.what} actor(s) could not be placed within {self.start_timeout_s:.0f}s; "
-                f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
-                "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.") from None
+        """Return once one lane answers: the run may begin (a chunk sent to a lane still starting
+        waits at Ray until its actor is up, so the first row does not wait for the slowest actor
+        to start). The other lanes are waited for in the background; when they are not all
+        placed within ``start_timeout_s``, their chunks fail with the placement error and
+        ``replace`` raises it (the run stops, saying what the cluster lacks)."""
+        self.actors = [a if a is not None else self._new() for a in self.actors]
+        self.nodes = [None] * len(self.actors)
+        deadline = asyncio.get_running_loop().time() + self.start_timeout_s
+        pings = [asyncio.ensure_future(self._ping(i, a)) for i, a in enumerate(self.actors)]
+        done, pending = await asyncio.wait(pings, timeout=self.start_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        if not done:
+            for task in pending:
+                task.cancel()
+            raise self._not_placed(len(self.actors))
+        for task in done:
+            task.result()                        # an actor whose constructor failed: raised here
+        if pending:
+            self._placing = asyncio.ensure_future(self._place_rest(pending, deadline))
+
+    async def _ping(self, lane: int, actor) -> None:
+        self.nodes[lane] = await actor.ping.remote()
+
+    async def _place_rest(self, pending: set, deadline: float) -> None:
+        done, late = await asyncio.wait(pending, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+        for task in done:
+            task.exception()                     # a constructor that failed shows on the lane's first chunk
+        if late:
+            for task in late:
+                task.cancel()
+            self._unplaced = self._not_placed(len(late))
+
+    def _not_placed(self, n: int) -> RuntimeError:
+        opts = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
+        return RuntimeError(
+            f"{n} of the {len(self.actors)} {self.what} actor(s) could not be placed (or a class given as agent=, "
+            f"execute= or grader= had not finished __init__) within {self.start_timeout_s:.0f}s; "
+            f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
+            "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.")
 
     def submit(self, lane: int, payload: list):
         if self.actors[lane] is None:            # replaced only when there is work for it
@@ -99,12 +168,23 @@ class ActorPool:
 
     async def _call(self, actor, payload: list):
         try:
-            return await getattr(actor, self.method).remote(payload)
+            ref = getattr(actor, self.method).remote(payload)
+            placing = self._placing
+            if placing is None or placing.done() and self._unplaced is None:
+                return await ref
+            call = asyncio.ensure_future(await_ref(ref))     # its lane may still be starting
+            await asyncio.wait([call, placing], return_when=asyncio.FIRST_COMPLETED)
+            if not call.done() and self._unplaced is not None:
+                call.cancel()
+                raise self._unplaced
+            return await call
         except Exception as exc:
             exc.whileai_actor = actor            # which actor failed: replace() replaces it once
             raise
 
     def replace(self, lane: int, error: BaseException) -> str:
+        if error is self._unplaced:              # no unit's fault, and no new actor would be placed either
+            raise error
         if self.what == "judge":                 # a judge chunk is simply judged again, by a fresh judge
             self.actors[lane] = self._new()
             return ROLLOUT_FAILED
@@ -133,7 +213,17 @@ class ActorPool:
         return ROLLOUT_FAILED
 
     async def close(self) -> None:
-        """Nothing to do: the actors belong to the Driver actor and end with it."""
+        """The actors belong to the Driver actor and end with it; on shared storage each first
+        writes the Parquet rows it still buffers (a lane that died lost only those: its JSONL
+        shards hold every row)."""
+        if not self.flush:
+            return
+        live = [a for a in self.actors + [self._alone] if a is not None]
+        done = asyncio.gather(*(await_ref(a.flush_shards.remote()) for a in live), return_exceptions=True)
+        try:
+            self.flushed = {t for t in await asyncio.wait_for(done, FLUSH_TIMEOUT_S) if isinstance(t, str)}
+        except asyncio.TimeoutError:
+            self.flushed = set()
 
 
 class _Placer:
@@ -153,22 +243,34 @@ class _Placer:
         return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
 
 
-def rollout_pool(spec, plan) -> ActorPool:
-    """The rollout actors of ``spec`` (a JobSpec), as many and as wide as ``plan`` (a PoolPlan) says."""
+def rollout_args(spec, plan) -> tuple[tuple, dict]:
+    """The constructor arguments of ``spec``'s rollout actors (``ReusableRolloutWorker.renew`` takes them too)."""
+    return ((spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout, spec.judge_timeout,
+             spec.model), {"metrics": spec.metrics, "shards": spec.shards, "deadline_at": spec.deadline_at})
+
+
+def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
+    """The rollout actors of ``spec`` (a JobSpec), as many and as wide as ``plan`` (a PoolPlan) says;
+    ``prebuilt`` (``[(actor, node)]``): actors already made for it (new lanes are placed beside them)."""
     opts = actor_options(spec.actor_options)
     ours = opts["scheduling_strategy"] == "SPREAD" and not (opts.get("num_gpus") or opts.get("resources")
                                                             or opts.get("num_cpus"))
     placer = _Placer(dict(plan.nodes)) if ours else None
-    cls = ray.remote(RolloutWorker)
+    if placer is not None:
+        for actor, node in prebuilt or ():
+            if actor is not None and node is not None:
+                placer.placed[node] = placer.placed.get(node, 0) + 1
+    cls = ray.remote(ReusableRolloutWorker)
+    args, kwargs = rollout_args(spec, plan)
 
     def make():
         o = dict(opts)
         if placer is not None:
             o["scheduling_strategy"] = placer.strategy()
-        actor = cls.options(**o).remote(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                        spec.judge_timeout, spec.model, metrics=spec.metrics)
+        actor = cls.options(**o).remote(*args, **kwargs)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
-    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts)
+    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s,
+                     flush=bool(spec.shards), prebuilt=prebuilt)
 
 
 def judge_pool(spec) -> ActorPool | None:
@@ -181,4 +283,5 @@ def judge_pool(spec) -> ActorPool | None:
     def make():
         return cls.options(**opts).remote(spec.grader, spec.judge_concurrency, spec.judge_timeout or None,
                                           metrics=spec.metrics), None
-    return ActorPool(make, max(1, int(spec.judge_actors)), spec.judge_concurrency, "judge_chunk", "judge", opts)
+    return ActorPool(make, max(1, int(spec.judge_actors)), spec.judge_concurrency, "judge_chunk", "judge", opts,
+                     spec.start_timeout_s)

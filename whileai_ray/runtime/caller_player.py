@@ -65,7 +65,10 @@ class CallerPlayer:
     async def _serve(self) -> None:
         spec, plan = self.spec, self.plan
         rollouts = RolloutWorker(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
-                                 spec.judge_timeout, spec.model, metrics=spec.metrics, node_id=self.node_id)
+                                 spec.judge_timeout, spec.model, metrics=spec.metrics, node_id=self.node_id,
+                                 shards=spec.shards, deadline_at=spec.deadline_at)
+        if rollouts.build_error is not None:     # a class's __init__ raised: the run stops, saying where
+            raise rollouts.build_error
         judges = (JudgeWorker(spec.grader, spec.judge_concurrency, spec.judge_timeout or None, metrics=spec.metrics)
                   if plan.judges_where == "caller" and spec.grader is not None else None)
         playing: set = set()
@@ -82,8 +85,8 @@ class CallerPlayer:
         finally:
             for task in list(playing):
                 task.cancel()
-            if rollouts.pool is not None:
-                rollouts.pool.shutdown(wait=False, cancel_futures=True)
+            rollouts.shutdown()
+            rollouts.flush_shards()           # shared storage: the last Parquet part
 
     async def _play(self, worker, kind: str, token: int, payload: list) -> None:
         try:

@@ -6,9 +6,10 @@ appends. When it is held as a new run starts, the holder's description says whos
 * its caller is alive (or on another host, where we cannot tell): a second writer. Fail fast
   with ``CheckpointBusy`` naming the run id, the caller's pid and host, and the Driver's pid;
 * its caller is gone (killed a moment ago): an orphaned Driver, which stops by itself within a
-  loop of noticing (``caller_watch.py``). Wait for it to let go, then stop it by its run name
-  (the Driver actor is named by run id in namespace ``whileai_ray``) if it has not; never
-  append beside it.
+  loop of noticing (``caller_watch.py``), and which Ray ends with its caller anyway (a Driver
+  actor is owned by its caller's process, never detached: ``warm_pools.py``). Wait for it to let
+  go, then try to stop it by its run name (a Driver named by run id in namespace ``whileai_ray``,
+  as Drivers before the warm host were); never append beside it.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The Driver actor: a thin Ray shell around the Driver's loop.
+"""The Driver of one run: a thin shell around the Driver's loop, hosted by the Driver actor.
 
-It runs on the caller's node (the files it writes are the caller's files). ``run()`` builds the
+The Driver actor is a ``DriverHost`` (``driver_host.py``), which outlives one run so the next
+``simulate()`` of the process starts warm; it makes one ``DriverWorker`` per run. It runs on the
+caller's node (the files it writes are the caller's files). ``run()`` builds the
 run's pools (``actor_pool.py`` on Ray actors, or ``caller_pool.py`` when the caller plays), opens
 the checkpoint and the planner (``run_setup.py``), hands them to the loop (``driver_loop.py``,
 where every decision lives), and returns a ``RunResult``. ``poll()`` answers the caller's
@@ -15,6 +17,7 @@ or where the files are (``SpilledRows``), never a list of a large run's rows.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 
 from ..core.identity import resumed_unit_key
@@ -22,9 +25,11 @@ from ..store.disk_rows import gc_paused
 from .actor_pool import judge_pool, rollout_pool
 from .caller_pool import CallerOutbox, CallerPool
 from .caller_watch import CALLER_GONE, CallerWatch
+from .dataplane import DataPlane
 from .driver_loop import DriverLoop, LoopSettings
 from .job_spec import JobSpec
 from .landing import Landing
+from .loop_rules import local_deadline
 from .metrics import run_metrics
 from .pool_sizing import PoolPlan
 from .run_result import RunResult
@@ -32,13 +37,16 @@ from .run_setup import close_run, open_run
 
 
 class DriverWorker:
-    def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None):
+    def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None):
         self.spec, self.plan, self.caller_node = spec, plan, caller_node
+        self.rollouts = rollouts        # the rollout pool, made before the run (driver_host.py), or None: made here
+        self.judges = None
         self.t0 = time.monotonic()
         calls_home = plan.where == "caller" or (plan.graded and plan.judges_where == "caller")
         self.outbox = CallerOutbox() if calls_home else None
         self.opened = None
         self.loop: DriverLoop | None = None
+        self.plane: DataPlane | None = None
         self.landing: Landing | None = None
         self.done = False
         self.stopped_because = None
@@ -80,22 +88,25 @@ class DriverWorker:
         spec, plan = self.spec, self.plan
         # rollout actors start while the checkpoint loads (a large resume reads for seconds)
         rollouts = (CallerPool(self.outbox, "roll", plan.per_actor, self.caller_node) if plan.where == "caller"
-                    else rollout_pool(spec, plan))
+                    else self.rollouts or rollout_pool(spec, plan))
         opened = self.opened = await open_run(spec)
         self.resumed = opened.loaded
         await rollouts.start()
         judges = None
         if plan.graded:
-            judges = (CallerPool(self.outbox, "judge", spec.judge_concurrency, self.caller_node)
+            judges = self.judges = (CallerPool(self.outbox, "judge", spec.judge_concurrency, self.caller_node)
                       if plan.judges_where == "caller" else judge_pool(spec))
             await judges.start()
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0,
                                spool=spec.make_spool() if spec.make_spool is not None else None,
                                lineage=spec.lineage)
+        plane = self.plane = DataPlane(spec.shards) if spec.shards else None     # shared storage
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
                           judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
-                          should_stop=self.watch.gone, metrics=self.metrics)
+                          should_stop=self.watch.gone, metrics=self.metrics,
+                          unpack=plane.unpack if plane is not None else None,
+                          deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop
         try:
             self.stopped_because = await loop.run()
@@ -107,6 +118,8 @@ class DriverWorker:
             for pool in (rollouts, judges):
                 if pool is not None:
                     await pool.close()
+        if self.plane is not None:      # Parquet for the rows of actors that died before their last part
+            await asyncio.to_thread(self.plane.fill, getattr(rollouts, "flushed", None))
         orphan = self.stopped_because == CALLER_GONE
         await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
         await close_run(opened, compact=not orphan)         # and lets go at once
@@ -138,7 +151,8 @@ class DriverWorker:
             checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
-            writer=p.writer.stats() if hasattr(p.writer, "stats") else None)
+            writer=p.writer.stats() if hasattr(p.writer, "stats") else None, clock=loop.clock_summary(),
+            data_plane=self.plane.figures() if self.plane is not None else None)
 
     @staticmethod
     def _leftover(rows, base: int, run_id: str, eval_run: int):

@@ -18,14 +18,12 @@ One run, from the first decision to the stop:
    cause and the run goes on (``chunk_retry.py``); a judge chunk goes to a fresh judge;
 6. **stop** when the planner or the clock says so (``loop_rules.stop_reason``), or at once when
    the caller is gone (``should_stop``: ``caller_watch.py``); what is still in flight is
-   abandoned.
+   abandoned. The clock (``time_budget=``, ``search/clock.py``): at the deadline nothing new is
+   decided, dispatched or tried alone and the queue is cleared; what is in flight may land until
+   the deadline plus the agent's ``timeout``, then it is cut.
 
-A ``metrics`` recorder (``metrics.py``, ``NoMetrics`` by default) hears each landed batch, each
-turn of the loop and the end.
-
-The pools (``pool.py``) are where chunks run; the Driver actor (``driver_actor.py``) is a thin
-Ray shell that builds the pools, the planner and the landing, runs this loop and reports. The
-unit tests run it with in-process pools, without Ray.
+A ``metrics`` recorder (``metrics.py``) hears each landed batch, each turn and the end. Chunks run in
+pools (``pool.py``); the Driver actor is a thin Ray shell around this loop; unit tests need no Ray.
 """
 from __future__ import annotations
 
@@ -35,6 +33,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
+from ..search.clock import RunClock
 from ..search.rounds import RoundBook
 from . import loop_rules as rules
 from .caller_watch import CALLER_GONE
@@ -46,6 +45,7 @@ from .pool import Pool
 __all__ = ["DriverLoop", "LoopSettings", "Flight", "STUCK_GRACE_S"]
 
 STUCK_GRACE_S = 30.0
+TURN_ROUNDS = 2        # rounds decided per loop turn when not reproducible, before what they hold is sent
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class LoopSettings:
     chunk_size: int = 32
     concurrency: int = 32
     judge_chunk: int = 32
-    time_budget: float | None = None       # seconds from the loop's start
+    time_budget: float | None = None       # seconds; the deadline is DriverLoop(deadline=) (from the call), else t0 + this
     timeout: float | None = None           # one agent call's limit: the watchdog reports past it + grace
 
     @classmethod
@@ -82,7 +82,8 @@ class DriverLoop:
     def __init__(self, settings: LoopSettings, planner, rollouts: Pool, landing: Landing, resume,
                  judges: Pool | None = None, snapshots=None, restored: dict | None = None, t0: float | None = None,
                  clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] | None = None,
-                 should_stop: Callable[[], str | None] | None = None, metrics=None):
+                 should_stop: Callable[[], str | None] | None = None, metrics=None, unpack=None,
+                 deadline: float | None = None):
         self.s = settings
         self.planner = planner
         self.rollouts, self.judges = rollouts, judges
@@ -92,10 +93,16 @@ class DriverLoop:
         self.clock, self.log = clock, log or _say
         self.should_stop = should_stop or (lambda: None)   # the caller is gone: why, or None
         self.metrics = metrics or NoMetrics()
+        self.unpack = unpack                      # shared storage: a rollout payload -> results (dataplane.py)
         self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (chunk_retry.py)
         self.alone: asyncio.Future | None = None                 # the suspect being tried alone
-        self.t0 = clock() if t0 is None else t0    # the run's start: time_budget counts from here
-        self.deadline = self.t0 + settings.time_budget if settings.time_budget else None
+        self.t0 = clock() if t0 is None else t0    # the Driver's start
+        # time_budget counts from simulate()'s call: ``deadline`` in this loop's clock (the Driver
+        # converts JobSpec.deadline_at), else from the loop's start
+        if deadline is None and settings.time_budget:
+            deadline = self.t0 + settings.time_budget
+        self.deadline = deadline
+        self.run_clock = RunClock(deadline, settings.timeout, now=clock)
         self.chunk = max(1, min(settings.chunk_size, rollouts.slots))
         self.book = RoundBook(settings.lag)
         self.round_units: dict = {}               # round -> its units, until observed (snapshots)
@@ -111,6 +118,7 @@ class DriverLoop:
         self.abandoned = 0
         self.stuck: dict = {}                     # unit key -> seconds in flight, past the watchdog's limit
         self.target = rules.decide_target(settings.concurrency, self.chunk, rollouts.lanes)
+        self.turn_rounds = None if settings.reproducible else TURN_ROUNDS
         self._snapshotting = bool(snapshots is not None and snapshots.enabled and settings.reproducible
                                   and landing.sink is not None)
         if restored is not None:
@@ -119,29 +127,41 @@ class DriverLoop:
     # ------------------------------------------------------------------ the loop
     async def run(self) -> str:
         """Play the run to its stop; returns why it stopped."""
-        self._pump()
+        more = self._pump(self.turn_rounds)
         while True:
             gone = self.should_stop()
             if gone is not None:        # an orphan: stop appending now, a resume may be waiting
                 self.stopped_because = CALLER_GONE
                 self.landing.errors.append(gone)
                 break
-            reason = rules.stop_reason(self.planner.stop_reason(), self._clock_ran_out(), self.inflight,
-                                       self.judging + self.retry.pending())
+            phase = self.run_clock.phase()
+            running = rules.may_start(phase)
+            if not running:
+                self._skip_queue()             # past the deadline nothing new starts
+            # suspects waiting to be tried alone hold the run only while the clock runs
+            reason = rules.stop_reason(self.planner.stop_reason(), phase, self.inflight,
+                                       self.judging + (self.retry.pending() if running else 0))
             if reason is not None:
                 self.stopped_because = reason
+                if reason == "time_budget":
+                    self.run_clock.stop()
                 break
             self._dispatch()
-            self._dispatch_alone()
+            if running:
+                self._dispatch_alone()
+            if more and running:        # not reproducible: the chunks just queued go out before the next
+                await asyncio.sleep(0)  # rounds are decided (a thousand slots fill while deciding, not after)
+                more = self._pump(self.turn_rounds)
+                continue
             if not self.flights:
-                self._pump()
+                more = self._pump(self.turn_rounds)
                 if self.queue:
                     continue
                 self.stopped_because = self.planner.stop_reason() or "writer_exhausted"
                 break
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
-            self._pump()
+            more = self._pump(self.turn_rounds)
             self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
             self.metrics.causes(self.planner.rerolled_by, self.planner.lost_by)
         self._abandon()
@@ -158,19 +178,36 @@ class DriverLoop:
         else:
             await self.snapshots.flush()
 
-    def _clock_ran_out(self) -> bool:
-        return self.deadline is not None and self.clock() >= self.deadline
+    def _skip_queue(self) -> None:      # the clock ran out: units never sent never start (skipped)
+        self.run_clock.skipped += len(self.queue)
+        self.queue.clear()
+
+    def clock_summary(self) -> dict | None:
+        """``search["clock"]``: how a time_budget stop landed (None without a clock)."""
+        if self.deadline is None:
+            return None
+        return self.run_clock.summary(started_at=self.deadline - (self.s.time_budget or 0.0))
 
     # -------------------------------------------------------- deciding, observing
-    def _pump(self) -> None:
-        """Decide what may be decided, settle resumed units, observe what is complete.
+    def _pump(self, rounds: int | None = None) -> bool:
+        """Decide what may be decided, settle resumed units, observe what is complete; True when
+        it stopped after ``rounds`` decisions with more to decide (not reproducible mode only).
 
-        One round is observed at a time, and every decision it unlocks is taken before the next
-        round is observed: the planner sees the same sequence of states whatever the completion
-        order (reproducible mode)."""
+        One round is observed at a time, every decision it unlocks taken before the next is
+        observed: the planner sees the same states whatever the completion order (reproducible
+        mode). Once the queue can keep every lane busy, the rest wait for the next turn (the
+        queue goes out first: the first row comes a round in, not eight)."""
+        total = 0
         while True:
-            while not self.blocked and rules.may_decide(self.s.reproducible, self.book.may_decide(),
-                                                        len(self.queue), self.inflight, self.target):
+            decided = 0
+            while not self.blocked and rules.may_start(self.run_clock.phase()) and rules.may_decide(
+                    self.s.reproducible, self.book.may_decide(), len(self.queue), self.inflight, self.target):
+                if rounds is not None and total >= rounds:
+                    return True
+                if decided and len(self.queue) >= self.target:
+                    return False
+                total += 1
+                decided += 1
                 units = self.planner.decide(self.book.next_decide)
                 if not units:
                     self.blocked = True
@@ -181,10 +218,9 @@ class DriverLoop:
                 self._settle_or_queue(r, units)
             outs = self.book.pop_one() if self.s.reproducible else None
             if outs is None:
-                return
+                return False
             self._observe(outs)
-            # every unit of this round and the ones before is settled: their rows leave in order
-            self.landing.release(max(o.unit.ordinal for o in outs))
+            self.landing.release(max(o.unit.ordinal for o in outs))      # settled rows leave in order
             if self._snapshotting:
                 self.snapshots.after_round(self.planner, self.book, self.round_units)
 
@@ -260,7 +296,7 @@ class DriverLoop:
     # ---------------------------------------------------------------- results
     async def _next_done(self) -> list[tuple[Flight, list | None, BaseException | None]]:
         """The chunks that came back, from any pool (waits at most ``loop_rules.wait_s``)."""
-        timeout = rules.wait_s(self.clock(), self.deadline)
+        timeout = rules.wait_s(self.clock(), self.run_clock.edge())
         done, _ = await asyncio.wait(list(self.flights), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         self._watchdog()
         out = []
@@ -288,8 +324,13 @@ class DriverLoop:
         elif flight.kind == "alone":
             self.retry.solo_ok(flight.items[0])
             self.rollouts.alone_ok()
+        if error is None and flight.kind != "judge" and self.unpack is not None:
+            results = self.unpack(flight.items, results)
         landed, to_judge = [], []
         for (r, i, item), res in zip(flight.items, results):
+            if flight.kind != "judge" and res.get("skipped"):   # the clock ran out before the actor started it
+                self.run_clock.skipped += 1
+                continue
             if flight.kind == "judge":
                 item["verdict"] = res
                 landed.append((r, i, item))
@@ -348,11 +389,12 @@ class DriverLoop:
                              f"(deadline {limit:.0f}s)")
                 self.stuck[key] = round(now - flight.sent_at, 1)
 
-    def _abandon(self) -> None:
-        """The run stopped: what is still in flight is cut loose (it never lands)."""
+    def _abandon(self) -> None:         # the run stopped: what is in flight is cut loose (never lands)
+        cut = self.stopped_because == "time_budget"     # the clock stopped it: what is still out is cut
         for task, flight in self.flights.items():
             task.cancel()
             self.abandoned += len(flight.items)
+            self.run_clock.cut += len(flight.items) if cut else 0
         self.abandoned += self.retry.pending()        # suspects never tried alone (a time budget ran out)
         self.flights.clear()
         self.inflight = 0

@@ -45,13 +45,16 @@ class JobSpec:
     stream_path: str | None = None             # output=: landed rows appended while the run goes
     make_spool: Callable | None = None         # () -> RowSpool the Driver lands rows into (None: a list)
     lineage: dict | None = None                # stamped on every row handed back (runs=N, tasks=)
+    shards: str | None = None                  # shared storage: rollout actors write rows here (store/shards.py)
     snapshot: str | None = None                # planner snapshot file (None: no snapshots)
     snapshot_every_s: float = 0.0
     reproducible: bool = True                  # decide round r + lag from what landed by round r only
     lag: int = 8                               # rounds in flight (reproducible mode)
     chunk_size: int = 32                       # units per call to a rollout lane
     concurrency: int = 32                      # rollouts in flight, all lanes together
-    time_budget: float | None = None           # seconds from the Driver's start; None: no clock
+    time_budget: float | None = None           # seconds from simulate()'s call; None: no clock
+    started_at: float | None = None            # wall clock (time.time()) when simulate() was called
+    deadline_at: float | None = None           # started_at + time_budget (search/clock.py); None: no clock
     timeout: float | None = None               # one agent call's limit (and the watchdog's base)
     judge_timeout: float | None = None
     judge_concurrency: int = 32                # verdicts in flight per judge lane
@@ -62,6 +65,7 @@ class JobSpec:
     rollout_actors: int = 0                    # advanced={"ray": {"rollout_actors": N}}; 0: fit the cluster
     concurrency_per_actor: int = 0             # advanced={"ray": {"concurrency_per_actor": N}}; 0: derived
     actor_options: dict = field(default_factory=dict)   # num_cpus, num_gpus, resources, scheduling_strategy ...
+    start_timeout_s: float = 60.0              # lanes placed and started (a class's __init__ may load a model)
 
     def __post_init__(self) -> None:
         if self.agent_form not in AGENT_FORMS:

@@ -62,7 +62,9 @@ class Landing:
         reward = row.get("reward")
         label = (1 if reward >= 0.5 else 0) if isinstance(reward, (int, float)) and not isinstance(reward, bool) \
             else row.get("behavior_signature")
-        return Outcome(unit=unit, row=row, label=label, fault_parent=_fault_parent(row), resumed=True)
+        stub_fp = row.get("_fp")            # a shared-storage stub carries its flag (dataplane.py)
+        return Outcome(unit=unit, row=row, label=label, resumed=True,
+                       fault_parent=bool(stub_fp) if stub_fp is not None else _fault_parent(row))
 
     def played(self, res: dict) -> Outcome:
         """A unit's result from a rollout lane (with its verdict when the run is graded)."""

@@ -6,23 +6,42 @@ say; each is tested alone (``tests/unit/test_driver_loop.py``).
 """
 from __future__ import annotations
 
-__all__ = ["stop_reason", "pick_lane", "may_decide", "wait_s", "chunk_limit", "decide_target", "WAIT_S"]
+from ..search.clock import DRAINING, OVER, RUNNING
+
+__all__ = ["stop_reason", "pick_lane", "may_decide", "may_start", "wait_s", "chunk_limit", "decide_target",
+           "local_deadline", "WAIT_S"]
 
 WAIT_S = 0.5            # the longest the loop waits for a result before it looks at the clock again
 
 
-def stop_reason(planner_reason: str | None, clock_ran_out: bool, inflight: int, judging: int) -> str | None:
-    """Why the run stops now, or None.
+def stop_reason(planner_reason: str | None, clock: str, inflight: int, judging: int) -> str | None:
+    """Why the run stops now, or None. ``clock`` is the run clock's phase (``search/clock.py``).
 
-    The clock (``time_budget=``) stops it at once. So does any reason of the planner's but the
-    budget: ``budget`` means every landed row is counted but units may still be in flight or being
-    judged, and those are waited for (they are part of the budget; a re-roll frees its slot)."""
-    reason = "time_budget" if clock_ran_out else planner_reason
-    if reason is None:
+    Past the deadline (``DRAINING``) nothing new starts and the planner's reasons no longer
+    matter: the run stops on ``time_budget`` as soon as nothing is in flight or being judged, and
+    at ``deadline + timeout`` (``OVER``) whatever is still out is cut. Before it, any reason of
+    the planner's stops the run at once but the budget: ``budget`` means every landed row is
+    counted but units may still be in flight or being judged, and those are waited for (they are
+    part of the budget; a re-roll frees its slot)."""
+    if clock == OVER or (clock == DRAINING and not inflight and not judging):
+        return "time_budget"
+    if clock == DRAINING or planner_reason is None:
         return None
-    if reason == "budget" and (inflight or judging):
+    if planner_reason == "budget" and (inflight or judging):
         return None
-    return reason
+    return planner_reason
+
+
+def may_start(clock: str) -> bool:
+    """Whether new work may start: deciding, dispatching, trying a suspect alone. Only while the
+    clock runs; past the deadline only what is already out may land."""
+    return clock == RUNNING
+
+
+def local_deadline(deadline_at: float | None, wall_now: float, now: float) -> float | None:
+    """A wall-clock deadline (``JobSpec.deadline_at``, ``time.time()``) as an instant of the
+    loop's own clock, whose reading is ``now`` while the wall clock reads ``wall_now``."""
+    return None if deadline_at is None else now + (deadline_at - wall_now)
 
 
 def pick_lane(load: list[int], limit: int) -> int | None:
@@ -57,8 +76,9 @@ def may_decide(reproducible: bool, book_allows: bool, queued: int, inflight: int
     return queued + inflight < target
 
 
-def wait_s(now: float, deadline: float | None, longest: float = WAIT_S) -> float:
-    """How long the loop may wait for the next result: at most ``longest``, never past the deadline."""
-    if deadline is None:
+def wait_s(now: float, edge: float | None, longest: float = WAIT_S) -> float:
+    """How long the loop may wait for the next result: at most ``longest``, never past the clock's
+    next edge (the deadline, then the deadline plus the grace: ``RunClock.edge()``)."""
+    if edge is None:
         return longest
-    return max(0.0, min(longest, deadline - now))
+    return max(0.0, min(longest, edge - now))

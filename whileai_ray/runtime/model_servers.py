@@ -1,4 +1,4 @@
-"""Model servers as Ray actors: vLLM (or a stand-in) on GPU nodes, one replica per bundle.
+"""Model servers as Ray actors: vLLM or llama.cpp (or a stand-in), one replica per bundle.
 
 ::
 
@@ -14,8 +14,14 @@ node's IP (the actor holds the bundle's GPUs, so the server sees exactly those t
 ``CUDA_VISIBLE_DEVICES``). ``start()`` waits until every replica answers ``GET /v1/models``
 and returns their base URLs; a replica that exits or stays silent past ``health_timeout_s``
 fails the start with a RuntimeError naming it and showing its last log lines, and the others
-are stopped. ``stop()`` kills the servers (whole process groups) and frees the placement
-group; the context manager calls it.
+are stopped. A server that dies later is restarted on the same host and port by its actor (up
+to ``max_restarts`` times, see ``server_actor.py``); the rollouts it was playing fail and are
+re-rolled, and ``status()`` shows each replica's pid, health and restarts. ``stop()`` kills the
+servers (whole process groups) and frees the placement group; the context manager calls it.
+
+Kinds (``command=``): ``"vllm"`` (GPU), ``"llama_cpp"`` (a GGUF file served by
+``python -m llama_cpp.server``: runs on CPU, ``gpus_per_replica=0``, or offloads every layer to
+the bundle's GPUs), ``"scripted"`` (the project's stand-in) or an argv list.
 
 Placement is checked before waiting: when no node of the running cluster has the resources
 of one bundle (or the cluster as a whole cannot hold them all), the start fails at once with
@@ -28,7 +34,6 @@ which waits up to ``placement_timeout_s``.
 from __future__ import annotations
 
 import os
-import socket
 
 import ray
 from ray.exceptions import GetTimeoutError
@@ -36,60 +41,21 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from ..agents.routing import MultiEndpoint
-from .server_process import ServerProcess, server_command
+from .server_actor import ServerActor
+from .server_process import server_command
 
 __all__ = ["ModelServers", "ServerActor"]
 
 _STRATEGIES = ("SPREAD", "PACK", "STRICT_SPREAD", "STRICT_PACK")
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-class ServerActor:
-    """Runs on one bundle: launches one server, waits for health, stops it (a plain class;
-    :class:`ModelServers` makes it remote)."""
-
-    def __init__(self, index: int, replicas: int):
-        self.label = f"replica {index} of {replicas}"
-        self.server: ServerProcess | None = None
-
-    def start(self, command, model: str, port: int | None, node_ip: str | None, gpus: float,
-              extra_args, health_timeout_s: float) -> dict:
-        """Launch and wait; ``{"url", "pid", "node_ip"}`` or ``{"error": message}``."""
-        host = node_ip or ray.util.get_node_ip_address()
-        try:
-            port = port or _free_port(host)
-            argv = server_command(command, model, host, port, gpus, extra_args)
-            env = dict(os.environ)
-            if command == "scripted":   # the stand-in must import whileai_ray wherever the actor runs
-                root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-                env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-            self.server = ServerProcess(argv, host, port, self.label, env)
-            self.server.launch()
-            self.server.wait_healthy(health_timeout_s)
-        except Exception as exc:   # returned, not raised: the caller shows one clean message
-            if self.server is not None:
-                self.server.stop(grace_s=5)
-            return {"error": str(exc) if isinstance(exc, RuntimeError) else
-                    f"model server {self.label} could not start: {type(exc).__name__}: {exc}"}
-        return {"url": self.server.base_url, "pid": self.server.pid, "node_ip": host}
-
-    def healthy(self) -> bool:
-        return self.server is not None and self.server.proc.poll() is None and self.server.healthy()
-
-    def stop(self) -> int | None:
-        return self.server.stop() if self.server is not None else None
-
-
 class ModelServers:
     """``replicas`` OpenAI-compatible servers of ``model`` on Ray; see the module docstring.
 
-    ``command``: ``"vllm"``, ``"scripted"`` (CPU stand-in, use ``gpus_per_replica=0``) or an argv
-    list with ``{model}``/``{host}``/``{port}``/``{gpus}``. ``port_base``: replica i listens on
+    ``command``: ``"vllm"``, ``"llama_cpp"`` (``model`` is a GGUF path on the replica's node; the
+    served name is ``--model_alias`` from ``extra_args``, else the path), ``"scripted"`` (CPU
+    stand-in, use ``gpus_per_replica=0``) or an argv list with ``{model}``/``{host}``/``{port}``/
+    ``{gpus}``. ``max_restarts``: how often a replica whose server died is started again. ``port_base``: replica i listens on
     ``port_base + i`` (default: a free port). ``node_ip``: bind address override (default: the
     IP of the node Ray put the replica on). ``extra_args`` go to every server's command line.
     """
@@ -97,7 +63,7 @@ class ModelServers:
     def __init__(self, model: str, replicas: int = 1, gpus_per_replica: float = 1, cpus_per_replica: float = 2,
                  port_base: int | None = None, command="vllm", extra_args=(), health_timeout_s: float = 600,
                  node_ip: str | None = None, strategy: str = "SPREAD", placement_timeout_s: float = 300,
-                 autoscaling: bool = False):
+                 autoscaling: bool = False, max_restarts: int = 3):
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"ModelServers(model=...) must be a model name or a local path; got {model!r}")
         if not isinstance(replicas, int) or replicas < 1:
@@ -105,7 +71,10 @@ class ModelServers:
         if gpus_per_replica < 0 or cpus_per_replica < 0:
             raise ValueError("gpus_per_replica and cpus_per_replica must be >= 0")
         if command == "vllm" and gpus_per_replica <= 0:
-            raise ValueError("command='vllm' needs gpus_per_replica >= 1 (use command='scripted' for a CPU stand-in)")
+            raise ValueError("command='vllm' needs gpus_per_replica >= 1 (use command='llama_cpp' with a GGUF "
+                             "file to serve on CPU, or command='scripted' for a CPU stand-in)")
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
+            raise ValueError(f"max_restarts must be an integer >= 0 (restarts per replica); got {max_restarts!r}")
         if strategy not in _STRATEGIES:
             raise ValueError(f"strategy must be one of {list(_STRATEGIES)}; got {strategy!r}")
         if port_base is not None and not (0 < int(port_base) and int(port_base) + replicas < 65536):
@@ -125,6 +94,7 @@ class ModelServers:
         self.strategy = strategy
         self.placement_timeout_s = float(placement_timeout_s)
         self.autoscaling = autoscaling
+        self.max_restarts = max_restarts
         self.urls: list[str] = []
         self.pids: list[int] = []
         self._pg = None
@@ -171,7 +141,7 @@ class ModelServers:
         self._actors = [remote.options(
             num_cpus=self.bundle.get("CPU", 0), num_gpus=self.bundle.get("GPU", 0), max_restarts=0,
             scheduling_strategy=PlacementGroupSchedulingStrategy(self._pg, placement_group_bundle_index=i),
-        ).remote(i, self.replicas) for i in range(self.replicas)]
+        ).remote(i, self.replicas, self.max_restarts) for i in range(self.replicas)]
         refs = [a.start.remote(self.command, self.model, self.port_base + i if self.port_base else None,
                                self.node_ip, self.gpus, self.extra_args, self.health_timeout_s)
                 for i, a in enumerate(self._actors)]
@@ -192,13 +162,20 @@ class ModelServers:
         """Whether each replica's process is alive and answers ``GET /v1/models`` now."""
         return ray.get([a.healthy.remote() for a in self._actors], timeout=30)
 
+    def status(self) -> list[dict]:
+        """Per replica: ``{"url", "pid", "alive", "healthy", "restarts", "errors", "log_tail"}``."""
+        states = ray.get([a.status.remote() for a in self._actors], timeout=30)
+        self.pids = [st["pid"] for st in states]
+        return [{"url": url, **st} for url, st in zip(self.urls, states)]
+
     def endpoint(self, served_model_name: str | None = None, affinity: str = "rollout"):
         """An ``agents.routing.MultiEndpoint`` over the started replicas (pass it as ``agent=``)."""
         if not self.urls:
             raise RuntimeError("ModelServers.endpoint() needs the servers started: call start() first")
         name = served_model_name
-        if name is None and "--served-model-name" in self.extra_args:
-            name = self.extra_args[self.extra_args.index("--served-model-name") + 1]
+        for flag in ("--served-model-name", "--model_alias"):       # vLLM's, llama_cpp.server's
+            if name is None and flag in self.extra_args[:-1]:
+                name = self.extra_args[self.extra_args.index(flag) + 1]
         return MultiEndpoint(name or self.model, self.urls, affinity=affinity)
 
     def stop(self) -> None:

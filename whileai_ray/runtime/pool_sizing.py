@@ -23,7 +23,10 @@ when given. Otherwise the pool fits the cluster, up to ``concurrency`` actors in
   node that has CPUs, more only past 64 slots an actor for a model, 2048 for an async agent).
 
 Every node that has CPUs gets at least one actor (while ``concurrency`` allows), and the slots
-(``concurrency``) are shared out evenly. No Ray here: ``run.py`` reads the cluster.
+(``concurrency``) are shared out evenly. An actor that asks for resources of its own
+(``advanced={"ray": {"num_gpus": 1}}`` for a class that loads weights in ``__init__``, or
+``num_cpus``) gets no more actors than the cluster holds of them (at least one). No Ray here:
+``run.py`` reads the cluster.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ class ClusterView:
     process is on the only node (a local Ray, or one machine)."""
     nodes: dict = field(default_factory=dict)   # node id -> CPUs (alive nodes only)
     caller_on_only_node: bool = False
+    gpus: float = 0.0                           # GPUs of the alive nodes, all together
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,11 @@ def plan_pools(spec, cluster: ClusterView, home: frozenset = frozenset()) -> Poo
     judges_where = "caller" if at_home and graded and spec.grader_is_callers and "grader" in home else "actors"
     if at_home and home & {"agent", "execute"}:
         return PoolPlan("caller", 1, max(1, spec.concurrency), judges_where, cpu_nodes, graded)
-    n, per = _sizes(spec, cpu_nodes)
+    n, per = _sizes(spec, cpu_nodes, cluster.gpus)
     return PoolPlan("actors", n, per, judges_where, cpu_nodes, graded)
 
 
-def _sizes(spec, cpu_nodes: tuple) -> tuple[int, int]:
+def _sizes(spec, cpu_nodes: tuple, gpus: float = 0.0) -> tuple[int, int]:
     concurrency = max(1, int(spec.concurrency))
     n, per = int(spec.rollout_actors or 0), int(spec.concurrency_per_actor or 0)
     if not n:
@@ -78,8 +82,17 @@ def _sizes(spec, cpu_nodes: tuple) -> tuple[int, int]:
             n = max(math.ceil(concurrency / slots), len(cpu_nodes))
             if spec.agent_form == "sync":
                 n = max(n, int(sum(c for _, c in cpu_nodes)))
-            n = min(n, concurrency)
+            n = min(n, concurrency, _fit(spec.actor_options, sum(c for _, c in cpu_nodes), gpus))
     n = max(1, n)
     if not per:
         per = max(1, math.ceil(concurrency / n))
     return n, per
+
+
+def _fit(options: dict, cpus: float, gpus: float) -> int:
+    """How many actors the cluster holds when each asks ``options`` (num_cpus, num_gpus); at least 1."""
+    fits = []
+    for asked, have in ((options.get("num_cpus"), cpus), (options.get("num_gpus"), gpus)):
+        if asked and float(asked) > 0:
+            fits.append(max(1, int(have // float(asked))))
+    return min(fits) if fits else 10**9

@@ -4,8 +4,12 @@ A plain class: a rollout pool makes it a Ray actor (``actor_pool.py``), and the 
 pool (``caller_player.py``) runs the very same class in the caller's process. It asks Ray only
 for the name of its node, and only when it was not told one.
 
-A callable agent runs in a thread executor (never on the event loop), one thread per
-concurrent rollout, under a semaphore sized ``concurrency``. The driver sends more units
+The agent comes in three forms (``agents/forms.py``). A class is built here, once per lane (a
+model loaded or a client opened in its ``__init__``), then its instance is called per rollout.
+An ``async def`` agent (or a class whose ``__call__`` is one) is awaited on this loop, one task
+per rollout: no thread, no new loop, one shared client, thousands in flight. A plain callable
+runs in a thread executor (never on the event loop), one thread per concurrent rollout (made on
+first use), under a semaphore sized ``concurrency``. The driver sends more units
 than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
 instead of waiting for the driver's next round trip. An agent call that runs past
 ``timeout`` is cut: the unit comes back as an agent error marked timed out (the thread
@@ -25,13 +29,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..agents.callable import agent_error
-from ..agents.play_callable import play_callable_unit
+from ..agents.forms import RoleBuildError, build_role, is_async_callable
+from ..agents.play_callable import play_async_unit, play_callable_unit
 from ..agents.play_model import play_model_row
 from ..agents.routing import EndpointClients
 from ..agents.row_builder import build_row
 from ..core.rows import stored_row
 from ..core.strict_json import dumps
+from ..store.shards import ShardWriter, check_probe
 from .chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
+from .dataplane import pack
 from .metrics import run_metrics
 
 FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
@@ -40,8 +47,16 @@ FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied"
 class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
                  timeout: float | None = None, judge_timeout: float | None = None, model=None,
-                 metrics: dict | None = None, node_id: str | None = None):
+                 metrics: dict | None = None, node_id: str | None = None, shards: str | None = None,
+                 deadline_at: float | None = None):
+        self.build_error: RoleBuildError | None = None
+        try:                                  # a class form is built here, once per lane
+            agent = build_role(agent, "agent")
+            execute = build_role(execute, "execute")
+        except RoleBuildError as exc:
+            self.build_error = exc
         self.agent = agent
+        self.is_async = model is None and self.build_error is None and is_async_callable(agent)
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
         if model is not None:                 # one client per endpoint per actor, sticky per rollout
@@ -52,29 +67,63 @@ class RolloutWorker:
         self.grader = grader
         self.timeout = timeout
         self.judge_timeout = judge_timeout
-        self.sem = asyncio.Semaphore(max(1, int(concurrency)))
-        self.pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)) + 8,
-                                       thread_name_prefix="rollout")
+        self.slots = max(1, int(concurrency))
+        self.sem = asyncio.Semaphore(self.slots)
+        self._pool: ThreadPoolExecutor | None = None   # sync agents only; made on first use
         self.node_id = node_id or _ray_node_id()
+        self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
         self.metrics = run_metrics(metrics)
+        self.shards = ShardWriter(shards) if shards else None    # shared storage: rows go there (dataplane.py)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """One thread per slot (plus headroom for calls past their timeout that run on)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.slots + 8, thread_name_prefix="rollout")
+        return self._pool
+
+    def shutdown(self) -> None:
+        """Drop the rollouts still queued on the threads (only a sync agent's threads were made)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def ping(self) -> str:
+        if self.build_error is not None:      # a class whose __init__ raised: said once, at start
+            raise self.build_error
+        if self.shards is not None:          # every actor sees the Driver's folder, or the run stops here
+            check_probe(self.shards.folder, self.meta.run_id, self.node_id)
         return self.node_id
 
-    async def run_chunk(self, units: list) -> list[dict]:
-        results = list(await asyncio.gather(*(self._one(u) for u in units)))
-        self.metrics.rollout_seconds([r["seconds"] for r in results])    # metrics: once per chunk
+    async def run_chunk(self, units: list) -> list[dict] | bytes:
+        """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
+        started comes back ``{"skipped": True}`` unplayed (search/clock.py). On shared storage the
+        rows go to a shard and the Driver gets keys and outcomes (dataplane.py)."""
+        results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
+        self.metrics.rollout_seconds([r["seconds"] for r in results if "seconds" in r])    # metrics: once per chunk
+        if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
+            return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
 
-    async def _one(self, unit) -> dict:
+    def flush_shards(self) -> str | None:
+        """The run is over: write the Parquet rows still buffered; returns the writer's token."""
+        return self.shards.flush() if self.shards is not None else None
+
+    async def _one(self, unit, deadline_at: float | None = None) -> dict:
         loop = asyncio.get_running_loop()
         async with self.sem:
+            if deadline_at is not None and time.time() >= deadline_at:
+                return {"unit": unit, "row": None, "skipped": True}
             t0 = time.monotonic()
             try:
                 if self.model is not None:
                     client, user_client = self.clients.for_unit(unit)
                     row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
+                    problem = storable_problem(row)
+                elif self.build_error is not None:
+                    row, problem = build_row(unit, agent_error(self.build_error), self.meta), None
+                elif self.is_async:
+                    row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
                     problem = storable_problem(row)
                 else:
                     fut = loop.run_in_executor(self.pool, _play_checked, self.agent, unit, self.meta, self.execute)

@@ -1,28 +1,36 @@
 """The caller's side of a run: start or join Ray, size the pools, start the Driver actor on this
-node (and, when the callables stay at home, the caller's own pool), relay the Driver's progress
-to the logger and ``on_progress``, and return the ``RunResult`` it produced."""
+node, or take the one this process's last run left warm (``warm_pools.py``), and, when the
+callables stay at home, the caller's own pool; relay the Driver's progress to the logger and
+``on_progress``, and return the ``RunResult`` it produced."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import sys
+import itertools
 import time
 
 import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from .actor_pool import rollout_pool
 from .caller_player import CallerPlayer
 from .caller_watch import CALLER_GONE
 from .checkpoint_guard import clear_checkpoint
 from .cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
-from .driver_actor import DriverWorker
+from .dataplane import with_full_rows
+from .driver_host import DriverHost, RunHandle
 from .job_spec import JobSpec
-from .pool_sizing import PoolPlan, plan_pools
+from .pool_sizing import ClusterView, PoolPlan, plan_pools
 from .run_result import RunResult
 from .stay_home import why_home
+from .travel import travel_message, unpicklable_path
+from .warm_pools import Warm, checkin, checkout, claimed, discard, holds_resources, pool_key, session
 
 POLL_S = 0.2
+_TOKENS = itertools.count(1)
 
 
 def _ship_user_code_by_value(*objs) -> None:
@@ -30,6 +38,8 @@ def _ship_user_code_by_value(*objs) -> None:
     module that Ray's workers cannot import; pickle such modules by value so the workers get
     the code itself. Installed packages (site-packages) and whileai_ray stay by reference."""
     for obj in objs:
+        while isinstance(obj, functools.partial):      # functools.partial(MyAgent, ...): ship MyAgent's module
+            obj = obj.func
         if obj is None:
             continue
         for name in {getattr(obj, "__module__", None), getattr(type(obj), "__module__", None)}:
@@ -61,82 +71,106 @@ def kept_home(spec: JobSpec) -> frozenset:
     return frozenset(role for role, obj in spec.callables().items() if why_home(obj, cloudpickle.dumps))
 
 
+def _why_they_travel(spec: JobSpec, cluster: ClusterView) -> str:
+    if len(cluster.nodes) > 1:
+        return f"this Ray cluster has {len(cluster.nodes)} nodes, and the actors run on them"
+    if not cluster.caller_on_only_node:
+        return "this process is not on the Ray node that runs the actors"
+    return "advanced={'ray': {...}} asks for rollout actors, which are other processes"
+
+
+def refuse_what_cannot_travel(spec: JobSpec, cluster: ClusterView) -> None:
+    """TypeError (under 15 lines: which object, the two fixes) when a callable of ``spec`` -- the
+    Driver's spec, whose callables all play on actors -- does not pickle. Raised before the Driver
+    starts: no checkpoint opened, no situation written, no rollout played."""
+    for role, obj in spec.callables().items():
+        found = unpicklable_path(obj, cloudpickle.dumps, role)
+        if found is not None:
+            steps, error = found
+            raise TypeError(travel_message(role, steps, error, _why_they_travel(spec, cluster)))
+
+
 def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot.
 
     The Driver is polled every ``POLL_S`` whether or not anyone listens: the polls are how it
     knows its caller is still there (``caller_watch.py``). A checkpoint another live run writes
     is refused, and one an orphaned Driver still holds is cleared first (``checkpoint_guard.py``).
+    The Driver actor and the rollout actors of this process's last run are reused when they fit
+    (``warm_pools.py``); otherwise they start here side by side, each in its own process.
     """
     ensure_ray()
     cluster = cluster_view()
     plan = plan_pools(spec, cluster, kept_home(spec) if cluster.caller_on_only_node else frozenset())
     driver_spec = _for_the_driver(spec, plan)
     _ship_user_code_by_value(driver_spec.agent, driver_spec.grader, driver_spec.execute)
+    refuse_what_cannot_travel(driver_spec, cluster)   # what must travel and cannot: a short error, now
     cleared = clear_checkpoint(spec.checkpoint)
     here = local_node_id()
-    driver_started = time.monotonic()
-    driver = _start_driver(driver_spec, plan, here)
-    player = None
-    if plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
-        player = CallerPlayer(driver, spec, plan, here).start()
-    try:
-        done_ref = driver.run.remote()
-        while True:
-            ready, _ = ray.wait([done_ref], timeout=POLL_S)
-            try:
-                snap = ray.get(driver.poll.remote(), timeout=30)
-                if on_snapshot is not None:
-                    on_snapshot(snap)
-            except ray.exceptions.GetTimeoutError:
-                pass
-            if ready:
-                try:
-                    result = dataclasses.replace(ray.get(done_ref), driver_started_at=driver_started,
-                                                 orphan_cleared=cleared or None)
-                    if result.stopped_because == CALLER_GONE:
-                        raise RuntimeError(
-                            f"the Driver of run {spec.run_id!r} stopped because {result.errors[-1]}: this "
-                            "process was not polling it. The rows that landed are in the checkpoint; call "
-                            "simulate() again with the same checkpoint= to resume.")
-                    return result
-                except ray.exceptions.RayTaskError as exc:
-                    cause = getattr(exc, "cause", None)
-                    if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping
-                        raise cause from None
-                    raise
-            if player is not None and player.error is not None:   # it ends by itself only when the loop does
-                raise RuntimeError(f"the caller's rollout pool stopped before the run ended: "
-                                   f"{type(player.error).__name__}: {player.error}") from player.error
-    finally:
-        if player is not None:
-            player.stop()
+    key = pool_key(driver_spec, plan, cloudpickle.dumps)
+    with claimed(spec.run_id):
+        driver_started, started_wall = time.monotonic(), time.time()
+        warm = checkout() or Warm(_start_host(here), session())
+        prebuilt = None
+        if plan.where == "actors" and (key is None or key != warm.key):
+            prebuilt = rollout_pool(driver_spec, plan).placed()   # they start beside the Driver, not after it
+            warm.owned, warm.key = [a for a, _ in prebuilt], key
+        token = f"{spec.run_id}/{next(_TOKENS)}"       # this call's name for its run on the host
+        driver, ok = RunHandle(warm.host, token), False
+        player = None
         try:
-            ray.kill(driver)
-        except Exception:
-            pass
+            done_ref = warm.host.run.remote(token, driver_spec, plan, here, key, prebuilt)
+            if plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
+                player = CallerPlayer(driver, spec, plan, here).start()
+            result, t0_wall = _wait(driver, done_ref, player, on_snapshot)
+            ok = result.stopped_because != CALLER_GONE
+            result = dataclasses.replace(result, driver_started_at=driver_started + max(0.0, t0_wall - started_wall),
+                                         orphan_cleared=cleared or None)
+            result = with_full_rows(result, spec.shards, spec.checkpoint)    # shared storage: rows read here
+            if not ok:
+                raise RuntimeError(
+                    f"the Driver of run {spec.run_id!r} stopped because {result.errors[-1]}: this "
+                    "process was not polling it. The rows that landed are in the checkpoint; call "
+                    "simulate() again with the same checkpoint= to resume.")
+            return result
+        finally:
+            if player is not None:
+                player.stop()
+            if ok:
+                checkin(warm, keep_actors=not holds_resources(spec))
+            else:
+                discard(warm)
 
 
-def _start_driver(spec: JobSpec, plan: PoolPlan, here: str, wait_s: float = 60.0):
-    """The Driver actor, named by the run id so a notebook can reattach to it. A name still
-    held by a run that just died (its job was stopped) frees within seconds; a live run with
-    the same id is an error, since two runs would share one checkpoint."""
-    driver_cls = ray.remote(DriverWorker)
-    deadline = time.monotonic() + wait_s
+def _wait(driver, done_ref, player, on_snapshot):
+    """Poll the Driver until its run is over; what ``DriverHost.run`` returned."""
     while True:
+        ready, _ = ray.wait([done_ref], timeout=POLL_S)
         try:
-            return driver_cls.options(
-                name=spec.run_id, namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
-            ).remote(spec, plan, here)
-        except ValueError as exc:
-            if "already" not in str(exc) or time.monotonic() > deadline:
-                raise RuntimeError(f"a run named {spec.run_id!r} is already running in this Ray cluster; "
-                                   "wait for it to finish or pass another advanced={'run_id': ...}") from None
-            time.sleep(0.5)
+            snap = ray.get(driver.poll.remote(), timeout=30)
+            if on_snapshot is not None:
+                on_snapshot(snap)
+        except ray.exceptions.GetTimeoutError:
+            pass
+        if ready:
+            try:
+                return ray.get(done_ref)
+            except ray.exceptions.RayTaskError as exc:
+                cause = getattr(exc, "cause", None)
+                while isinstance(cause, ray.exceptions.RayTaskError) and isinstance(
+                        getattr(cause, "cause", None), Exception):
+                    cause = cause.cause              # an actor's error the Driver passed on
+                if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping
+                    raise cause from None
+                raise
+        if player is not None and player.error is not None:   # it ends by itself only when the loop does
+            raise RuntimeError(f"the caller's rollout pool stopped before the run ended: "
+                               f"{type(player.error).__name__}: {player.error}") from player.error
 
 
-def attach(run_id: str):
-    """The Driver actor of a running job, by run id (for a notebook that reattaches)."""
-    ensure_ray()
-    return ray.get_actor(run_id, namespace=NAMESPACE)
+def _start_host(here: str):
+    """A Driver actor (``driver_host.py``) on this node: it plays this run and, kept by
+    ``warm_pools.py``, the next ones. Owned by this process (never detached): it ends with it."""
+    return ray.remote(DriverHost).options(
+        namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)).remote()

@@ -44,8 +44,11 @@ class RunResult:
     actor_nodes: list = field(default_factory=list)
     stuck_units: dict = field(default_factory=dict)      # unit key -> seconds in flight past the watchdog
     writer: dict | None = None                  # the situation writer's counts (an LLM writer)
+    clock: dict | None = None                   # how a time_budget stop landed: RunClock.summary() (search/clock.py)
     driver_started_at: float = 0.0              # caller's monotonic clock when the Driver was started
     resumed_count: int = 0                      # rows settled from the checkpoint (leftovers included)
+    data_plane: dict | None = None              # shared storage: bytes through the Driver (dataplane.py)
+    warm: dict = field(default_factory=dict)    # Driver and rollout actors started or reused (driver_host.py)
 
 
 def merge_results(results: list[RunResult]) -> RunResult:

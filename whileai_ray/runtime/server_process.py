@@ -7,9 +7,12 @@ whole group on :meth:`stop` (vLLM forks engine processes; killing only the paren
 memory). On Linux the server also gets SIGTERM if the process that started it dies, so a
 killed actor does not leave a server holding a GPU.
 
-Commands: ``"vllm"`` (``python -m vllm.entrypoints.openai.api_server``), ``"scripted"`` (the
-project's scripted server, a CPU stand-in for tests), or a list of strings with ``{model}``,
-``{host}``, ``{port}`` and ``{gpus}`` placeholders for anything else (SGLang, llama.cpp).
+Commands: ``"vllm"`` (``python -m vllm.entrypoints.openai.api_server``), ``"llama_cpp"``
+(``python -m llama_cpp.server`` from ``llama-cpp-python[server]``: a GGUF file on CPU, or with
+every layer offloaded when the replica has GPUs; the same OpenAI protocol vLLM speaks, and what
+the project's lifecycle tests run for real on CPU), ``"scripted"`` (the project's scripted
+server, a CPU stand-in for tests), or a list of strings with ``{model}``, ``{host}``, ``{port}``
+and ``{gpus}`` placeholders for anything else (SGLang, llama.cpp's own ``llama-server``).
 """
 from __future__ import annotations
 
@@ -41,12 +44,17 @@ def server_command(command, model: str, host: str, port: int, gpus: float, extra
         if gpus and int(gpus) > 1 and "--tensor-parallel-size" not in extra:
             argv += ["--tensor-parallel-size", str(int(gpus))]
         return argv + extra
+    if command == "llama_cpp":
+        argv = [sys.executable, "-m", "llama_cpp.server", "--model", model, "--host", host, "--port", str(port)]
+        if gpus and "--n_gpu_layers" not in extra:
+            argv += ["--n_gpu_layers", "-1"]          # every layer on the replica's GPUs
+        return argv + extra
     if command == "scripted":
         return [sys.executable, "-c", _SCRIPTED_LAUNCH, host, "--port", str(port), "--model", model] + extra
     if isinstance(command, (list, tuple)) and command and all(isinstance(a, str) for a in command):
         fields = {"model": model, "host": host, "port": port, "gpus": gpus}
         return [a.format(**fields) for a in command] + extra
-    raise ValueError(f"command must be 'vllm', 'scripted' or a list of strings with {{model}}, {{host}}, "
+    raise ValueError(f"command must be 'vllm', 'llama_cpp', 'scripted' or a list of strings with {{model}}, {{host}}, "
                      f"{{port}} placeholders; got {command!r}")
 
 

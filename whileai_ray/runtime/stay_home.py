@@ -17,7 +17,8 @@ by design: keyed and deterministic, they hold nothing of the caller's, so they t
 
 :func:`why_home` names the first reason, or None when the callable may travel. ``pool_sizing``
 keeps a role's pool in the caller's process when its callable must stay home and the Ray has one
-node (on a cluster every callable travels; one that does not pickle is refused before the run).
+node (on a cluster every callable travels; one that does not pickle is refused before the run,
+in a few lines naming the object that holds it: ``travel.py``).
 Only the callable's *own* references are looked at, not those of the functions it calls: a
 module-level agent that calls a stateful helper travels (the helper's state is copied along).
 
@@ -28,7 +29,9 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
+
+from .travel import code_names
 
 __all__ = ["why_home", "ROLES"]
 
@@ -36,13 +39,6 @@ ROLES = ("agent", "execute", "grader")
 _CONSTANTS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
 _CODE = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
          types.WrapperDescriptorType, type, staticmethod, classmethod, property, functools.partial)
-
-
-def _names(code: types.CodeType) -> Iterator[str]:
-    yield from code.co_names
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _names(const)
 
 
 def _ours(value: Any) -> bool:
@@ -66,7 +62,7 @@ def _function_data(fn: types.FunctionType) -> str | None:
             continue
         if _is_data(value):
             return f"it closes over {name!r} ({type(value).__name__})"
-    for name in dict.fromkeys(_names(fn.__code__)):
+    for name in dict.fromkeys(code_names(fn.__code__)):
         if name in fn.__globals__ and _is_data(fn.__globals__[name]):
             return f"it uses the global {name!r} ({type(fn.__globals__[name]).__name__})"
     for value in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()):

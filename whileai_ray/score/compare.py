@@ -1,6 +1,6 @@
 """Is run B different from run A? Paired by task, with a bootstrap interval.
 
-``compare_runs(a, b, metric)`` reduces each run to one value per task (``scenario_id``,
+``compare_runs(a, b, metric="pass_at_1")`` reduces each run to one value per task (``scenario_id``,
 else ``task_id``, else prompt), keeps the tasks both runs have, and bootstraps the mean of
 the per-task differences (B - A). Tasks only one side has are counted and dropped; with no
 shared task at all it falls back to an unpaired bootstrap and says so. Pin the task set
@@ -55,12 +55,12 @@ def _p_value(means: np.ndarray) -> float:
     return min(1.0, 2.0 * (min(below, above) + 1) / (len(means) + 1))
 
 
-def _unpaired_means(xa: list, xb: list, seed: int) -> np.ndarray:
+def _unpaired_means(xa: list, xb: list, seed: int, n_boot: int = RESAMPLES) -> np.ndarray:
     """Sorted differences of resampled means (B - A), each side resampled on its own."""
     rng = np.random.default_rng(seed)
     a, b = np.asarray(xa, dtype=float), np.asarray(xb, dtype=float)
-    ma = a[rng.integers(0, len(a), size=(RESAMPLES, len(a)))].mean(axis=1)
-    mb = b[rng.integers(0, len(b), size=(RESAMPLES, len(b)))].mean(axis=1)
+    ma = a[rng.integers(0, len(a), size=(n_boot, len(a)))].mean(axis=1)
+    mb = b[rng.integers(0, len(b), size=(n_boot, len(b)))].mean(axis=1)
     return np.sort(mb - ma)
 
 
@@ -74,10 +74,19 @@ def _verdict(ci) -> str:
     return "no_difference_detected"
 
 
-def compare_runs(a, b, metric="reward", *, level: float = 0.95, seed: int = 0) -> dict:
-    """Paired-by-task bootstrap comparison of ``metric`` between row sets ``a`` and ``b``."""
+def compare_runs(a, b, *, metric="pass_at_1", n_boot: int = RESAMPLES, seed: int = 0, min_paired: int = 5,
+                 level: float = 0.95) -> dict:
+    """Paired-by-task bootstrap comparison of ``metric`` between row sets ``a`` and ``b``.
+
+    ``metric``: ``"pass_at_1"`` (the default: binary rewards, the pass rate the docs compare),
+    ``"reward"``, ``"marker:<name>"`` or a callable row -> number. ``n_boot`` resamples, seeded by
+    ``seed``; an interval needs at least ``min_paired`` tasks (each side, when unpaired).
+    """
     if not 0 < level < 1:
         raise ValueError(f"compare_runs: level must be in (0, 1), e.g. 0.95, got {level!r}")
+    for name, value, low in (("n_boot", n_boot, 100), ("min_paired", min_paired, 2)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"compare_runs: {name} is an int >= {low}; got {value!r}")
     va, vb = task_values(a, metric), task_values(b, metric)
     shared = sorted(set(va) & set(vb))
     union = set(va) | set(vb)
@@ -90,19 +99,19 @@ def compare_runs(a, b, metric="reward", *, level: float = 0.95, seed: int = 0) -
         xa, xb = [va[t] for t in shared], [vb[t] for t in shared]
         diffs = [y - x for x, y in zip(xa, xb)]
         n_used = len(shared)
-        if n_used >= 3:
+        if n_used >= min_paired:
             if all(d == diffs[0] for d in diffs):
-                means = np.full(RESAMPLES, diffs[0])
+                means = np.full(n_boot, diffs[0])
             else:
-                means = bootstrap_means(diffs, RESAMPLES, seed)
-            lo_i = tail_index(n_used, RESAMPLES, level)
-            ci, p = (float(means[lo_i]), float(means[RESAMPLES - 1 - lo_i])), _p_value(means)
+                means = bootstrap_means(diffs, n_boot, seed)
+            lo_i = tail_index(n_used, n_boot, level)
+            ci, p = (float(means[lo_i]), float(means[n_boot - 1 - lo_i])), _p_value(means)
     else:
         xa, xb = [va[t] for t in sorted(va)], [vb[t] for t in sorted(vb)]
         n_used = len(xa) + len(xb)
-        if min(len(xa), len(xb)) >= 3:
-            means = _unpaired_means(xa, xb, seed)
-            lo_i = tail_index(min(len(xa), len(xb)), RESAMPLES, level)
+        if min(len(xa), len(xb)) >= min_paired:
+            means = _unpaired_means(xa, xb, seed, n_boot)
+            lo_i = tail_index(min(len(xa), len(xb)), n_boot, level)
             ci, p = (float(means[lo_i]), float(means[RESAMPLES - 1 - lo_i])), _p_value(means)
     mean_a = math.fsum(xa) / len(xa) if xa else None
     mean_b = math.fsum(xb) / len(xb) if xb else None
@@ -120,7 +129,7 @@ def compare_runs(a, b, metric="reward", *, level: float = 0.95, seed: int = 0) -
             note += (f"; dropped {out['n_only_a']} only in a and {out['n_only_b']} only in b "
                      f"(pin the task set with simulate(tasks=...) to keep them)")
     if ci is None and union:
-        note += "; fewer than 3 tasks: no interval"
+        note += f"; fewer than {min_paired} paired tasks: no interval (min_paired={min_paired})"
     out["note"] = note
     return out
 
@@ -128,7 +137,7 @@ def compare_runs(a, b, metric="reward", *, level: float = 0.95, seed: int = 0) -
 @dataclass
 class DeltaReport:
     verdict: str                       # IMPROVED / REGRESSED / NO DIFFERENCE / UNCONFIRMED ... / TOO FEW TASKS
-    main: dict                         # compare_runs(before, after, "pass_at_1")
+    main: dict                         # compare_runs(before, after, metric="pass_at_1")
     markers: dict = field(default_factory=dict)   # marker name -> compare_runs dict
     run_std: float | None = None
     noise_band: float | None = None
@@ -172,8 +181,8 @@ def _marker_names(rows) -> set:
 def delta_report(before, after, *, level: float = 0.95) -> DeltaReport:
     """Before/after verdict on pass@1 and shared markers, with noise band, power and ceiling checks."""
     rows_a, rows_b = as_rows(before), as_rows(after)
-    main = compare_runs(rows_a, rows_b, "pass_at_1", level=level)
-    markers = {name: compare_runs(rows_a, rows_b, f"marker:{name}", level=level)
+    main = compare_runs(rows_a, rows_b, metric="pass_at_1", min_paired=3, level=level)
+    markers = {name: compare_runs(rows_a, rows_b, metric=f"marker:{name}", min_paired=3, level=level)
                for name in sorted(_marker_names(rows_a) & _marker_names(rows_b))}
     report = DeltaReport(verdict="NO DIFFERENCE", main=main, markers=markers)
     runs_a, runs_b = len(split_runs(rows_a)), len(split_runs(rows_b))

@@ -9,13 +9,15 @@ wherever it runs. ``grade_in_place`` scores a run's trajectories on a thread poo
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from ..core.rows import export_row
 from .judging import apply_verdict, judge_name, normalize_judge_result
 
-__all__ = ["call_grader", "grade_in_place", "grade_batch", "fresh_scoring_run_id"]
+__all__ = ["call_grader", "call_grader_async", "grade_in_place", "grade_batch", "fresh_scoring_run_id"]
 
 
 def fresh_scoring_run_id() -> str:
@@ -28,12 +30,45 @@ def call_grader(grader, row: dict, *, internal: bool | None = None, transform=No
 
     ``internal``: pass ``row`` as it is (True), its exported form (False), or ask the grader
     (None: its ``wants_internal_row`` attribute). ``transform`` maps the raw answer before it
-    is normalized (``grade(scale=...)``).
+    is normalized (``grade(scale=...)``). An ``async def`` grader called here (after a run, in a
+    thread) is run to its end on a loop of its own; the judge actor awaits one on its own loop
+    instead (:func:`call_grader_async`).
     """
+    try:
+        raw = grader(_grader_input(grader, row, internal))
+        if inspect.isawaitable(raw):
+            raw = asyncio.run(_awaited(raw))
+    except Exception as exc:  # marked on the row, never turned into a 0
+        return normalize_judge_result(exc)
+    return _verdict(raw, transform)
+
+
+async def call_grader_async(grader, row: dict, timeout: float | None = None) -> dict:
+    """:func:`call_grader` for an ``async def`` grader, awaited on the running loop (a judge
+    actor's, or the caller's pool's); past ``timeout`` seconds the verdict is a timeout error."""
+    try:
+        raw = grader(_grader_input(grader, row, None))
+        if inspect.isawaitable(raw):
+            raw = await (asyncio.wait_for(raw, timeout) if timeout else raw)
+    except asyncio.TimeoutError:
+        return normalize_judge_result(TimeoutError(f"the judge took longer than {timeout:g}s"))
+    except Exception as exc:
+        return normalize_judge_result(exc)
+    return _verdict(raw, None)
+
+
+def _grader_input(grader, row: dict, internal: bool | None) -> dict:
     if internal is None:
         internal = bool(getattr(grader, "wants_internal_row", False))
+    return row if internal else export_row(row)
+
+
+async def _awaited(awaitable):
+    return await awaitable
+
+
+def _verdict(raw, transform) -> dict:
     try:
-        raw = grader(row if internal else export_row(row))
         if transform is not None:
             raw = transform(raw)
         verdict = normalize_judge_result(raw)
@@ -48,7 +83,12 @@ def grade_in_place(data, grader, concurrency: int = 32) -> None:
     """Score every trajectory of ``data`` with ``grader`` on a thread pool, in place."""
     if not callable(grader):
         raise TypeError("grader= takes a callable row -> number | bool | {'reward': ..., 'reason': ...}")
-    grade_batch(data.trajectories, grader, judge_name(grader), fresh_scoring_run_id(), concurrency)
+    name, rows = judge_name(grader), data.trajectories
+    grade_batch(rows, grader, name, fresh_scoring_run_id(), concurrency)
+    from .grader_summary import arm_yield, grader_summary
+    data.arm_yield = arm_yield(rows)                  # which search arm found the failures
+    if isinstance(getattr(data, "search", None), dict):
+        data.search["grader"] = grader_summary(rows, name, in_loop=False)
 
 
 def grade_batch(rows: list, grader, name: str, run_id: str, concurrency: int = 32) -> None:

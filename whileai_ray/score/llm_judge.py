@@ -10,7 +10,10 @@ environment variable (see ``agents/backends.py``). With none of them, building a
 RuntimeError at once -- before any rollout or any budget is spent. A bare model name
 (``model="Qwen/Qwen3-8B"``) picks that model on the configured endpoint.
 
-The prompt and the reply parsing live in ``judge_prompt.py``. Without a rubric the judge grades
+The prompt and the reply parsing live in ``judge_prompt.py``. Each request asks for a
+schema-constrained verdict (``{"reward": 0|1, "reason", "markers"}``) in the dialect the endpoint
+speaks, learned on the first request (``agents/structured.py``); ``judge_meta["structured_output"]``
+records it (``"none"``: the server constrains nothing and the reply is parsed from free text). Without a rubric the judge grades
 the conduct floor only and says so. Every verdict carries ``judge_meta``:
 ``{"model", "payload_chars", "max_tokens", "rubric_sha", "trust"}`` (``trust`` is filled by the
 grading paths). A reply with no 0/1 verdict, an HTTP error or a timeout leaves the row
@@ -22,6 +25,7 @@ import asyncio
 import threading
 
 from ..agents.backends import OpenAI, make_client, preflight, resolve_role
+from ..agents.structured import VERDICT_SCHEMA, create_structured, create_structured_sync, endpoint_key
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from .judge_prompt import judge_messages, parse_judge_reply, rubric_sha
 from .judging import normalize_judge_result
@@ -108,6 +112,7 @@ class Judge:
         self.timeout = float(timeout)
         self.rubric_sha = rubric_sha(self.rubric)
         self.name = name or "llm_judge"
+        self.dialect: str | None = None     # structured-output dialect of the endpoint (agents/structured.py)
         self._client = None
         self._lock = threading.Lock()
 
@@ -127,7 +132,7 @@ class Judge:
 
     def meta(self) -> dict:
         return {"model": self.model, "payload_chars": self.payload_chars, "max_tokens": self.max_tokens,
-                "rubric_sha": self.rubric_sha, "trust": None}
+                "rubric_sha": self.rubric_sha, "structured_output": self.dialect, "trust": None}
 
     def __repr__(self) -> str:
         crit = "rubric" if self.rubric else "conduct floor"
@@ -187,7 +192,8 @@ class Judge:
                 self._client = openai.OpenAI(base_url=self.backend.base_url, api_key=self.backend.api_key,
                                              timeout=self.timeout, max_retries=_RETRIES)
         try:
-            reply = self._client.chat.completions.create(**self._request(row))
+            reply, self.dialect = create_structured_sync(self._client, self._request(row), VERDICT_SCHEMA,
+                                                         "verdict", endpoint_key(self.backend), self.dialect)
         except openai.APITimeoutError as exc:
             raise TimeoutError(f"the judge at {self.backend.base_url} timed out after {self.timeout:g}s") from exc
         return self.verdict_of(_reply_text(reply))
@@ -201,7 +207,8 @@ class Judge:
 
         for attempt in range(_RETRIES + 1):
             try:
-                reply = await client.chat.completions.create(**self._request(row))
+                reply, self.dialect = await create_structured(client, self._request(row), VERDICT_SCHEMA, "verdict",
+                                                              endpoint_key(self.backend), self.dialect)
                 return self.verdict_of(_reply_text(reply))
             except openai.APITimeoutError as exc:
                 if attempt == _RETRIES:

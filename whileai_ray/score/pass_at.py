@@ -186,7 +186,7 @@ def pass_at_of_tally(tally: PassTally, k: int | None = None, *, min_k: int = 4,
 
     notes = build_notes(
         tally, n_groups=len(tasks), k=k, k_given=k_given, min_k=min_k, multi_sizes=multi, sizes=sizes,
-        n_at_k=n_at_k + n_imputed, has_interval=ci is not None, min_tasks=MIN_BOOTSTRAP_TASKS)
+        n_at_k=n_at_k, n_imputed=n_imputed, has_interval=ci is not None, min_tasks=MIN_BOOTSTRAP_TASKS)
     return PassAt(
         k=k, pass_at_1=p1, pass_pow_k=p_pow, pass_at_k=p_atk, n_groups=len(tasks),
         n_rows=sum(sizes), n_groups_at_k=n_at_k, n_groups_imputed=n_imputed,

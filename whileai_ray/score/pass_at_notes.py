@@ -32,7 +32,7 @@ def _statuses(unjudged: Counter) -> str:
     return ", ".join(f"{name} {count}" for name, count in items)
 
 
-def _k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k) -> list[str]:
+def _k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k, n_imputed=0) -> list[str]:
     uneven = bool(multi_sizes) and multi_sizes[0] != multi_sizes[-1]
     lo, hi = (multi_sizes[0], multi_sizes[-1]) if multi_sizes else (0, 0)
     spread = f"groups are uneven ({lo} to {hi} repeats)"
@@ -47,10 +47,14 @@ def _k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k) -> list[str]:
         if k == lo:
             notes.append(f"{spread}; k is the smallest")
         elif k > lo:
-            notes.append(f"{spread}; pass^k and pass@k use the {n_at_k} group(s) with at least {k}")
+            used = f"{spread}; pass^k and pass@k use the {n_at_k} group(s) with at least {k}"
+            if n_imputed:
+                used += (f" and {n_imputed} unanimous group(s) cut short, counted as all-pass or "
+                         f"all-fail")
+            notes.append(used)
         else:
             notes.append(spread)
-    if n_at_k == 0:
+    if n_at_k + n_imputed == 0:
         largest = max(sizes) if sizes else 0
         notes.append(f"no group has k={k} graded rows (largest has {largest}); "
                      f"pass a smaller k or run more repeats")
@@ -58,7 +62,7 @@ def _k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k) -> list[str]:
 
 
 def build_notes(tally, *, n_groups, k, k_given, min_k, multi_sizes, sizes, n_at_k, has_interval,
-                min_tasks) -> list[str]:
+                min_tasks, n_imputed=0) -> list[str]:
     """The notes of a ``PassAt`` from its tally (``pass_at_tally.PassTally``)."""
     notes: list[str] = []
     n_rows, unjudged = tally.n_rows, tally.unjudged
@@ -76,7 +80,7 @@ def build_notes(tally, *, n_groups, k, k_given, min_k, multi_sizes, sizes, n_at_
         if not all_failed:
             notes.append("no binary rewards; grade first")
     else:
-        notes.extend(_k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k))
+        notes.extend(_k_notes(k, k_given, min_k, multi_sizes, sizes, n_at_k, n_imputed))
         if not has_interval:
             word = "task" if n_groups == 1 else "tasks"
             notes.append(f"no interval on pass@1: {n_groups} {word}, and a bootstrap needs {min_tasks}; "

@@ -60,6 +60,7 @@ class GroupBook:
         self._cont_obs: dict[int, int] = {}
         self._cont_split: dict[int, int] = {}
         self._stopped = array("q")               # stopped groups, oldest first
+        self._reserve = 0                        # rollouts probing groups may still need (reserved())
 
     def __len__(self) -> int:
         return len(self.status)
@@ -82,11 +83,15 @@ class GroupBook:
         self.label.append(-1)
         self.split.append(0)
         self.status.append(PROBE if self.adaptive else OPEN)
+        if self.adaptive:
+            self._reserve += self.k                  # less what _hand_out hands out now
         return self._hand_out(gid, first)
 
     def _hand_out(self, gid: int, upto: int) -> list[int]:
         upto = min(upto, self.k)
         out = list(range(self.scheduled[gid], upto))
+        if self.status[gid] == PROBE:
+            self._reserve -= len(out)
         self.scheduled[gid] = max(self.scheduled[gid], upto)
         self.target[gid] = max(self.target[gid], upto)
         return out
@@ -128,7 +133,7 @@ class GroupBook:
             return []
         if not self.adaptive:
             if self.done[gid] >= self.target[gid]:
-                self.status[gid] = COMPLETE
+                self._set_status(gid, COMPLETE)
             return []
         split = bool(self.split[gid])
         status = self.status[gid]
@@ -138,22 +143,43 @@ class GroupBook:
                 self.mixed += 1
         if split:
             if status != MIXED and status != COMPLETE:
-                self.status[gid] = MIXED
+                self._set_status(gid, MIXED)
             if self.scheduled[gid] < self.k:
                 return self._hand_out(gid, self.k)
-            self.status[gid] = COMPLETE
+            self._set_status(gid, COMPLETE)
             return []
         if self.scheduled[gid] >= self.k:
-            self.status[gid] = COMPLETE
+            self._set_status(gid, COMPLETE)
             return []
         landed = self.landed[gid]
         if landed and (self.hazard(landed) > self.mixed_rate() / self.probe
                        or draw(self.seed, "explore-hazard", self.key_of(gid), landed) < EXPLORE_SHARE):
             return self._hand_out(gid, self.scheduled[gid] + 1)
         if status != STOPPED:
-            self.status[gid] = STOPPED
+            self._set_status(gid, STOPPED)
             self._stopped.append(gid)
         return []
+
+    def covers_a_new_group(self, capacity: int, pending: int, outstanding: int) -> bool:
+        """Successive / adaptive policies: a new ask opens only while the budget not yet spent
+        (``capacity`` less the ``pending`` units decided but not handed out) covers its k rollouts
+        on top of what the probing asks may still need, so an ask that splits is filled to k
+        ("repeats is a floor") instead of being cut by the budget (budget=32 at k=4: split asks
+        reach 4 and ``tasks=`` inherits k=4, not 2). With nothing in flight or pending, the last
+        asks open anyway, so the whole budget is spent."""
+        if not self.adaptive or (outstanding == 0 and pending == 0):
+            return True
+        return capacity - pending - self.reserved() >= self.k
+
+    def reserved(self) -> int:
+        """Rollouts the asks still probing may yet need to reach k (not handed out yet); kept as a
+        running count (``_reserve``), so asking costs nothing however many groups are open."""
+        return self._reserve
+
+    def _set_status(self, gid: int, status: int) -> None:
+        if self.status[gid] == PROBE and status != PROBE:
+            self._reserve -= self.k - self.scheduled[gid]       # no longer probing: nothing reserved
+        self.status[gid] = status
 
     def reopen(self, limit: int) -> list[tuple[int, int]]:
         """Nothing fresh is left: give stopped groups one more rollout each, oldest first."""
@@ -232,6 +258,8 @@ class GroupBook:
             code = getattr(self, name).typecode
             setattr(self, name, array(code, table[:, j].astype(np.int8 if code == "b" else np.int32).tobytes()))
         self._stopped = array("q", stopped.tobytes())
+        probing = status == PROBE
+        self._reserve = int(np.sum(self.k - table[:, _COLUMNS.index("scheduled")][probing])) if n else 0
         labels = m["labels"]
         if not isinstance(labels, list) or (n and int(self._np("label").max()) >= len(labels)):
             raise ValueError("snapshot group labels do not match the label column")

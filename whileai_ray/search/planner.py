@@ -18,7 +18,7 @@ planner snapshot beside a checkpoint (``store/plan_snapshot_file.py``).
 """
 from __future__ import annotations
 
-import copy
+import time
 from collections import deque
 
 from ..core.columns import Column, prompt_digest
@@ -27,8 +27,9 @@ from ..core.identity import prompt_sha
 from ..core.rng import draw, weyl
 from ..core.unit import Unit
 from ..situations.grid import CONDITION_FAULT_MODE
+from ..situations.timed_writer import TimedWriter
 from .arms import ArmBandit
-from .cell_picker import CellPicker
+from .ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, write_ask
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
 from .groups import COMPLETE, GroupBook
@@ -39,12 +40,12 @@ from .plan_settings import PlanSettings
 from .planner_state import PlannerState
 from .planner_stats import PlannerStatsReport
 from .targeting import ShapeTargets
+from .trace_steering import make_picker
 from .wordings import Wordings
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = LOST_REASONS                 # agent reasons (re-rolled) and poison causes (core/defaults.py)
-ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
-RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (planner._write)
+TRACE_RETRIES = 58                # more picks before falling back to a non-fresh ask when traces= guards
 
 
 class Planner(PlannerState, PlannerStatsReport):
@@ -53,8 +54,10 @@ class Planner(PlannerState, PlannerStatsReport):
 
     def __init__(self, settings: PlanSettings, writer, cells: list[dict]):
         self.s = settings
-        self.writer = writer
-        self.picker = CellPicker(cells, settings.seed, settings.hard_share) if cells else None
+        self.writer = TimedWriter(writer)     # scenario_generation_seconds (situations/timed_writer.py)
+        self.decide_seconds = 0.0             # writing + selection; selection = this - writer seconds
+        self.picker = make_picker(cells, settings) if cells else None    # traces= "targeted": a SteeredPicker
+        self.trace_near_copies = 0            # generated asks refused for near-copying a trace
         self.words = Wordings()               # every opened wording, by id (= its group's id)
         self.book = GroupBook(settings.k, settings.repeat_policy, settings.probe, settings.seed,
                               key_of=self._group_key)
@@ -115,16 +118,24 @@ class Planner(PlannerState, PlannerStatsReport):
         return max(0, self.s.budget - self.landed - self.outstanding)
 
     def decide(self, round_index: int) -> list[Unit]:
+        t0 = time.perf_counter()
+        try:
+            return self._decide(round_index)
+        finally:
+            self.decide_seconds += time.perf_counter() - t0
+
+    def _decide(self, round_index: int) -> list[Unit]:
         room = min(self.s.round_size, self.capacity())
         if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
             room = 0                       # until= says coverage is done: finish what is in flight
-        self._prefetch(round_index, room)
+        prefetch_round(self, round_index, room)     # a batching writer's asks, in one call
         out: list[Unit] = []
         while room > 0 and self._rerolls:
             out.append(self._take(self._rerolls.popleft())); room -= 1
         while room > 0 and self._backlog:
             out.append(self._take(self._backlog.popleft())); room -= 1
-        while room > 0 and self._can_open():
+        while room > 0 and self._can_open() and self.book.covers_a_new_group(
+                self.capacity(), len(out) + len(self._backlog) + len(self._rerolls), self.outstanding):
             self._open_next(round_index)
             while room > 0 and self._backlog:
                 out.append(self._take(self._backlog.popleft())); room -= 1
@@ -133,52 +144,6 @@ class Planner(PlannerState, PlannerStatsReport):
                 out.append(self._take(self._unit_for(wid, ri))); room -= 1
                 self.allocator["verify"] += 1
         return out
-
-    def _prefetch(self, round_index: int, room: int) -> None:
-        """Hand a writer that batches (the LLM writer's ``prefetch``) the asks this round will
-        most likely need, in one call, instead of one blocking model call per ask.
-
-        A copy of the cell picker runs ahead over the round's new situations, with the same
-        fault and arm draws ``_open_next`` will make. A wrong guess costs one ask written for
-        nothing (or one written later, alone); the decisions themselves do not change: they
-        read what the writer wrote for ``(cell, instance, phrasing)``."""
-        prefetch = getattr(self.writer, "prefetch", None)
-        if prefetch is None or self.picker is None or self.pinned_mode or room <= 0:
-            return
-        free = room - len(self._rerolls) - len(self._backlog)
-        per = max(1, self.s.n * (min(self.s.k, self.s.probe) if self.book.adaptive else self.s.k))
-        new = -(-max(0, free) // per) - len(self.seeds_left)
-        if self.s.situations is not None:
-            new = min(new, self.s.situations - self.situations_opened)
-        if new <= 0:
-            return
-        picker, requests = copy.deepcopy(self.picker), []
-        for ordinal in range(self.situations_opened + len(self.seeds_left),
-                             self.situations_opened + len(self.seeds_left) + new):
-            arm = self.bandit.peek(round_index, ordinal)
-            if (arm == "failure_mutation" and self.s.mutate and self._parents) or \
-                    (arm == "open_ended" and self.s.n == 1 and ordinal > 0) or \
-                    (arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1):
-                continue                   # written by the template side, no model call
-            cell, instance = picker.pick(weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate)
-            requests.append((cell, instance, 0))
-            requests += [(cell, instance + j * ALT_INSTANCE_STRIDE, 0)
-                         for j in range(1, max(1, self.s.novelty_candidates))]
-            requests += [(cell, instance, p) for p in range(1, self.s.n)]
-        if requests:
-            prefetch(requests)
-
-    def _write(self, cell: dict, instance: int, faulted: bool):
-        """``writer.write(cell, instance, 0)``; when a batching writer has not written it yet (the
-        round's prefetch guessed wrong: a prompt seen before or a near-copy made the planner pick
-        again), the picks most likely to come next are written with it, in one batch."""
-        has = getattr(self.writer, "has", None)
-        if has is not None and not has(cell, instance, 0):
-            picker, wanted = copy.deepcopy(self.picker), [(cell, instance)]
-            wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
-            self.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
-                                  for j in range(max(1, self.s.novelty_candidates))])
-        return self.writer.write(cell, instance, 0)
 
     def _take(self, unit: Unit) -> Unit:
         unit.ordinal = self._ordinal
@@ -265,10 +230,11 @@ class Planner(PlannerState, PlannerStatsReport):
                 if self._fresh(sit.prompt):
                     return sit, None, None, ("targeted", self.shapes.planned.index(shape), self._targeted - 1)
         best = None
-        for attempt in range(6):
+        tries = 6 if self.s.trace_guard is None else 6 + TRACE_RETRIES   # a trace's near-copy is never the fallback
+        for attempt in range(tries):
             ci, instance = self.picker.pick_index(faulted)
             cell = self.picker.cells[ci]
-            sit = self._write(cell, instance, faulted)
+            sit = write_ask(self, cell, instance, faulted)
             if not self._fresh(sit.prompt):
                 continue
             if attempt < 5 and not self.family.allowed(sit.prompt):
@@ -284,7 +250,7 @@ class Planner(PlannerState, PlannerStatsReport):
         score = self.novelty.novelty(sit.prompt, sk)
         for j in range(1, max(1, self.s.novelty_candidates)):
             alt_instance = instance + j * ALT_INSTANCE_STRIDE
-            alt = self._write(cell, alt_instance, faulted)
+            alt = write_ask(self, cell, alt_instance, faulted)
             if self._fresh(alt.prompt) and self.family.allowed(alt.prompt):
                 alt_sk = sketch(alt.prompt)
                 alt_score = self.novelty.novelty(alt.prompt, alt_sk)
@@ -296,6 +262,10 @@ class Planner(PlannerState, PlannerStatsReport):
 
     def _fresh(self, prompt: str) -> bool:
         if prompt_digest(prompt) in self._seen:
+            return False
+        if self.s.trace_guard is not None and self.s.trace_guard.near(prompt)[0]:
+            self.trace_near_copies += 1       # held-out traces stay out of the run (and of training)
+            self._seen.add(prompt_digest(prompt))
             return False
         return not self.s.avoid_prompt_shas or prompt_sha(prompt) not in self.s.avoid_prompt_shas
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["PlannerStats", "PlannerStatsReport"]
 
-SUMMED = ("landed", "scheduled", "timed_out", "agent_errors", "situations")
+SUMMED = ("landed", "scheduled", "timed_out", "agent_errors", "situations", "decide_seconds", "writer_seconds",
+          "trace_near_copies")
 SUMMED_BY_REASON = ("rerolled_by", "lost_by")
 
 
@@ -48,6 +49,9 @@ class PlannerStats:
     faulted_situations: int = 0
     seeds_left: list = field(default_factory=list)
     cell_opened: list = field(default_factory=list)
+    decide_seconds: float = 0.0       # deciding (writing + selecting asks): selection = this - writer_seconds
+    writer_seconds: float = 0.0       # the situation writer's own time (situations/timed_writer.py)
+    trace_near_copies: int = 0        # traces=: generated asks refused for near-copying a trace
 
     @property
     def rerolled(self) -> int:
@@ -85,4 +89,6 @@ class PlannerStatsReport:
             allocator=dict(self.allocator), mutation_aims=self.mutation_aims,
             hard_picks=picker.hard_picks if picker else 0, picks=picker.picks if picker else 0,
             faulted_situations=self.faulted_situations, seeds_left=list(self.seeds_left),
-            cell_opened=list(picker.opened) if picker else [])
+            cell_opened=list(picker.opened) if picker else [],
+            decide_seconds=self.decide_seconds, writer_seconds=getattr(self.writer, "seconds", 0.0),
+            trace_near_copies=self.trace_near_copies)

@@ -7,8 +7,8 @@ checkpoint keep and ``data.rows()`` carries beside its rows. A prompt's phrasing
 every draw) is its rank within its scenario, not its position in the source, so a
 ``SimulationData``, its ``rows()``, a ``save()`` file and a checkpoint listed in landing order
 all replay to the same rows. k is this call's
-``repeats`` when given, else the pinned run's own k (its ``rollouts_per_request`` when the
-source is a SimulationData or has a meta sidecar, else the most rollouts any prompt has).
+``repeats`` when given, else the most rollouts any pinned prompt has, whichever form the source
+takes (a SimulationData, its rows or a JSONL path): the docs' rule, so one run gives one k.
 """
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ TAG_KEYS = ("texture", "length", "tone", "ask", "vagueness", "phrasing", "pressu
 def source_rows(tasks) -> tuple[list[dict], dict]:
     """Rows (internal when available) and what is known of the source run."""
     if hasattr(tasks, "trajectories"):
-        return list(tasks.trajectories), {"k": getattr(tasks, "rollouts_per_request", None),
-                                          "system_prompt": getattr(tasks, "system_prompt", "")}
+        return list(tasks.trajectories), {"system_prompt": getattr(tasks, "system_prompt", "")}
     if isinstance(tasks, (str, os.PathLike)):
         rows, meta = load_rows(tasks)
         return rows, {"k": meta.get("rollouts_per_request"), "system_prompt": meta.get("system_prompt", "")}
@@ -82,6 +81,6 @@ def build_tasks(tasks) -> tuple[list[tuple[Situation, dict | None]], int, dict]:
     if not out:
         raise ValueError("tasks= has no rows with a prompt; pass a SimulationData, its rows(), or the JSONL/Parquet "
                          "path a run wrote")
-    k = info.get("k") or max(counts.values())
+    k = max(counts.values())      # the same rule for a SimulationData, its rows and a path (docs: tasks=)
     info = {"prompts": len(out), "tasks": len({s.scenario_id for s, _ in out}), "source_rows": len(rows)}
     return out, int(k), info

@@ -33,7 +33,9 @@ from .seed_amplifier import SeedAmplifier
 from .situation import Situation
 from .template_writer import TemplateWriter
 from .tool_intent import intents_for, plural
-from .writer_prompt import WRITER_MARKER, ask_request, cell_lines, parse_message, system_message, tools_block
+from ..agents.structured import ASK_SCHEMA, create_structured, endpoint_key
+from .writer_prompt import (WRITER_MARKER, ask_goal, ask_request, cell_lines, parse_message, system_message,
+                            tools_block)
 
 __all__ = ["LLMWriter", "WRITER_MARKER", "resolve_writer", "fallback_note"]
 
@@ -70,7 +72,7 @@ class LLMWriter:
 
     def __init__(self, backend, tools, system_prompt: str = "", seed: int = 0, temperature: float = 0.9,
                  completions_per_request: int = 1, fallback=TemplateWriter, *, concurrency: int = 16,
-                 max_tokens: int = 400, timeout: float = 120.0):
+                 max_tokens: int = 400, timeout: float = 120.0, scaffold: str | None = None):
         self.backend = parse_spec(backend, argument="simulator")
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
             raise ValueError(f"temperature must be a number in [0, 2]; got {temperature!r}")
@@ -81,6 +83,7 @@ class LLMWriter:
         self.tools, self.system_prompt, self.seed = list(tools or []), system_prompt or "", int(seed)
         self.temperature, self.completions_per_request = float(temperature), completions_per_request
         self.concurrency, self.max_tokens, self.timeout = concurrency, max_tokens, float(timeout)
+        self.scaffold = (scaffold or "").strip()    # simulate(scaffold=): appended to the writer's system message
         self.fallback = fallback(self.tools, self.system_prompt, self.seed) if isinstance(fallback, type) else fallback
         intents = getattr(self.fallback, "intents", None) or intents_for(self.tools)
         self._intents = {i.name: i for i in intents}
@@ -88,6 +91,7 @@ class LLMWriter:
         self._tools_text = tools_block(self.tools)
         self._cells, self._cache, self.errors_by = {}, {}, {}
         self.prefetched = 0              # asks written ahead by ``prefetch``
+        self.dialect = None              # structured-output dialect of the endpoint, learned on first use
         self.written = self.writer_errors = self.requests = 0
         self.amplifier = SeedAmplifier(self)
         self._setup_runtime()
@@ -121,7 +125,7 @@ class LLMWriter:
     def stats(self) -> dict:
         """What this writer did (the driver's copy reports it back with the run's result)."""
         return {"written": self.written, "errors": self.writer_errors, "by": dict(self.errors_by),
-                "prefetched": self.prefetched, "requests": self.requests}
+                "prefetched": self.prefetched, "requests": self.requests, "structured_output": self.dialect}
 
     # ---- model calls ---------------------------------------------------------------------
     async def _ready(self):
@@ -132,20 +136,28 @@ class LLMWriter:
             self._client, self._client_loop = make_client(self.backend, timeout=self.timeout), loop
         return self._client
 
-    async def complete(self, system: str, user: str, sem=None) -> tuple[list, str | None]:
-        """``([(content, finish_reason), ...], error_reason)`` for one chat request."""
+    async def complete(self, system: str, user: str, sem=None, schema: dict | None = None,
+                       name: str = "ask") -> tuple[list, str | None]:
+        """``([(content, finish_reason), ...], error_reason)`` for one chat request; with ``schema``
+        the reply is constrained to it in the endpoint's dialect (``agents/structured.py``)."""
         import openai   # lazy: openai (~0.5 s), only for the LLM writer
 
         if sem is not None:
             async with sem:
-                return await self.complete(system, user)
+                return await self.complete(system, user, schema=schema, name=name)
         client = await self._ready()
+        if self.scaffold:
+            system = f"{system}\n\nGuidance for this run:\n{self.scaffold}"
         kw = {"n": self.completions_per_request} if self.completions_per_request > 1 else {}
         self.requests += 1
+        request = {"model": self.backend.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                   "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}], **kw}
         try:
-            resp = await client.chat.completions.create(
-                model=self.backend.model, temperature=self.temperature, max_tokens=self.max_tokens,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}], **kw)
+            if schema is None:
+                resp = await client.chat.completions.create(**request)
+            else:
+                resp, self.dialect = await create_structured(client, request, schema, name,
+                                                             endpoint_key(self.backend), self.dialect)
             return [(c.message.content if c.message else None, c.finish_reason) for c in resp.choices or ()], None
         except (openai.APIError, ValueError, TypeError, AttributeError, asyncio.TimeoutError):
             return [], "http_error"
@@ -195,14 +207,15 @@ class LLMWriter:
         cell_text, intent, kind = self._cell_text(cell)
         user = ask_request(self._tools_text, self.system_prompt, cell_text,
                            self._family_text(base, intent, kind), base.ref_ids, base.tags)
-        choices, reason = await self.complete(system_message(), user, sem)
-        text = None
+        choices, reason = await self.complete(system_message(), user, sem, ASK_SCHEMA, "ask")
+        text = goal = None
         for content, finish in choices:
             if finish == "length":
                 reason = reason or "truncated"
                 continue
             text = parse_message(content)
             if text is not None:
+                goal = ask_goal(content)
                 break
             reason = "empty" if not (content or "").strip() else "junk"
         if text is None:
@@ -212,6 +225,8 @@ class LLMWriter:
         else:
             self.written += 1
             sit = self._realize(base, text)
+            if goal:
+                sit.extra["writer_goal"] = goal      # a hidden field: what the person wants, never shown
         if len(self._cache) >= _CACHE_CAP:
             self._cache.clear()
         self._cache[key] = sit

@@ -15,6 +15,7 @@ import hashlib
 import re
 
 from .situation import Situation
+from ..agents.structured import VARIATIONS_SCHEMA
 from .writer_prompt import amplify_request, parse_variations, system_message
 
 __all__ = ["SeedAmplifier", "seed_ids"]
@@ -62,7 +63,8 @@ class SeedAmplifier:
             user = amplify_request(seed_text, want, w._tools_text, w.system_prompt)
             if out:
                 user += "\nAlready written (do not repeat):\n" + "\n".join(f"- {t}" for t, _ in out)
-            choices, _reason = await w.complete(system_message(amplify=True), user)
+            choices, _reason = await w.complete(system_message(amplify=True), user, schema=VARIATIONS_SCHEMA,
+                                                name="variations")
             for content, finish in choices:
                 found = parse_variations(content)
                 if finish == "length":

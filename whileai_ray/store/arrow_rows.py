@@ -144,6 +144,17 @@ class ArrowRows(Sequence):
             return _LOADS(value)
         return {k: v for k, v in value.items() if v is not None}
 
+    def sample(self, limit: int) -> list:
+        """At most ``limit`` rows, evenly spaced over the whole (every row when there are no more),
+        decoded from one pass that decodes nothing else."""
+        step = max(1, -(-self._n // max(1, limit)))
+        out, pos, decode = [], 0, self._decode
+        for values in self._scan():
+            first = (-pos) % step
+            out.extend(decode(v) for v in values[first::step])
+            pos += len(values)
+        return out
+
     def __len__(self) -> int:
         return self._n
 

@@ -2,14 +2,15 @@
 
 File layout (one JSON object per line, UTF-8, ``\\n`` terminated)::
 
-    {"_whileai_ray_checkpoint": 1, "fingerprint": {...}, "created": "2025-...+00:00"}
     {<exported row>}
     {<exported row>}
     ...
 
-The first line is a header holding the run's ``fingerprint`` (tools, system prompt, agent;
-see ``fingerprint.py``). Every other line is one exported row exactly as ``rows()`` shows it:
-no extra bookkeeping keys. A row's identity is recomputed from its content with
+Every line is one exported row exactly as ``rows()`` shows it: no header, no bookkeeping keys,
+so any JSONL reader (pandas, DuckDB, polars) sees rows only. The run's ``fingerprint`` (tools,
+system prompt, agent; see ``fingerprint.py``) and ``created`` stamp live in the sidecar
+``<path>.meta.json`` (``checkpoint_meta.py``). A checkpoint written before the sidecar existed
+carries that dict as its first line; it is still read, resumed and refused by it. A row's identity is recomputed from its content with
 ``schema.row_key``, so a resumed run (with a new run id) matches the rows already on disk.
 
 ``JsonlCheckpoint.open()`` takes the checkpoint's lock (``checkpoint_lock.py``: one writer
@@ -33,6 +34,7 @@ from pathlib import Path
 from ..core.identity import row_key
 from .atomic import write_error
 from .checkpoint_lock import CheckpointLock
+from .checkpoint_meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows, gc_paused
 from .fingerprint import fingerprint_mismatch
 from .jsonl_lines import HEADER_KEY, JsonlContents, dump_line, parse_jsonl, scan_file
@@ -137,8 +139,11 @@ class JsonlCheckpoint:
     def _read_and_verify(self):
         """Scan the file a block at a time (its bytes are never all held: rows are read back by
         offset when used, ``DiskRows``)."""
+        side = read_sidecar(self.path, HEADER_KEY)
         with gc_paused():
-            scan = scan_file(self.path)
+            scan = scan_file(self.path, header=side)
+        if not scan.keys and scan.header is side:
+            scan.header = None      # a sidecar left beside an empty or missing rows file speaks for nothing
         self._verify(scan.header, bool(scan.keys), scan.bad_lines)
         if scan.header is None:
             _refuse_foreign_rows(self.path, scan.decoded)
@@ -213,7 +218,7 @@ class JsonlCheckpoint:
         header = {HEADER_KEY: 1, "fingerprint": self.fingerprint,
                   "created": _dt.datetime.now(_dt.timezone.utc).isoformat()}
         self._written_header = header
-        self._write(dump_line(header))
+        write_sidecar(self.path, header)        # the run's identity, beside the rows, never a line of them
         _fsync_dir(self.path.parent)
 
     def _write(self, data: bytes) -> None:

@@ -71,16 +71,17 @@ class _Scan:
     size: int = 0                                 # bytes scanned (the file's size when it was read)
 
 
-def _scan(data: bytes, path, use_index: bool = True) -> _Scan:
+def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None) -> _Scan:
     """Split JSONL bytes into row lines and key each one: from the ``.keys`` index beside
     ``path`` when the line's end offset and CRC match it, else by decoding the line (every line
     when ``use_index`` is False). A torn last line is dropped with a warning; a whole last line
     without its newline is kept (``needs_newline``); complete lines that are not JSON objects
-    are skipped and counted."""
-    return _scan_blocks([data] if data else [], path, use_index)
+    are skipped and counted. ``header``: the checkpoint's sidecar (``checkpoint_meta.py``); the
+    first line of a checkpoint written before the sidecar existed wins over it."""
+    return _scan_blocks([data] if data else [], path, use_index, header)
 
 
-def scan_file(path, use_index: bool = True, block: int = 1 << 25) -> _Scan:
+def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict | None = None) -> _Scan:
     """``_scan`` of the file at ``path``, read ``block`` bytes at a time."""
     def blocks():
         try:
@@ -93,13 +94,13 @@ def scan_file(path, use_index: bool = True, block: int = 1 << 25) -> _Scan:
                 if not chunk:
                     return
                 yield chunk
-    return _scan_blocks(blocks(), path, use_index)
+    return _scan_blocks(blocks(), path, use_index, header)
 
 
-def _scan_blocks(blocks, path, use_index: bool) -> _Scan:
+def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None) -> _Scan:
     """The scan over consecutive blocks of the file: whole lines of each are scanned with their
     offsets in the file, a line cut by a block's end waits for the next block."""
-    out = _Scan()
+    out = _Scan(header=header)
     buf, base, index, seen_first = b"", 0, None, False
     state = {"hits": 0, "number": 0}
     for block in blocks:
@@ -113,7 +114,7 @@ def _scan_blocks(blocks, path, use_index: bool) -> _Scan:
                 try:
                     out.header = _DECODE(buf[:first_end].decode("utf-8"))
                 except ValueError:
-                    out.header = None
+                    pass
             index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
         cut = buf.rfind(b"\n") + 1
         _scan_lines(buf, cut, base, index, use_index, path, out, state)

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..core.strict_json import dumps
 from .atomic import atomic_path, fsync_file
 from .jsonl import dump_line, parse_jsonl
+from .shards import resolve_stubs
 
 __all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for", "read_meta", "is_parquet",
            "jsonl_rows"]
@@ -105,7 +106,7 @@ def _is_parquet(path: Path) -> bool:
 def _read_jsonl(path: Path, warnings: list) -> list[dict]:
     contents = parse_jsonl(path.read_bytes(), str(path))
     warnings.extend(contents.warnings)
-    return contents.rows
+    return resolve_stubs(contents.rows, path)     # a shared-storage checkpoint: rows from its shards
 
 
 def load_rows(path) -> tuple[list[dict], dict]:

@@ -1,7 +1,8 @@
 """Which files a run owns, and the one way rows are written back to a file that already exists.
 
-A checkpoint ``run.jsonl`` owns ``run.jsonl.keys``, ``run.jsonl.plan``, ``run.jsonl.lock`` and
-the ``run.parquet/`` folder; an ``output=`` path ``out.jsonl`` writes ``out.jsonl``,
+A checkpoint ``run.jsonl`` owns ``run.jsonl.meta.json`` (its fingerprint), ``run.jsonl.keys``,
+``run.jsonl.plan``, ``run.jsonl.lock``, ``run.jsonl.shards.json`` (shared storage: ``shards.py``)
+and the ``run.parquet/`` folder; an ``output=`` path ``out.jsonl`` writes ``out.jsonl``,
 ``out.parquet`` and ``out.meta.json``. ``check_output(output, checkpoint)`` refuses, before any
 budget is spent, an ``output=`` whose files would land on the checkpoint's (same file after
 ``os.path.realpath``, a symlink included) or on any existing checkpoint: the output writer
@@ -13,8 +14,9 @@ held whole):
 
 * a Parquet path (``.parquet`` or a file that starts with ``PAR1``) gets Parquet, never JSONL;
 * an existing checkpoint is rewritten only by the data read from it (``source`` is that same
-  file): under the checkpoint's lock, with its header line kept (so a resume still verifies
-  the setup and replays exactly), its key index rewritten and its Parquet side refreshed;
+  file): under the checkpoint's lock, with its sidecar (or, in a checkpoint written before the
+  sidecar, its header line) kept, so a resume still verifies the setup and replays exactly, its
+  key index rewritten and its Parquet side refreshed;
   any other data is refused there with a ValueError;
 * anything else is JSONL, written atomically.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from ..core.identity import row_key
 from .checkpoint_lock import CheckpointLock, lock_path
+from .checkpoint_meta import read_sidecar, sidecar_path
 from .jsonl_lines import HEADER_KEY, dump_line
 from .key_index import index_path, line_crc, write_index
 
@@ -43,7 +46,8 @@ def parquet_folder_for(checkpoint_path) -> str:
 def checkpoint_files(checkpoint) -> list[Path]:
     from .plan_snapshot_file import snapshot_path
     ck = Path(checkpoint)
-    return [ck, index_path(ck), Path(snapshot_path(ck)), lock_path(ck), Path(parquet_folder_for(ck))]
+    return [ck, sidecar_path(ck), index_path(ck), Path(snapshot_path(ck)), lock_path(ck),
+            Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json")]
 
 
 def output_files(output) -> list[Path]:
@@ -57,7 +61,10 @@ def _real(path) -> str:
 
 
 def is_checkpoint(path) -> bool:
-    """True when ``path`` is a file whose first line is a whileai_ray checkpoint header."""
+    """True when ``path`` is a checkpoint: a file with its sidecar, or (written before the sidecar)
+    whose first line is a whileai_ray checkpoint header."""
+    if Path(path).is_file() and read_sidecar(path, HEADER_KEY) is not None:
+        return True
     try:
         with open(path, "rb") as fh:
             first = fh.readline(1 << 20)
@@ -103,20 +110,23 @@ def check_output(output, checkpoint) -> None:
 
 
 def _write_checkpoint(rows, path: Path) -> str:
-    """Rewrite checkpoint ``path`` with ``rows`` under its lock, keeping its header line."""
+    """Rewrite checkpoint ``path`` with ``rows`` under its lock, keeping its sidecar (or the header
+    line of a checkpoint written before the sidecar existed)."""
     from .atomic import atomic_path, fsync_file
     from .parquet import write_parquet
     with CheckpointLock(path, run_id="rewrite"):
         with open(path, "rb") as fh:
-            header = fh.readline()
-        if not header.endswith(b"\n"):
-            header += b"\n"
-        created = None
-        try:
-            import json
-            created = json.loads(header).get("created")
-        except ValueError:
-            pass
+            first = fh.readline()
+        header, created = b"", None
+        if HEADER_KEY.encode() in first:           # an old checkpoint: its header stays its first line
+            header = first if first.endswith(b"\n") else first + b"\n"
+            try:
+                import json
+                created = json.loads(header).get("created")
+            except ValueError:
+                pass
+        else:
+            created = (read_sidecar(path, HEADER_KEY) or {}).get("created")
         lines = [dump_line(r) for r in rows]
         entries, pos = [], len(header)
         for line, row in zip(lines, rows):

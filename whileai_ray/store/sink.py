@@ -12,11 +12,16 @@ class CheckpointSink:
     """The checkpoint of a run: every landed batch goes to the JSONL file (one write, flush,
     fsync) and, as a row group, to a Parquet part file beside it; ``close()`` compacts the parts
     into ``<stem>.parquet/rows.parquet``. A resumed run appends to both (keys already present
-    are skipped), so the two never disagree about which rows exist."""
+    are skipped), so the two never disagree about which rows exist.
 
-    def __init__(self, checkpoint, parquet: bool = True):
+    ``stubs=True`` (shared storage, ``shards.py``): the rows are the Driver's stubs, written to
+    the JSONL as they are (their ``_shard`` pointer included); the actors write the Parquet."""
+
+    def __init__(self, checkpoint, parquet: bool = True, stubs: bool = False):
         from .parquet import ParquetSink   # lazy: pyarrow, only when a run writes Parquet
         self.checkpoint = checkpoint
+        self.stubs = stubs
+        parquet = parquet and not stubs
         self.loaded = checkpoint.open()
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
@@ -25,7 +30,7 @@ class CheckpointSink:
             self.warnings.extend(self.parquet.warnings)
 
     def append(self, rows: list[dict]) -> None:
-        exported = [stored_row(r) for r in rows]
+        exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
         self.checkpoint.append(exported)
         if self.parquet is not None:
             self.parquet.write(exported)
@@ -44,6 +49,11 @@ class CheckpointSink:
                 self.parquet.close(compact=True)
         finally:
             self.checkpoint.close()
+
+
+def _stub(row: dict) -> dict:
+    """A stub as the checkpoint keeps it: None values dropped, as for a stored row."""
+    return {k: v for k, v in row.items() if v is not None}
 
 
 class StreamSink:

@@ -195,7 +195,7 @@ def writer_reply(seed: int, messages: list[dict], key: str) -> str:
 
 
 def scripted_completion(request: dict, *, seed: int = 0, model: str = "scripted",
-                        ask_rate: float = 0.25) -> dict:
+                        ask_rate: float = 0.25, user_think: bool = False, constrained: bool = False) -> dict:
     """The chat.completion object (a dict in OpenAI wire format) for one request body."""
     messages = request.get("messages") or []
     specs = _tool_specs(request.get("tools") or [])
@@ -209,8 +209,15 @@ def scripted_completion(request: dict, *, seed: int = 0, model: str = "scripted"
         text = judge_reply(messages)
     elif USER_MARKER.lower() in system.lower():
         text = _user_reply(seed, messages, key)
+        if user_think:                   # a reasoning model: its thoughts come first
+            text = "<think>They asked me something; I will answer with what I know.</think> " + text
     elif WRITER_MARKER.lower() in system.lower():
         text = writer_reply(seed, messages, key)
+        if constrained:                                  # the schema forces the JSON form, goal included
+            data = json.loads(text) if text.startswith("{") else {"message": text}
+            if "message" in data:
+                data.setdefault("goal", "get it sorted")
+            text = json.dumps(data)
     elif specs and last.get("role") == "user":
         ident = _newest_id(user_texts)
         asked = any(m.get("role") == "assistant" and _text_of(m).rstrip().endswith("?") for m in messages)

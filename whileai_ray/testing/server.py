@@ -12,7 +12,9 @@ Command line (binds 127.0.0.1 only)::
 
 Options: ``--latency-ms`` (delay before each reply), ``--error-rate`` (share of HTTP 500s),
 ``--malformed-rate`` (share of 200s whose body is not JSON), ``--require-key KEY`` (401 unless
-``Authorization: Bearer KEY``), ``--model NAME``, ``--ask-rate`` (share of clarifying questions).
+``Authorization: Bearer KEY``), ``--model NAME``, ``--ask-rate`` (share of clarifying questions),
+``--dialect`` (which ``response_format`` it takes: ``any``, ``json_schema``, ``llama_cpp``,
+``none``; see ``DIALECTS``).
 Failure draws are keyed by the request content and how many times that content was seen, so a
 retry of a failed request is a fresh draw and a run of the same requests fails the same way.
 
@@ -25,7 +27,7 @@ import argparse
 import asyncio
 import json
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from ..core.rng import draw, short_hash
@@ -34,6 +36,12 @@ from .scripted_replies import scripted_completion
 __all__ = ["ServerOptions", "ScriptedServer", "start_server", "main"]
 
 HOST = "127.0.0.1"
+# How a server answers ``response_format`` (agents/structured.py), per --dialect:
+#   any        ignores it (the old behaviour: replies as if it were absent)
+#   json_schema  OpenAI / vLLM: takes {"type": "json_schema", ...}; 400 to json_object with a schema
+#   llama_cpp  llama-cpp-python: HTTP 500 to json_schema; takes {"type": "json_object", "schema": ...}
+#   none       400 to any response_format other than {"type": "text"}
+DIALECTS = ("any", "json_schema", "llama_cpp", "none")
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 500: "Internal Server Error"}
 
 
@@ -46,6 +54,8 @@ class ServerOptions:
     require_key: str | None = None
     model: str = "scripted"
     ask_rate: float = 0.25
+    user_think: bool = False          # the simulated person's replies open with <think>...</think>
+    dialect: str = "any"              # structured output it speaks: any / json_schema / llama_cpp / none
     cost_per_token: float = 0.0        # > 0: usage carries "cost", as OpenRouter-style endpoints report it
 
     def __post_init__(self):
@@ -55,6 +65,29 @@ class ServerOptions:
                 raise ValueError(f"{name} must be between 0 and 1; got {value!r}")
         if self.latency_ms < 0:
             raise ValueError(f"latency_ms must be >= 0; got {self.latency_ms!r}")
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; got {self.dialect!r}")
+
+
+def _refuse_format(dialect: str, fmt) -> tuple[int, str] | None:
+    """(status, message) when this dialect refuses the request's ``response_format``, else None."""
+    if not fmt or dialect == "any":
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "text":
+        return None
+    if dialect == "none":
+        return 400, f"response_format {kind!r} is not supported by this server"
+    if dialect == "json_schema":
+        if kind == "json_schema" and isinstance((fmt.get("json_schema") or {}).get("schema"), dict):
+            return None
+        if kind == "json_object" and "schema" not in fmt:
+            return None
+        return 400, "Unrecognized request argument supplied: response_format.schema"
+    if kind == "json_object":                        # llama_cpp
+        return None
+    return 500, ("1 validation error: body.response_format.type: Input should be 'text' or 'json_object' "
+                 f"(input: {kind!r})")
 
 
 def _error(message: str, kind: str, code: str | None = None) -> dict:
@@ -68,6 +101,7 @@ class ScriptedServer:
         self.options = options
         self.seen: Counter = Counter()   # request fingerprint -> times seen (failure draws)
         self.requests = 0
+        self.recent: deque = deque(maxlen=512)   # the last chat request bodies (parsed), for tests
 
     def respond(self, method: str, path: str, headers: dict, body: bytes) -> tuple[int, bytes]:
         """(status, body bytes) for one request; pure apart from the seen-counter."""
@@ -89,6 +123,10 @@ class ScriptedServer:
                 raise ValueError("messages must be a list")
         except ValueError as exc:
             return 400, json.dumps(_error(f"invalid request body: {exc}", "invalid_request_error")).encode()
+        self.recent.append(request)
+        refused = _refuse_format(opts.dialect, request.get("response_format"))
+        if refused:
+            return refused[0], json.dumps(_error(refused[1], "invalid_request_error")).encode()
         fingerprint = short_hash(body.decode("utf-8", "replace"), n=16)
         self.seen[fingerprint] += 1
         nth = self.seen[fingerprint]
@@ -96,7 +134,9 @@ class ScriptedServer:
             return 500, json.dumps(_error("scripted server error", "server_error")).encode()
         if opts.malformed_rate and draw(opts.seed, "malformed", fingerprint, nth) < opts.malformed_rate:
             return 200, b'{"id": "chatcmpl-broken", "choices": [ {"message": '
-        reply = scripted_completion(request, seed=opts.seed, model=opts.model, ask_rate=opts.ask_rate)
+        constrained = opts.dialect in ("json_schema", "llama_cpp") and bool(request.get("response_format"))
+        reply = scripted_completion(request, seed=opts.seed, model=opts.model, ask_rate=opts.ask_rate,
+                                    user_think=opts.user_think, constrained=constrained)
         if opts.cost_per_token:
             reply["usage"]["cost"] = round(reply["usage"]["total_tokens"] * opts.cost_per_token, 9)
         return 200, json.dumps(reply).encode()
@@ -201,11 +241,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--require-key", default=None)
     parser.add_argument("--model", default="scripted")
     parser.add_argument("--ask-rate", type=float, default=0.25)
+    parser.add_argument("--dialect", default="any", choices=DIALECTS)
     args = parser.parse_args(argv)
     try:
         options = ServerOptions(seed=args.seed, latency_ms=args.latency_ms, error_rate=args.error_rate,
                                 malformed_rate=args.malformed_rate, require_key=args.require_key,
-                                model=args.model, ask_rate=args.ask_rate)
+                                model=args.model, ask_rate=args.ask_rate, dialect=args.dialect)
     except ValueError as exc:
         parser.error(str(exc))
 

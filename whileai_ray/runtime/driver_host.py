@@ -1,0 +1,158 @@
+"""DriverHost: the Driver actor, kept between the runs of one process (warm starts).
+
+A notebook runs many small simulations; starting a Driver actor and its rollout actors costs a
+worker process each (0.5-1 s of CPU apiece on a busy laptop), which a 1,000-row run of a 50 ms
+agent feels as a third of its wall time. So the Driver actor is a host that plays one run at a
+time and stays: each ``run()`` makes a fresh ``DriverWorker`` (``driver_actor.py``) for that run
+alone (its planner, checkpoint, landing, caller watch, metrics), and ``poll``/``pull``/``push``
+go to the run in progress. What stays from run to run is the process and one rollout pool:
+
+* ``prebuilt`` given (``[(actor, node)]``, started by the caller beside this actor): the run
+  plays on those, and the pool kept so far (a different agent or options) is stopped;
+* ``prebuilt`` None: the caller found this host's pool fingerprint equal to the run's
+  (``warm_pools.py``), so the kept rollout actors are renewed with the run's arguments
+  (``warm_rollout.py``: a fresh copy of the agent, the run's meta and seed, nothing of the last
+  run left in them) and play this run.
+
+Judge actors are per run (stopped after it). Which of the three happened, and the actors' ids,
+come back in ``RunResult.warm`` (``report()["placement"]["warm"]``). The caller
+(``warm_pools.py``) decides when a host is reused, and stops it (and the rollout actors it
+started) when a run fails, when it idles too long, and at exit.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import gc
+import time
+from collections import deque
+
+from .actor_pool import ActorPool, await_ref, rollout_args, rollout_pool
+from .driver_actor import DriverWorker
+from .job_spec import JobSpec
+from .pool_sizing import PoolPlan
+from .run_result import RunResult
+
+__all__ = ["DriverHost", "RunHandle", "actor_id", "ARRIVAL_S"]
+
+ARRIVAL_S = 60.0        # how long a poll/pull/push waits for its run to arrive
+
+
+def actor_id(actor) -> str | None:
+    """A Ray actor handle's id, as hex (None when it has none)."""
+    aid = getattr(actor, "_actor_id", None)
+    return aid.hex() if aid is not None else None
+
+
+class DriverHost:
+    def __init__(self):
+        self.worker: DriverWorker | None = None
+        self.pool: ActorPool | None = None       # the rollout pool kept for the next run
+        self.pool_key: str | None = None
+        self.runs = 0
+        self.last_poll: dict | None = None       # the finished run's last answer (its rows are let go)
+        self.token: str | None = None           # the run in progress (its caller's token)
+        self.finished: deque = deque(maxlen=64)  # tokens of the runs played here
+
+    def ping(self) -> int:
+        return self.runs
+
+    async def run(self, token: str, spec: JobSpec, plan: PoolPlan, caller_node: str | None, key: str | None,
+                  prebuilt: list | None) -> tuple[RunResult, float]:
+        """Play one run (``token``: its caller's name for it, unique in this process); returns its
+        ``RunResult`` and the wall-clock time its Driver started (``time.time()``: the caller counts
+        its time to the first row from its own call)."""
+        worker = self.worker = DriverWorker(spec, plan, caller_node)   # polls answer from now on
+        self.token = token
+        started_wall = time.time() - (time.monotonic() - worker.t0)
+        self.runs += 1
+        warm = {"driver": "reused" if self.runs > 1 else "started", "rollouts": plan.where}
+        rollouts = None
+        try:
+            if plan.where == "actors":
+                rollouts, warm["rollouts"] = await self._rollouts(spec, plan, key, prebuilt)
+                worker.rollouts = rollouts
+            result = await worker.run()
+        finally:
+            try:
+                self.last_poll = worker.poll()
+            except Exception:
+                self.last_poll = None
+            self.worker = None
+            self.finished.append(token)
+            if worker.judges is not None and isinstance(worker.judges, ActorPool):
+                worker.judges.kill()                 # judges are per run
+            if self.pool is not None:
+                self.pool.trim()
+            gc.unfreeze()                            # a resume froze its rows; they go with the run
+        if rollouts is not None:
+            warm["rollout_ids"] = [actor_id(a) for a in rollouts.actors]
+        return dataclasses.replace(result, warm=warm), started_wall
+
+    async def _rollouts(self, spec, plan, key, prebuilt) -> tuple[ActorPool, str]:
+        if prebuilt is not None or self.pool is None or key is None or key != self.pool_key:
+            if self.pool is not None:
+                self.pool.kill()
+            self.pool, self.pool_key = rollout_pool(spec, plan, prebuilt=prebuilt), key
+            return self.pool, "started"
+        kept = self.pool
+        args, kwargs = rollout_args(spec, plan)
+        renewals = [await_ref(a.renew.remote(args, kwargs)) if a is not None else None for a in kept.actors]
+        done = await asyncio.gather(*(r for r in renewals if r is not None), return_exceptions=True)
+        lanes, it = [], iter(done)
+        for actor, node in kept.placed():
+            if actor is None or isinstance(next(it), BaseException):
+                lanes.append((None, None))          # gone: made again when the pool starts
+            else:
+                lanes.append((actor, node))
+        self.pool = rollout_pool(spec, plan, prebuilt=lanes)   # the run's own make() for lanes it replaces
+        return self.pool, "reused"
+
+    def drop_pool(self) -> None:
+        """Stop the kept rollout actors (they hold resources other work may need)."""
+        if self.pool is not None:
+            self.pool.kill()
+        self.pool = self.pool_key = None
+
+    # ------------------------------------------------------------- the run in progress
+    async def _worker(self, token: str) -> DriverWorker | None:
+        """The Driver of run ``token``; waits for it when the call came before the run did (an
+        async actor need not start calls in the order they were sent); None once it is over."""
+        deadline = time.monotonic() + ARRIVAL_S
+        while True:
+            worker = self.worker
+            if worker is not None and self.token == token:
+                return worker
+            if token in self.finished or time.monotonic() > deadline:
+                return None
+            await asyncio.sleep(0.005)
+
+    async def poll(self, token: str) -> dict:
+        worker = await self._worker(token)
+        return worker.poll() if worker is not None else dict(self.last_poll or {"done": True})
+
+    async def pull(self, token: str) -> list | None:
+        worker = await self._worker(token)
+        return await worker.pull() if worker is not None else None     # None: the run is over
+
+    async def push(self, run: str, token: int, results: list | None, error: str | None = None) -> None:
+        worker = await self._worker(run)
+        if worker is not None:
+            await worker.push(token, results, error)
+
+
+class RunHandle:
+    """The Driver host as one run's caller sees it: ``poll``/``pull``/``push`` name the run by its
+    token (``driver.pull.remote()`` as for a Driver of its own)."""
+
+    def __init__(self, host, token: str):
+        self.host, self.token = host, token
+        self.poll, self.pull, self.push = _Bound(host.poll, token), _Bound(host.pull, token), _Bound(host.push, token)
+
+
+class _Bound:
+    def __init__(self, method, token: str):
+        self.method, self.token = method, token
+
+    def remote(self, *args, **kwargs):
+        return self.method.remote(self.token, *args, **kwargs)

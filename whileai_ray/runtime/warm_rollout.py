@@ -1,0 +1,51 @@
+"""ReusableRolloutWorker: a rollout actor that can serve the next run of the same process.
+
+Starting a rollout actor costs a worker process and its imports (0.5-1 s of CPU each); a
+notebook that runs many small simulations would pay it on every call. The Driver host
+(``driver_host.py``) keeps a finished run's rollout actors, and the next run with the same
+pool fingerprint (``warm_pools.py``) renews them instead of starting new ones.
+
+``renew(args, kwargs)`` gives the actor the next run's constructor arguments and rebuilds *all*
+of its per-run state from them, exactly as a fresh actor would be built: a fresh copy of the
+agent and ``execute=`` (an agent that keeps state of its own starts clean), the run's meta (run
+id, seed), timeout, metrics tags, semaphore, thread pool, model clients. Chunks of the last run
+still playing here (units abandoned when it stopped) are cancelled first, so nothing of one run
+lands in, or holds slots of, the next. Only the process stays: its imported modules and Ray's
+connection, which is what the fingerprint guards (the same code, options and placement).
+"""
+from __future__ import annotations
+
+import asyncio
+
+from .rollout_actor import RolloutWorker
+
+__all__ = ["ReusableRolloutWorker"]
+
+
+class ReusableRolloutWorker(RolloutWorker):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._chunks: set = set()            # run_chunk tasks in progress (cancelled by renew)
+
+    async def run_chunk(self, units: list) -> list[dict]:
+        task = asyncio.current_task()
+        self._chunks.add(task)
+        try:
+            return await super().run_chunk(units)
+        finally:
+            self._chunks.discard(task)
+
+    async def renew(self, args: tuple, kwargs: dict) -> str:
+        """Become the actor the next run would have started (see the module doc); returns the node."""
+        for task in list(self._chunks):
+            task.cancel()                    # the agent's thread runs on (Python cannot stop it)
+        old_pool, old_clients = self.pool, self.clients
+        RolloutWorker.__init__(self, *args, **{**kwargs, "node_id": self.node_id})
+        old_pool.shutdown(wait=False)
+        if old_clients is not None:
+            for client in list(getattr(old_clients, "_clients", {}).values()):
+                try:
+                    await client.close()
+                except Exception:
+                    pass
+        return self.node_id

@@ -1,0 +1,66 @@
+"""Writing a round's asks in batches, for a situation writer that batches (the LLM writer).
+
+A writer with ``prefetch(requests)`` and ``has(cell, instance, phrasing)`` writes many asks in
+one model call; the planner would otherwise make one blocking call per ask. Two helpers over the
+planner's state, kept apart from its decisions (which read only what the writer wrote for
+``(cell, instance, phrasing)``, so batching never changes them):
+
+* :func:`prefetch_round`: a copy of the cell picker runs ahead over the round's new situations,
+  with the same fault and arm draws ``Planner._open_next`` will make, and hands the writer every
+  ask they will most likely need. A wrong guess costs one ask written for nothing (or one
+  written later, alone);
+* :func:`write_ask`: ``writer.write(cell, instance, 0)``; when the writer has not written it yet
+  (the guess was wrong: a prompt seen before or a near-copy made the planner pick again), the
+  picks most likely to come next are written with it, in one batch.
+"""
+from __future__ import annotations
+
+import copy
+
+from ..core.rng import weyl
+
+__all__ = ["prefetch_round", "write_ask", "ALT_INSTANCE_STRIDE", "RETRY_LOOKAHEAD"]
+
+ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
+RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (write_ask)
+
+
+def prefetch_round(p, round_index: int, room: int) -> None:
+    """Hand a batching writer the asks planner ``p``'s round ``round_index`` will most likely need."""
+    prefetch = getattr(p.writer, "prefetch", None)
+    if prefetch is None or p.picker is None or p.pinned_mode or room <= 0:
+        return
+    s = p.s
+    free = room - len(p._rerolls) - len(p._backlog)
+    per = max(1, s.n * (min(s.k, s.probe) if p.book.adaptive else s.k))
+    new = -(-max(0, free) // per) - len(p.seeds_left)
+    if s.situations is not None:
+        new = min(new, s.situations - p.situations_opened)
+    if new <= 0:
+        return
+    picker, requests = copy.deepcopy(p.picker), []
+    first = p.situations_opened + len(p.seeds_left)
+    for ordinal in range(first, first + new):
+        arm = p.bandit.peek(round_index, ordinal)
+        if (arm == "failure_mutation" and s.mutate and p._parents) or \
+                (arm == "open_ended" and s.n == 1 and ordinal > 0) or \
+                (arm == "behavior_targeted" and p.shapes is not None and s.n == 1):
+            continue                   # written by the template side, no model call
+        cell, instance = picker.pick(weyl(s.seed, ordinal, "fault") < s.fault_rate)
+        requests.append((cell, instance, 0))
+        requests += [(cell, instance + j * ALT_INSTANCE_STRIDE, 0) for j in range(1, max(1, s.novelty_candidates))]
+        requests += [(cell, instance, ph) for ph in range(1, s.n)]
+    if requests:
+        prefetch(requests)
+
+
+def write_ask(p, cell: dict, instance: int, faulted: bool):
+    """Planner ``p``'s writer's ask for ``(cell, instance)``, batched with the next likely picks
+    when a batching writer missed it."""
+    has = getattr(p.writer, "has", None)
+    if has is not None and not has(cell, instance, 0):
+        picker, wanted = copy.deepcopy(p.picker), [(cell, instance)]
+        wanted += [picker.pick(faulted) for _ in range(RETRY_LOOKAHEAD)]
+        p.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
+                           for j in range(max(1, p.s.novelty_candidates))])
+    return p.writer.write(cell, instance, 0)

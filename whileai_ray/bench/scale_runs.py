@@ -167,7 +167,8 @@ def _child(mode: str, n: int, ck: str, out_path: str, extra: int) -> None:
            "driver_peak_mb": watch.peak_mb, "arrow_backed": type(data.trajectories).__name__ == "ArrowRows",
            "resumed": data.search.get("rollouts", {}).get("resumed", 0), "restore_s": snaps.get("restore_s"),
            "snapshot_bytes": snaps.get("bytes"), "snapshot_round": snaps.get("resumed_from_round"),
-           "checkpoint_bytes": os.path.getsize(ck),
+           "snapshot_pause_ms": snaps.get("longest_pause_ms"), "snapshot_pause_cpu_ms": snaps.get("longest_pause_cpu_ms"),
+           "snapshots_written": snaps.get("written"), "checkpoint_bytes": os.path.getsize(ck),
            **_rates(samples, n if mode == "run" else extra, first_row_s)}
     with open(out_path, "w") as fh:
         json.dump(res, fh)
@@ -202,7 +203,10 @@ def run_scale_runs(sizes=SIZES[:2], folder: str | None = None, out=print, json_p
             f"steady {_fmt(run['steady_rate'])} rows/s; first 10% {_fmt(first)} rows/s, last 10% {_fmt(last)} "
             f"rows/s (last/first {held}, target >= 85%); peak RSS caller {run['caller_peak_mb']:.0f} MB, Driver "
             f"{run['driver_peak_mb']:.0f} MB (target <= 1024 each); Arrow-backed result: {run['arrow_backed']}; "
-            f"checkpoint {run['checkpoint_bytes'] / 1024**2:,.0f} MB, snapshot {_fmt(run['snapshot_bytes'] and run['snapshot_bytes'] / 1024**2, ',.1f')} MB")
+            f"checkpoint {run['checkpoint_bytes'] / 1024**2:,.0f} MB, snapshot {_fmt(run['snapshot_bytes'] and run['snapshot_bytes'] / 1024**2, ',.1f')} MB "
+            f"({_fmt(run['snapshot_bytes'] and 100 * run['snapshot_bytes'] / run['checkpoint_bytes'], '.1f')}% of it, target <= 5%), "
+            f"{_fmt(run.get('snapshots_written'))} snapshots, longest loop pause {_fmt(run.get('snapshot_pause_ms'), '.1f')} ms "
+            f"wall / {_fmt(run.get('snapshot_pause_cpu_ms'), '.1f')} ms CPU (target <= 50 ms)")
         out(f"scale resume {n:>9,}  +{extra:,} rows on the {n:,}-row checkpoint, Ray already up: first new row "
             f"{again['first_row_s']:.2f}s after the call (target <= 5s; Driver up at {_fmt(again['driver_start_s'], '.2f')}s, "
             f"planner snapshot restored in {_fmt(again['restore_s'], '.2f')}s from round {again['snapshot_round']}); "

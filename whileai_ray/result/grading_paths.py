@@ -28,7 +28,7 @@ from pathlib import Path
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from ..core.rows import HIDDEN_KEYS, stored_row
 from ..score.grader_health import add_grader_note
-from ..score.grading import fresh_scoring_run_id, grade_batch
+from ..score.grading import fresh_scoring_run_id, grade_batch, note_grading
 from ..score.judging import judge_name
 from ..score.labels import TRUST_MODES, attach_labels, trust_check
 from ..score.leak import leak_report
@@ -180,6 +180,10 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
         statuses = Counter(v["judge_status"] for v in verdicts)
         rewards = Counter(v["reward"] for v in verdicts if v["judge_status"] == "ok")
     n_judged = sum(statuses.values())
+    dialect = judge.dialect
+    if dialect is None and is_arrow(rows):       # judged on the cluster: the rows say what the endpoint spoke
+        dialect = next((m.get("structured_output") for m in (rows[i].get("judge_meta") for i in range(min(len(rows), 64)))
+                        if isinstance(m, dict) and m.get("structured_output")), None)
     warnings = []
     unjudged = n_judged - statuses.get("ok", 0)
     if unjudged:
@@ -193,10 +197,10 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
               "backend": f"{judge.backend.provider}:{judge.model}@{judge.backend.base_url}",
               "judge_version": judge.version, "warnings": warnings,
               "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary,
-              "structured_output": judge.dialect}
+              "structured_output": dialect}
     from ..agents.structured import dialect_note
-    if dialect_note("judge", judge.backend.base_url, judge.dialect):
-        warnings.append(dialect_note("judge", judge.backend.base_url, judge.dialect))
+    if dialect_note("judge", judge.backend.base_url, dialect):
+        warnings.append(dialect_note("judge", judge.backend.base_url, dialect))
     if not judge.rubric:
         report["note"] = "no rubric given: the judge graded the conduct floor only"
     written = _write_back(source, rows, kind, output or path)
@@ -244,8 +248,9 @@ def grade_run(data, grader=None, judge=None, llm: bool = False, llm_spec=None, s
         if is_arrow(data.trajectories):
             grade_stored(data, grader, concurrency, trust)
         else:
-            grade_batch(data.trajectories, built_grader(grader), judge_name(grader), fresh_scoring_run_id(),
-                        concurrency)
+            name = judge_name(grader)
+            grade_batch(data.trajectories, built_grader(grader), name, fresh_scoring_run_id(), concurrency)
+            note_grading(data, data.trajectories, name)
             _stamp_trust(data.trajectories, trust)
         if isinstance(getattr(data, "warnings", None), list):
             add_grader_note(data.warnings, grader_note_rows(data.trajectories))

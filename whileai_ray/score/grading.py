@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..core.rows import export_row
 from .judging import apply_verdict, judge_name, normalize_judge_result
 
-__all__ = ["call_grader", "call_grader_async", "grade_in_place", "grade_batch", "fresh_scoring_run_id"]
+__all__ = ["call_grader", "call_grader_async", "grade_in_place", "grade_batch", "note_grading", "fresh_scoring_run_id"]
 
 
 def fresh_scoring_run_id() -> str:
@@ -85,8 +85,14 @@ def grade_in_place(data, grader, concurrency: int = 32) -> None:
         raise TypeError("grader= takes a callable row -> number | bool | {'reward': ..., 'reason': ...}")
     name, rows = judge_name(grader), data.trajectories
     grade_batch(rows, grader, name, fresh_scoring_run_id(), concurrency)
+    note_grading(data, rows, name)
+
+
+def note_grading(data, rows: list, name: str) -> None:
+    """What a grading pass after the run tells its ``data``: which search arm found the failures
+    (``arm_yield``) and the grader's counts (``search["grader"]``)."""
     from .grader_summary import arm_yield, grader_summary
-    data.arm_yield = arm_yield(rows)                  # which search arm found the failures
+    data.arm_yield = arm_yield(rows)
     if isinstance(getattr(data, "search", None), dict):
         data.search["grader"] = grader_summary(rows, name, in_loop=False)
 

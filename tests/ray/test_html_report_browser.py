@@ -2,7 +2,7 @@
 over the DevTools protocol: no console errors, no request but the file itself, row text that
 tries to be markup stays text, every section draws something, and the row filter works.
 
-Set ``WHILEAI_WRITE_DOCS_SCREENSHOT=1`` to (re)write docs/html_report.png, the README's picture,
+Set ``WHILEAI_WRITE_DOCS_SCREENSHOT=1`` to (re)write notebooks/html_report.png, the README's picture,
 from this test's own run.
 """
 import hashlib
@@ -16,7 +16,7 @@ from whileai_ray.result import failure_breakdown as fb
 from whileai_ray.testing.browser import Chromium, chromium_path
 from whileai_ray.testing.png import colours, saturated_colours
 
-DOCS_PNG = Path(__file__).resolve().parents[2] / "docs" / "html_report.png"
+DOCS_PNG = Path(__file__).resolve().parents[2] / "notebooks" / "html_report.png"
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object",
           "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}},
          {"type": "function", "function": {"name": "refund_order", "parameters": {"type": "object",

@@ -105,3 +105,13 @@ def test_a_unit_test_cannot_start_ray():
     from whileai_ray.runtime.cluster import ensure_ray
     with pytest.raises(RuntimeError, match="move this test to tests/ray/"):
         ensure_ray()
+
+
+def test_the_top_level_holds_only_what_the_project_fixes():
+    """pyproject.toml, whileai_ray/, cluster/, tests/, notebooks/, README.md and .ci/ (plus
+    .gitignore): nothing else is committed at the top (the README's picture lives in notebooks/)."""
+    root = PACKAGE.parent
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout
+    top = {line.split("/", 1)[0] for line in tracked.splitlines() if line}
+    assert top and top <= {"pyproject.toml", "whileai_ray", "cluster", "tests", "notebooks", "README.md", ".ci",
+                           ".gitignore"}, sorted(top)

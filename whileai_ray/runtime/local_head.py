@@ -88,8 +88,12 @@ class LocalHead:
                 pass
         return found
 
-    def stop(self) -> list:
-        """Stop every process this head started; return the pids still alive (should be [])."""
+    def stop(self, grace_s: float = 5.0) -> list:
+        """Stop every process this head started; return the pids still alive (should be []).
+
+        ``ray start --block`` takes SIGTERM as a cue for a shutdown that waits on its children
+        for about 30 s; ``grace_s`` later the whole session is killed instead (a throwaway head
+        keeps nothing worth the wait)."""
         import psutil   # lazy: psutil
         if self.proc is None:
             return []
@@ -99,11 +103,11 @@ class LocalHead:
         except ProcessLookupError:
             pass
         try:
-            self.proc.wait(timeout=30)
+            self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
-        _, alive = psutil.wait_procs(members + self._members(), timeout=15)
+        _, alive = psutil.wait_procs(members + self._members(), timeout=grace_s)
         for proc in alive:
             try:
                 proc.kill()

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .digest_table import DigestTable
+
 __all__ = ["Column", "DigestSet", "State", "digest", "prompt_digest"]
 
 
@@ -104,7 +106,7 @@ class DigestSet:
     __slots__ = ("_set", "log")
 
     def __init__(self, members=(), logged: bool = True):
-        self._set: set[int] = set()
+        self._set = DigestTable()
         self.log = Column(np.uint64) if logged else None
         for m in members:
             self.add(int(m))
@@ -117,9 +119,8 @@ class DigestSet:
 
     def add(self, d: int) -> bool:
         """Add a digest; True when it was new."""
-        if d in self._set:
+        if not self._set.add(d):
             return False
-        self._set.add(d)
         if self.log is not None:
             self.log.append(d)
         return True
@@ -129,9 +130,9 @@ class DigestSet:
         out = cls(logged=False)
         if logged:
             out.log = Column.of(log, np.uint64)
-            out._set = set(out.log.view().tolist())
+            out._set = DigestTable.of(out.log.view())
         else:
-            out._set = set(np.asarray(log, dtype=np.uint64).tolist())
+            out._set = DigestTable.of(log)
         return out
 
 

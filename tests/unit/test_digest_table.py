@@ -1,0 +1,69 @@
+"""DigestTable (64-bit digests in flat arrays) and RowKeySet (row keys as 128-bit digests) behave
+as the Python set and dict they replace, one by one and built at once."""
+import numpy as np
+
+from whileai_ray.core.digest_table import DigestTable
+from whileai_ray.core.identity import key_string
+from whileai_ray.store.row_key_set import RowKeySet
+
+
+def _digests(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 2**64 - 1, n, dtype=np.uint64).tolist() + [0, 7, 7, 2**64 - 1]
+
+
+def test_a_set_adds_and_answers_like_a_python_set_through_many_growths():
+    keys = _digests(50_000)
+    table, ref = DigestTable(), set()
+    for k in keys:
+        assert table.add(k) == (k not in ref)
+        ref.add(k)
+    assert len(table) == len(ref)
+    assert all(k in table for k in ref)
+    assert not any(k in table for k in _digests(2_000, seed=1)[:2_000] if k not in ref)
+    members, values = table.members()
+    assert sorted(members.tolist()) == sorted(ref) and values is None
+
+
+def test_a_map_keeps_the_first_value_and_setitem_overwrites():
+    keys = _digests(20_000)
+    table, ref = DigestTable(values=True), {}
+    for i, k in enumerate(keys):
+        assert table.setdefault(k, i) == ref.setdefault(k, i)
+    assert all(table.get(k) == v for k, v in ref.items()) and table.get(12345) is None
+    table[7] = -5
+    table[0] = 99
+    assert table[7] == -5 and table[0] == 99 and len(table) == len(ref)
+
+
+def test_built_at_once_equals_built_one_by_one():
+    keys = _digests(30_000)
+    at_once = DigestTable.of(keys, np.arange(len(keys)))
+    ref = {}
+    for i, k in enumerate(keys):
+        ref.setdefault(k, i)                 # the first occurrence's value wins
+    assert len(at_once) == len(ref)
+    assert all(at_once.get(k) == v for k, v in ref.items())
+    at_once.add(424242, 1)                   # and it grows on like any other
+    assert 424242 in at_once and len(at_once) == len(ref) + 1
+    assert len(DigestTable.of([])) == 0
+
+
+def test_row_keys_as_tuples_or_strings_are_one_member():
+    s = RowKeySet()
+    key = ("sc-01", "ab12", 3, 0)
+    assert s.add(key) and not s.add(key_string(key)) and key in s and key_string(key) in s
+    assert ("sc-01", "ab12", 4, 0) not in s and len(s) == 1
+
+
+def test_first_of_gives_each_keys_first_position_and_a_set_that_holds_them():
+    keys = [("sc-%d" % (i % 700), "p", i % 3, 0) for i in range(3000)]
+    built, first = RowKeySet.first_of(keys)
+    ref, want = set(), []
+    for i, k in enumerate(keys):
+        if k not in ref:
+            ref.add(k)
+            want.append(i)
+    assert first == want and len(built) == len(ref)
+    assert all(k in built for k in ref) and ("sc-9999", "p", 0, 0) not in built
+    assert not built.add(keys[5]) and built.add(("new", "p", 0, 0))

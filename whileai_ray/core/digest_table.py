@@ -1,0 +1,172 @@
+"""A set (or map to ints) of 64-bit digests in two flat arrays: what the planner keeps per prompt.
+
+A Python ``set`` of 64-bit ints costs about 65 bytes a member (a 36-byte int object and its
+slot) and a ``dict`` of them to ints about 100; a planner of a million prompts holds several
+such sets. :class:`DigestTable` keeps the members in an ``array('Q')`` of slots (open addressing,
+linear probing, at most 3/4 full) and, when it maps, their values in an ``array('q')`` beside
+it: 11-21 bytes a member for a set, twice that for a map, nothing for the garbage collector to
+walk. Members are never removed (the planner only adds).
+
+The members are digests (blake2b, SHA-256 prefixes, MinHash values), so any bits are as good as
+any others; they are still mixed (Fibonacci hashing) so that a run of related keys spreads out.
+The digest 0 (``digest(None)``) cannot mark an empty slot and is kept aside.
+
+* ``add(d) -> bool`` (True when new), ``d in t``, ``len(t)``;
+* with ``values=True``: ``t.get(d, default)``, ``t.setdefault(d, v)``, ``t[d] = v``;
+* ``DigestTable.of(digests, values=None)``: built at once from arrays (numpy, vectorised; with
+  repeated digests the first one's value wins), as a snapshot restore needs;
+* ``members()``: the digests (and values) as numpy arrays, in slot order.
+"""
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+__all__ = ["DigestTable"]
+
+_GOLD = 0x9E3779B97F4A7C15
+_M64 = (1 << 64) - 1
+_MIN_BITS = 4
+
+
+class DigestTable:
+    __slots__ = ("_keys", "_vals", "_bits", "_shift", "_mask", "_n", "_limit", "_zero", "values")
+
+    def __init__(self, values: bool = False, capacity: int = 0):
+        self.values = bool(values)
+        bits = _MIN_BITS
+        while (3 << bits) // 4 < capacity:
+            bits += 1
+        self._alloc(bits)
+        self._n = 0
+        self._zero = None             # the digest 0: None (absent), or its value (0 for a set)
+
+    def _alloc(self, bits: int) -> None:
+        size = 1 << bits
+        self._bits, self._shift, self._mask = bits, 64 - bits, size - 1
+        self._limit = (3 * size) // 4
+        self._keys = array("Q", bytes(8 * size))
+        self._vals = array("q", bytes(8 * size)) if self.values else None
+
+    def __len__(self) -> int:
+        return self._n + (self._zero is not None)
+
+    def _slot(self, d: int) -> int:
+        """The slot holding ``d``, or the empty slot where it would go."""
+        keys, mask = self._keys, self._mask
+        i = ((d * _GOLD) & _M64) >> self._shift
+        while True:
+            k = keys[i]
+            if k == d or k == 0:
+                return i
+            i = (i + 1) & mask
+
+    def __contains__(self, d: int) -> bool:
+        if d == 0:
+            return self._zero is not None
+        return self._keys[self._slot(d)] == d
+
+    def add(self, d: int, value: int = 0) -> bool:
+        """Add ``d`` (with ``value`` in a map); True when it was new (a present one keeps its value)."""
+        if d == 0:
+            if self._zero is not None:
+                return False
+            self._zero = value
+            return True
+        i = self._slot(d)
+        if self._keys[i] == d:
+            return False
+        if self._n >= self._limit:
+            self._grow()
+            i = self._slot(d)
+        self._keys[i] = d
+        if self.values:
+            self._vals[i] = value
+        self._n += 1
+        return True
+
+    def get(self, d: int, default=None):
+        if d == 0:
+            return default if self._zero is None else self._zero
+        i = self._slot(d)
+        return self._vals[i] if self._keys[i] == d else default
+
+    def setdefault(self, d: int, value: int) -> int:
+        """The value of ``d``, adding it with ``value`` first when absent."""
+        if not self.add(d, value):
+            return self.get(d)
+        return value
+
+    def __setitem__(self, d: int, value: int) -> None:
+        if d == 0:
+            self._zero = value
+            return
+        i = self._slot(d)
+        if self._keys[i] != d:
+            self.add(d, value)
+        else:
+            self._vals[i] = value
+
+    def __getitem__(self, d: int) -> int:
+        out = self.get(d)
+        if out is None:
+            raise KeyError(d)
+        return out
+
+    # ------------------------------------------------------------ whole arrays
+    def members(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(digests, values)`` (values None for a set), slot order, the digest 0 last."""
+        keys = np.frombuffer(self._keys, dtype=np.uint64)
+        used = np.flatnonzero(keys)
+        k = keys[used].copy()
+        v = np.frombuffer(self._vals, dtype=np.int64)[used].copy() if self.values else None
+        if self._zero is not None:
+            k = np.append(k, np.uint64(0))
+            if self.values:
+                v = np.append(v, np.int64(self._zero))
+        return k, v
+
+    def _grow(self) -> None:
+        keys, vals = self.members()
+        zero = self._zero
+        self._alloc(self._bits + 1)
+        self._place(keys, vals)
+        self._zero = zero
+
+    @classmethod
+    def of(cls, digests, values=None, capacity: int = 0) -> "DigestTable":
+        """A table of ``digests`` (any order, repeats allowed: the first one's value wins)."""
+        d = np.ascontiguousarray(digests, dtype=np.uint64).reshape(-1)
+        v = None if values is None else np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
+        if v is not None and len(v) != len(d):
+            raise ValueError("DigestTable.of: one value per digest")
+        uniq, first = np.unique(d, return_index=True)
+        out = cls(values=v is not None, capacity=max(capacity, len(uniq)))
+        vals = v[first] if v is not None else None
+        if len(uniq) and uniq[0] == 0:
+            out._zero = int(vals[0]) if vals is not None else 0
+            uniq = uniq[1:]
+            vals = vals[1:] if vals is not None else None
+        out._place(uniq, vals)
+        return out
+
+    def _place(self, keys: np.ndarray, vals) -> None:
+        """Put distinct nonzero ``keys`` into this empty table at once. Sorted by home slot, a
+        key's slot under linear probing is ``max(home, slot of the key before + 1)``, a running
+        maximum; the few that run past the last slot are added one by one (they wrap)."""
+        n = len(keys)
+        with np.errstate(over="ignore"):
+            home = ((keys * np.uint64(_GOLD)) >> np.uint64(self._shift)).astype(np.int64)
+        order = np.argsort(home, kind="stable")
+        rank = np.arange(n, dtype=np.int64)
+        slot = rank + np.maximum.accumulate(home[order] - rank) if n else rank
+        fits = slot <= self._mask
+        table = np.frombuffer(self._keys, dtype=np.uint64)
+        table[slot[fits]] = keys[order[fits]]
+        if self.values:
+            np.frombuffer(self._vals, dtype=np.int64)[slot[fits]] = vals[order[fits]]
+        del table
+        self._n = int(fits.sum())
+        for i in order[~fits].tolist():
+            self.add(int(keys[i]), int(vals[i]) if self.values else 0)

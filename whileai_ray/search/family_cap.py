@@ -20,6 +20,7 @@ from array import array
 import numpy as np
 
 from ..core.rng import short_hash
+from ..core.digest_table import DigestTable
 from ..core.columns import Column, State
 
 __all__ = ["FamilyCap", "skeleton", "family_key"]
@@ -71,7 +72,7 @@ class FamilyCap:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ValueError(f"family cap must be an int >= 1 (prompts per scenario family); got {cap!r}")
         self.cap = cap
-        self._id: dict[int, int] = {}            # family (its key as an int) -> id
+        self._id = DigestTable(values=True)     # family (its key as an int) -> id
         self._families = Column(np.uint64)      # family keys by id, first seen first
         self._counts = array("i")               # prompts counted per family id
         self._counted = Column(np.int32)        # the family id of every prompt counted, in order
@@ -95,7 +96,8 @@ class FamilyCap:
         k = int(key, 16)
         i = self._id.get(k)
         if i is None:
-            i = self._id[k] = len(self._counts)
+            i = len(self._counts)
+            self._id.add(k, i)
             self._families.append(k)
             self._counts.append(0)
         self._counts[i] += 1
@@ -135,6 +137,6 @@ class FamilyCap:
         if len(counted) and (counted.min() < 0 or counted.max() >= len(families)):
             raise ValueError("snapshot family cap counts a family it does not list")
         self._families, self._counted = Column.of(families, np.uint64), Column.of(counted, np.int32)
-        self._id = {k: i for i, k in enumerate(families.tolist())}
+        self._id = DigestTable.of(families, np.arange(len(families)))
         self._counts = array("i", np.bincount(counted, minlength=len(families)).astype(np.int32).tobytes())
         self.refused = int(state.meta["refused"])

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from array import array
-
 import numpy as np
 
 from ..core.rng import draw
 from ..core.columns import Column, State, prompt_digest
+from ..core.digest_table import DigestTable
 
 __all__ = ["NoveltyIndex", "sketch"]
 
@@ -55,7 +54,7 @@ _BIGRAM = np.uint64(0x9E3779B97F4A7C15)
 class _WordHashes:
     """Word -> 64-bit blake2b hash, cached (cleared past ``limit`` entries to bound memory)."""
 
-    def __init__(self, limit: int = 200_000):
+    def __init__(self, limit: int = 50_000):
         self.limit = limit
         self.cache: dict[str, int] = {}
 
@@ -89,57 +88,91 @@ def _text_key(text: str) -> int:
     return prompt_digest(str(text))
 
 
+def _stored(sk: np.ndarray) -> np.ndarray:
+    """What the archive keeps of a sketch: the top 16 bits of each value (two equal 16-bit values
+    from different shingles come once in 65,536 draws: the estimate moves by 1/K that rarely)."""
+    return (np.asarray(sk, dtype=np.uint32) >> np.uint32(16)).astype(np.uint16)
+
+
+def _slots(stored: np.ndarray, bits: int) -> np.ndarray:
+    """Bucket slot per band (one row per sketch, ``BANDS`` columns) in a table of ``2**bits``:
+    the band's ROWS values as one 32-bit key, mixed with the band number (Fibonacci hashing)."""
+    v = np.asarray(stored, dtype=np.uint32).reshape(-1, BANDS, ROWS)
+    key = (v[:, :, 0] << np.uint32(16)) | v[:, :, 1]
+    with np.errstate(over="ignore"):
+        mixed = (key ^ _BAND_SALT) * np.uint32(0x9E3779B1)
+    return (mixed >> np.uint32(32 - bits)).astype(np.int64)
+
+
+_BAND_SALT = (np.arange(BANDS, dtype=np.uint32) * np.uint32(0x85EBCA77))
+_BAND = np.arange(BANDS, dtype=np.int64)
+MIN_BITS, MAX_BITS = 10, 22
+
+
+def _bits_for(n: int) -> int:
+    """Bucket table size (log2) for ``n`` archived prompts: at least one slot a prompt per band."""
+    bits = MIN_BITS
+    while (1 << bits) < n and bits < MAX_BITS:
+        bits += 1
+    return bits
+
+
 class NoveltyIndex:
-    """An LSH archive of prompts; see the module docstring for the scoring."""
+    """An LSH archive of prompts; see the module docstring for the scoring.
+
+    Storage, about 200 bytes a prompt whatever the archive's size: the stored sketch (K 16-bit
+    values), per band a table of bucket heads (``2**bits`` int32 slots, a slot at least per
+    prompt; two buckets sharing a slot just share a chain, and the sketches tell their members
+    apart), the chain link of each prompt in each band (int32), its text key (uint64) and the
+    first id of each distinct text (a :class:`DigestTable`). No Python object per prompt."""
 
     def __init__(self, bucket_cap: int = 6, capacity: int = 1024):
         self.bucket_cap = int(bucket_cap)
-        self._sk = np.zeros((max(16, int(capacity)), K), dtype=np.uint32)
-        self._n = 0
-        # per band: bucket key -> newest member id; _next[id * BANDS + band] -> the member
-        # before it in that bucket (-1 at the end). Plain ints and an array: nothing for the
-        # garbage collector to walk, so a large archive does not slow every collection.
-        self._heads: list[dict[int, int]] = [{} for _ in range(BANDS)]
-        self._next = array("i")                    # int32: 64 bytes a prompt
-        self._exact: dict[int, int] = {}           # text key -> first id with that text
+        self._sk = Column(np.uint16, width=K, capacity=max(16, int(capacity)))
+        self._bits = _bits_for(int(capacity))
+        self._heads = np.full(BANDS << self._bits, -1, dtype=np.int32)   # band * 2**bits + slot -> newest id
+        self._next = Column(np.int32, width=BANDS, capacity=max(16, int(capacity)))  # id, band -> the one before
+        self._exact = DigestTable(values=True)                  # text key -> first id with that text
         self._keys = Column(np.uint64)             # text key per id (what a snapshot keeps of it)
 
     def __len__(self) -> int:
-        return self._n
+        return len(self._sk)
 
-    @staticmethod
-    def _band_keys(sk: np.ndarray) -> list[int]:
-        return sk.view(np.uint64).tolist()              # ROWS=2 uint32 values -> one uint64 per band
+    def _where(self, stored: np.ndarray) -> np.ndarray:
+        return (_BAND << self._bits) + _slots(stored, self._bits)[0]
 
     def add(self, text: str, sk: np.ndarray | None = None) -> int:
         """Archive ``text`` (pass its ``sketch`` if already computed); returns its id."""
         if sk is None:
             sk = sketch(text)
-        i = self._n
-        if i == len(self._sk):
-            grown = np.zeros((2 * len(self._sk), K), dtype=np.uint32)
-            grown[:i] = self._sk
-            self._sk = grown
-        self._sk[i] = sk
-        self._n += 1
+        stored = _stored(sk)
+        i = len(self._sk)
+        if i >= (1 << self._bits) and self._bits < MAX_BITS:
+            self._rebuild(_bits_for(i + 1))
+        self._sk.append(stored)
         key = _text_key(text)
-        self._exact.setdefault(key, i)
+        self._exact.add(key, i)
         self._keys.append(key)
-        nxt = self._next
-        for heads, key in zip(self._heads, self._band_keys(sk)):
-            nxt.append(heads.get(key, -1))
-            heads[key] = i
+        where = self._where(stored)
+        self._next.append(self._heads[where])
+        self._heads[where] = i
         return i
 
-    def _candidates(self, sk: np.ndarray) -> list[int]:
+    def _rebuild(self, bits: int) -> None:
+        self._bits = bits
+        self._heads, nxt = _buckets(self._sk.view(), bits)
+        self._next = Column.of(nxt, np.int32, width=BANDS)
+
+    def _candidates(self, stored: np.ndarray) -> list[int]:
         found: set[int] = set()
-        nxt, cap = self._next, self.bucket_cap
-        for b, (heads, key) in enumerate(zip(self._heads, self._band_keys(sk))):
-            j = heads.get(key, -1)
+        nxt, heads, cap = self._next, self._heads, self.bucket_cap
+        links = nxt._a
+        for b, w in enumerate(self._where(stored).tolist()):
+            j = int(heads[w])
             steps = 0
             while j >= 0 and steps < cap:
                 found.add(j)
-                j = nxt[j * BANDS + b]
+                j = int(links[j, b])
                 steps += 1
         return sorted(found)
 
@@ -150,10 +183,11 @@ class NoveltyIndex:
             return exact, 1.0
         if sk is None:
             sk = sketch(text)
-        cands = self._candidates(sk)
+        stored = _stored(sk)
+        cands = self._candidates(stored)
         if not cands:
             return -1, 0.0
-        eq = (self._sk[cands] == sk).sum(axis=1)
+        eq = (self._sk._a[cands] == stored).sum(axis=1)
         best = int(eq.argmax())
         return cands[best], float(eq[best]) / K
 
@@ -194,44 +228,41 @@ class NoveltyIndex:
 
     # ------------------------------------------------------------------ snapshot
     def state(self, keys: bool = True) -> State:
-        """The sketches and (unless the caller keeps them: ``keys=False``) the text keys, the
-        ``prompt_digest`` of each text, in id order (views: rows once written never change).
+        """The stored sketches and (unless the caller keeps them: ``keys=False``) the text keys,
+        the ``prompt_digest`` of each text, in id order (views: rows once written never change).
         The buckets are not kept: :meth:`load_state` rebuilds them from the sketches."""
-        sk = self._sk[:self._n]
-        sk.flags.writeable = False
-        logs = {"sk": sk, "key": self._keys.view()} if keys else {"sk": sk}
-        return State(meta={"bucket_cap": self.bucket_cap}, logs=logs)
+        logs = {"sk16": self._sk.view(), "key": self._keys.view()} if keys else {"sk16": self._sk.view()}
+        return State(meta={"bucket_cap": self.bucket_cap, "bits": self._bits}, logs=logs)
 
     def load_state(self, state: State, keys: np.ndarray | None = None) -> None:
-        sk = state.array("sk", np.uint32, width=K)
+        sk = state.array("sk16", np.uint16, width=K)
         keys = state.array("key", np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
         if len(keys) != len(sk):
             raise ValueError("snapshot novelty: one text key per sketch")
         n = len(sk)
         self.bucket_cap = int(state.meta["bucket_cap"])
-        self._sk = np.zeros((max(16, 2 * n), K), dtype=np.uint32)
-        self._sk[:n] = sk
-        self._n = n
+        self._sk = Column.of(sk, np.uint16, width=K)
         self._keys = Column.of(keys, np.uint64)
-        ids = list(range(n))
-        self._exact = dict(zip(keys.tolist()[::-1], ids[::-1]))       # the first id of each text wins
-        self._heads, nxt = _buckets(sk)
-        self._next = array("i", nxt.astype(np.int32).tobytes())
+        self._exact = DigestTable.of(keys, np.arange(n))     # the first id of each text wins
+        self._rebuild(max(int(state.meta.get("bits", MIN_BITS)), _bits_for(n)))
 
 
-def _buckets(sk: np.ndarray) -> tuple[list[dict[int, int]], np.ndarray]:
-    """The bucket heads and chains ``add`` would have built, adding ``sk``'s rows in order."""
-    n = len(sk)
-    keys = np.ascontiguousarray(sk).view(np.uint64).reshape(n, BANDS) if n else np.zeros((0, BANDS), np.uint64)
-    nxt = np.full((n, BANDS), -1, dtype=np.int64)
-    heads: list[dict[int, int]] = []
+def _buckets(stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bucket heads and chain links ``add`` would have built, adding ``stored``'s rows in order."""
+    n = len(stored)
+    heads = np.full(BANDS << bits, -1, dtype=np.int32)
+    nxt = np.full((n, BANDS), -1, dtype=np.int32)
+    if not n:
+        return heads, nxt
+    slots = _slots(stored, bits)
+    ids = np.arange(n, dtype=np.int32)
     for b in range(BANDS):
-        k = keys[:, b]
-        order = np.argsort(k, kind="stable")           # equal keys: older ids first
+        k = slots[:, b]
+        order = np.argsort(k, kind="stable")           # equal slots: older ids first
         ks = k[order]
         same = ks[1:] == ks[:-1]
         nxt[order[1:][same], b] = order[:-1][same]      # each member points at the one before it
         last = np.ones(n, dtype=bool)
         last[:-1] = ~same
-        heads.append(dict(zip(ks[last].tolist(), order[last].tolist())))
-    return heads, nxt.reshape(-1)
+        heads[(b << bits) + ks[last]] = ids[order[last]]
+    return heads, nxt

@@ -22,6 +22,7 @@ import time
 from collections import deque
 
 from ..core.columns import Column, prompt_digest
+from ..core.digest_table import DigestTable
 from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES
 from ..core.identity import prompt_sha
 from ..core.rng import draw, weyl
@@ -95,12 +96,12 @@ class Planner(PlannerState, PlannerStatsReport):
         arms = ("structured", "open_ended", "behavior_targeted", "failure_mutation") + \
             (("llm_guided",) if settings.llm_writer else ())
         self.bandit = ArmBandit(arms, settings.seed, pinned=settings.arm_weights)
-        self.novelty = NoveltyIndex()
+        self.novelty = NoveltyIndex(capacity=min(max(settings.budget, 1), 1 << 20))
         self.family = FamilyCap(settings.family_cap)
         self.shapes = ShapeTargets(settings.tools, settings.seed) if settings.tools else None
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
         self._targeted = 0
-        self._seen: set[int] = set()          # digests of opened prompts: a prompt opens at most once
+        self._seen = DigestTable()            # digests of opened prompts: a prompt opens at most once
         self._scored = ("", None, 0.0)
 
     def _group_key(self, wid: int) -> list:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.unit import Unit
 from ..core.columns import Column, State, digest
+from ..core.digest_table import DigestTable
 from .wordings import UNIT_FIELDS
 
 __all__ = ["PlannerState", "planner_state", "restore_planner", "encode_units", "decode_units", "landed_keys"]
@@ -133,7 +134,7 @@ def restore_planner(p, state: State):
     p.pinned_left = deque(p.s.pinned[int(m["pinned_used"]):])
     p.seeds_left = deque(list(dict.fromkeys(p.s.seeds))[int(m["seeds_used"]):])
     p._parents.load_state(state.part("parents"), n)
-    p._seen = set(p.words.digest.view().tolist())
+    p._seen = DigestTable.of(p.words.digest.view())
     p._backlog = deque(decode_units(p, state.array("backlog", np.int64, width=len(UNIT_FIELDS))))
     p._rerolls = deque(decode_units(p, state.array("rerolls", np.int64, width=len(UNIT_FIELDS))))
     p._scored = ("", None, 0.0)

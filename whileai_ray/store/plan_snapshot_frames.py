@@ -28,7 +28,7 @@ import numpy as np
 __all__ = ["MAGIC", "DTYPES", "encode_frame", "read_frames"]
 
 # the only array types a snapshot holds (and the only ones its reader accepts)
-DTYPES = ("int8", "uint8", "int16", "int32", "int64", "uint32", "uint64", "float64")
+DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "int64", "uint32", "uint64", "float64")
 MAGIC = b"WAIPLANF"
 _HEAD = struct.Struct("<8sII")
 _META_KEY = b"whileai_ray_plan"

@@ -38,6 +38,7 @@ from .checkpoint_meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows, gc_paused
 from .fingerprint import fingerprint_mismatch
 from .jsonl_lines import HEADER_KEY, JsonlContents, dump_line, parse_jsonl, scan_file
+from .row_key_set import RowKeySet
 from .key_index import entry_line, index_path, line_crc, write_index
 
 __all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line"]
@@ -96,7 +97,7 @@ class JsonlCheckpoint:
         self.duplicates_skipped = 0
         self.rows_written = 0
         self.rows_loaded = 0
-        self._keys: set = set()
+        self._keys = RowKeySet()                # every row_key in the file (128-bit digests)
         self.header: dict | None = None
         self._fh = None
         self._ix = None                     # the .keys index (key_index.py), appended with each batch
@@ -179,16 +180,12 @@ class JsonlCheckpoint:
 
     def _kept(self, scan) -> DiskRows:
         """Each key once (the first line wins); duplicates counted and said."""
-        keys, spans, kept_keys, decoded = self._keys, [], [], {}
-        for i, key in enumerate(scan.keys):
-            if key in keys:
-                self.duplicates_skipped += 1
-                continue
-            keys.add(key)
-            if i in scan.decoded:
-                decoded[len(kept_keys)] = scan.decoded[i]
-            spans.append(scan.spans[i])
-            kept_keys.append(key)
+        self._keys, first = RowKeySet.first_of(scan.keys)
+        self.duplicates_skipped += len(scan.keys) - len(first)
+        kept_keys = scan.keys if len(first) == len(scan.keys) else [scan.keys[i] for i in first]
+        spans = scan.spans if len(first) == len(scan.keys) else [scan.spans[i] for i in first]
+        at = {i: j for j, i in enumerate(first)} if len(first) < len(scan.keys) else None
+        decoded = {(i if at is None else at[i]): row for i, row in scan.decoded.items() if at is None or i in at}
         if len(kept_keys) < len(scan.keys):
             self.warnings.append(f"{self.path}: {len(scan.keys) - len(kept_keys)} duplicate rows on disk ignored")
         return DiskRows.at(self.path, spans, kept_keys, decoded)
@@ -236,16 +233,17 @@ class JsonlCheckpoint:
         self._size += len(data)
 
     def _take_new(self, rows) -> list[tuple]:
-        """``[(row, key)]`` for the rows whose key this checkpoint has not seen (now marked
-        seen); the others are counted in ``duplicates_skipped``."""
-        keys = self._keys
+        """``[(row, key)]`` for the rows whose key this checkpoint has not seen (nor an earlier
+        row of ``rows``); the others are counted in ``duplicates_skipped``. Nothing is marked
+        seen: ``append`` does that once the rows are on disk."""
+        keys, batch = self._keys, set()
         kept = []
         for row in rows:
             key = row_key(row)
-            if key in keys:
+            if key in batch or key in keys:
                 self.duplicates_skipped += 1
                 continue
-            keys.add(key)
+            batch.add(key)
             kept.append((row, key))
         return kept
 
@@ -264,11 +262,9 @@ class JsonlCheckpoint:
                 return 0
             chunks = [dump_line(row) for row, _key in pairs]
             entries, pos = [], self._size
-            try:
-                self._write(b"".join(chunks))
-            except OSError:
-                self._keys.difference_update(key for _row, key in pairs)
-                raise
+            self._write(b"".join(chunks))            # raises with nothing written and nothing marked
+            for _row, key in pairs:
+                self._keys.add(key)
             for chunk, (_row, key) in zip(chunks, pairs):
                 pos += len(chunk)
                 entries.append(entry_line(pos - 1, line_crc(chunk[:-1]), key))

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from .atomic import atomic_path
 from .disk_rows import gc_paused
+from .row_key_set import RowKeySet
 from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
                      record_of, row_key)
 
@@ -142,7 +143,7 @@ class ParquetSink:
         self.rows_written = 0
         self.duplicates_skipped = 0
         self._buffer: list[dict] = []
-        self._keys: set = set()
+        self._keys = RowKeySet()                # row_key strings taken (128-bit digests)
         self._closed = False
         existing = _folder_files(self.folder)
         if mode == "w":
@@ -152,7 +153,8 @@ class ParquetSink:
         self.warnings: list[str] = []
         for file in list(existing):
             try:
-                self._keys.update(pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist())
+                for key in pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist():
+                    self._keys.add(key)
             except (OSError, ValueError, pa.ArrowException) as exc:   # the JSONL beside it is the truth
                 file.unlink()
                 existing.remove(file)
@@ -168,10 +170,9 @@ class ParquetSink:
         taken = 0
         for row in rows:
             key = key_string(row_key(row))
-            if key in self._keys:
+            if not self._keys.add(key):
                 self.duplicates_skipped += 1
                 continue
-            self._keys.add(key)
             self._buffer.append(row)
             taken += 1
         while len(self._buffer) >= self.row_group_size:

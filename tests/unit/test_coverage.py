@@ -118,3 +118,15 @@ def test_curve_points_every_n_rows_and_a_closing_point():
     assert again.finish("saturation")[-1] == {**again.curve[0], "stopped_because": "saturation"}
     assert len(again.curve) == 1
     assert cell_key(CELLS[0]) in t.cells
+
+
+def test_a_state_with_the_row_sets_restores_the_same_counts():
+    t = CoverageTracker(CELLS[:3], AXES)
+    for i in range(40):
+        t.observe(_row(i, CELLS[i % 3], sig="s%d" % (i % 5), prompt="prompt %d" % (i % 17), sid="sc-%d" % (i % 9)))
+    state = t.state()                                 # row_sets=True: prompts and scenario ids kept
+    assert list(state.logs["prompts"]) == sorted(state.logs["prompts"])
+    back = CoverageTracker(CELLS[:3], AXES)
+    back.load_state(state)
+    assert back.report_keys() == t.report_keys()
+    assert back.report_keys()["unique_prompts"] == 17 and back.report_keys()["unique_scenario_ids"] == 9

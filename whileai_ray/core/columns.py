@@ -117,6 +117,10 @@ class DigestSet:
     def __contains__(self, d: int) -> bool:
         return d in self._set
 
+    def sorted(self) -> np.ndarray:
+        """The members, ascending (uint64)."""
+        return np.sort(self._set.members()[0])
+
     def add(self, d: int) -> bool:
         """Add a digest; True when it was new."""
         if not self._set.add(d):

@@ -230,8 +230,7 @@ class CoverageTracker:
                   "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
                   "shapes": list(self.shapes.items()), "cells_extra": extra, "points": len(self.curve)},
             logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
-                  **({"prompts": np.asarray(sorted(self.prompts._set), dtype=np.uint64),
-                      "scenario_ids": np.asarray(sorted(self.scenario_ids._set), dtype=np.uint64)}
+                  **({"prompts": self.prompts.sorted(), "scenario_ids": self.scenario_ids.sorted()}
                      if row_sets else {})},
             tables={"planned": np.asarray(list(self.planned.values()), dtype=np.int64),
                     "pairs": np.asarray(covered, dtype=np.int64)})

@@ -96,9 +96,9 @@ def _stored(sk: np.ndarray) -> np.ndarray:
 
 def _slots(stored: np.ndarray, bits: int) -> np.ndarray:
     """Bucket slot per band (one row per sketch, ``BANDS`` columns) in a table of ``2**bits``:
-    the band's ROWS values as one 32-bit key, mixed with the band number (Fibonacci hashing)."""
-    v = np.asarray(stored, dtype=np.uint32).reshape(-1, BANDS, ROWS)
-    key = (v[:, :, 0] << np.uint32(16)) | v[:, :, 1]
+    the band's ROWS 16-bit values read as one little-endian 32-bit key, mixed with the band
+    number (Fibonacci hashing)."""
+    key = np.ascontiguousarray(stored, dtype="<u2").reshape(-1, K).view("<u4")
     with np.errstate(over="ignore"):
         mixed = (key ^ _BAND_SALT) * np.uint32(0x9E3779B1)
     return (mixed >> np.uint32(32 - bits)).astype(np.int64)
@@ -165,14 +165,12 @@ class NoveltyIndex:
 
     def _candidates(self, stored: np.ndarray) -> list[int]:
         found: set[int] = set()
-        nxt, heads, cap = self._next, self._heads, self.bucket_cap
-        links = nxt._a
-        for b, w in enumerate(self._where(stored).tolist()):
-            j = int(heads[w])
+        cap, links = self.bucket_cap, self._next._a
+        for b, j in enumerate(self._heads[self._where(stored)].tolist()):
             steps = 0
             while j >= 0 and steps < cap:
                 found.add(j)
-                j = int(links[j, b])
+                j = links.item(j, b)
                 steps += 1
         return sorted(found)
 

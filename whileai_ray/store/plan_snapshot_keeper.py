@@ -124,20 +124,23 @@ class PlanSnapshots:
             units = planner.encode_units([u for _, u in pending])
             meta = json.dumps({"planner": st.meta, "next_decide": book.next_decide, "observed": book.observed,
                                "settled": len(st.logs["landed_wid"])}, separators=(",", ":"), allow_nan=False)
+            logs = {f"planner.{k}": v for k, v in st.logs.items()}
+            tables = {f"planner.{k}": v for k, v in st.tables.items()}
+            tables.update({"pending": units, "pending_round": np.asarray([r for r, _ in pending], dtype=np.int64)})
         except (ValueError, TypeError) as exc:      # state that is not plain data: stop taking snapshots
             self.errors.append(f"snapshot not taken: {exc}")
             self.every_s = 0.0
             self._next_at = float("inf")
             return
         finally:
+            # the pause ends here, before the collector is back: a collection the loop's own
+            # allocations made due runs right after and is the loop's cost, not the snapshot's
+            self.pause_s = time.perf_counter() - t
+            pause_cpu = time.thread_time() - cpu
             if collecting:
                 gc.enable()
-        logs = {f"planner.{k}": v for k, v in st.logs.items()}
-        tables = {f"planner.{k}": v for k, v in st.tables.items()}
-        tables.update({"pending": units, "pending_round": np.asarray([r for r, _ in pending], dtype=np.int64)})
-        self.pause_s = time.perf_counter() - t
         self.pause_max_s = max(self.pause_max_s, self.pause_s)
-        self.pause_cpu_max_s = max(self.pause_cpu_max_s, time.thread_time() - cpu)
+        self.pause_cpu_max_s = max(self.pause_cpu_max_s, pause_cpu)
         self._next_at = now + max(self.every_s, 20 * self.pause_s)
         self._writing = asyncio.ensure_future(asyncio.to_thread(self._file.write, meta, logs, tables))
         self._round = book.observed

@@ -25,37 +25,43 @@ from ..core.columns import Column, State
 
 __all__ = ["FamilyCap", "skeleton", "family_key"]
 
-_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
-           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
-_BLANKS = (
-    (re.compile(r"\S+@\S+"), " @ "),                                  # emails
-    (re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?"), " $ "),                   # amounts
-    (re.compile(rf"\b(?:{_MONTHS})\b\.?\s*\d{{1,2}}(?:st|nd|rd|th)?\b", re.I), " D "),   # dates
-    (re.compile(r"\b[\w-]*\d[\w-]*\b"), " # "),                       # ids, numbers
-)
+_EMAIL = re.compile(r"\S+@\S+")                                        # emails
+_AMOUNT = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?")                         # amounts
+# dates: the month names and their short forms as a trie (the first letter picks the branch), then the day
+_DATE = re.compile(r"\b(?:j(?:an(?:uary)?|un(?:e)?|ul(?:y)?)|feb(?:ruary)?|ma(?:r(?:ch)?|y)|a(?:pr(?:il)?|ug(?:ust)?)"
+                   r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?\s*\d{1,2}(?:st|nd|rd|th)?\b", re.I)
+_IDS = re.compile(r"\b[\w-]*?\d[\w-]*\b")                               # ids, numbers
+_TOKEN = re.compile(r"[A-Za-z'#$@]+|[.!?]")
+_STOPS = frozenset(".!?")
+_BLANKED = frozenset(("#", "$", "@", "D"))
 
 
 def skeleton(prompt: str) -> str:
     """The prompt's words with numbers, ids, amounts, emails, dates and proper names blanked."""
     text = str(prompt)
-    for pattern, blank in _BLANKS:
-        text = pattern.sub(blank, text)
+    if "@" in text:
+        text = _EMAIL.sub(" @ ", text)
+    if "$" in text:
+        text = _AMOUNT.sub(" $ ", text)
+    text = _IDS.sub(" # ", _DATE.sub(" D ", text))
     out = []
     start = True                       # a capitalised word that starts a sentence is not a name
-    for m in re.finditer(r"[A-Za-z'#$@]+|[.!?]", text):
-        tok = m.group(0)
-        if tok in ".!?":
+    last = None
+    for tok in _TOKEN.findall(text):
+        if tok in _STOPS:
             start = True
             continue
-        if tok in ("#", "$", "@", "D"):
+        if tok in _BLANKED:
             pass
-        elif not start and tok[:1].isupper() and tok != "I" and not tok.startswith("I'"):
+        elif not start and tok[0].isupper() and tok != "I" and not tok.startswith("I'"):
             tok = "N"
+            if last == "N":            # "Maria Lopez" -> one name blank
+                start = False
+                continue
         else:
             tok = tok.lower()
-        if out and tok == "N" and out[-1] == "N":
-            continue                   # "Maria Lopez" -> one name blank
         out.append(tok)
+        last = tok
         start = False
     return " ".join(out)
 

@@ -71,4 +71,6 @@ def resumed_unit_key(run_id: str, row: dict, eval_run: int) -> list:
 
 def key_string(key: tuple) -> str:
     """``row_key`` as one string, the form stored in the Parquet ``row_key`` column."""
+    if len(key) == 4:                       # the usual row key: one format call
+        return f"{key[0]}|{key[1]}|{key[2]}|{key[3]}"
     return "|".join(str(part) for part in key)

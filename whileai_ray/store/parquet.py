@@ -151,15 +151,17 @@ class ParquetSink:
                 file.unlink()
             existing = []
         self.warnings: list[str] = []
+        found = []
         for file in list(existing):
             try:
-                for key in pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist():
-                    self._keys.add(key)
+                found += pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist()
             except (OSError, ValueError, pa.ArrowException) as exc:   # the JSONL beside it is the truth
                 file.unlink()
                 existing.remove(file)
                 self.warnings.append(f"{file}: unreadable Parquet ({type(exc).__name__}: {str(exc)[:120]}); "
                                      "removed, its rows are rebuilt from the checkpoint when the run closes")
+        if found:
+            self._keys = RowKeySet.first_of(found)[0]
         numbers = [int(p.stem.split("-")[1]) for p in existing if p.name != COMPACT_NAME]
         self._next_part = max(numbers) + 1 if numbers else 0
 

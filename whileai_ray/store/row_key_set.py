@@ -62,26 +62,20 @@ class RowKeySet:
         occurrence, in order: what a resume keeps of the rows on disk. Built at once."""
         import numpy as np   # only here: the set itself needs no numpy call per key
 
-        n = len(keys)
-        pairs = np.empty(n, dtype=[("a", "<u8"), ("b", "<i8")])
-        texts = []
-        a_col, b_col = [], []
-        for key in keys:
-            a, b, text = _digests(key)
-            a_col.append(a), b_col.append(b), texts.append(text)
-        pairs["a"], pairs["b"] = a_col, b_col
-        _, first = np.unique(pairs, return_index=True)
-        first.sort()
+        texts = [key if isinstance(key, str) else key_string(key) for key in keys]
+        blob = b"".join([hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts])
+        pairs = np.frombuffer(blob, dtype=[("a", "<u8"), ("b", "<i8")])
+        a, b = pairs["a"], pairs["b"]
+        _, first_a, inv = np.unique(a, return_index=True, return_inverse=True)
         out = cls()
-        a_first = pairs["a"][first]
-        out._table = DigestTable.of(a_first, pairs["b"][first])
-        _, a_once, a_count = np.unique(a_first, return_index=True, return_counts=True)
-        if (a_count > 1).any():              # 64 bits shared, 128 not: the later ones kept aside
-            shared = set(a_first[a_once[a_count > 1]].tolist())
-            seen_a = set()
-            for i in first.tolist():
-                if int(pairs["a"][i]) in shared:
-                    if int(pairs["a"][i]) in seen_a:
-                        out._aside.add(texts[i])
-                    seen_a.add(int(pairs["a"][i]))
-        return out, first.tolist()
+        out._table = DigestTable.of(a[first_a], b[first_a])
+        firsts = first_a.tolist()
+        other = np.flatnonzero(b != b[first_a[inv.reshape(-1)]])
+        if len(other):                       # 64 bits shared, 128 not: those keys kept aside, whole
+            aside: dict[str, int] = {}
+            for i in other.tolist():
+                aside.setdefault(texts[i], i)
+            out._aside = set(aside)
+            firsts += aside.values()
+        firsts.sort()
+        return out, firsts

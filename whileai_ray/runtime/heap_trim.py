@@ -15,7 +15,9 @@ arenas and ~100 MB in Arrow's pool, memory the Driver no longer used. With them 
 run grew ~0.15 KB a row (418 MB at 75k rows, 434 MB at 179k; the thread arenas hold nothing).
 Blocks of 1 MiB and more are also given their own mapping (``mallopt(M_MMAP_THRESHOLD)``, which
 stops glibc from raising that threshold as big blocks are freed), so a table that doubles frees
-its old half to the system instead of leaving a hole in the heap. ``HeapTrim.maybe()`` is called once per loop turn and does the two calls at most every
+its old half to the system instead of leaving a hole in the heap.
+
+``HeapTrim.maybe()`` is called once per loop turn and does the two calls at most every
 ``every_s`` seconds (a few milliseconds each). Where there is no glibc (macOS, musl) the first
 is skipped; without pyarrow loaded the second is.
 """

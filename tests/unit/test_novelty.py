@@ -174,3 +174,20 @@ def test_the_skeleton_equals_the_first_definition_on_prompts_and_tricky_text():
     texts = PROMPTS + ["".join(rng.choice(vocab) + rng.choice(seps) for _ in range(rng.randint(1, 14)))
                        for _ in range(20_000)]
     assert [skeleton(t) for t in texts] == [_first_skeleton(t) for t in texts]
+
+
+def test_tables_grown_by_adding_equal_the_ones_a_snapshot_rebuilds_whatever_the_capacity():
+    import numpy as np
+    grown = NoveltyIndex()                       # 1,024 slots a band, doubled three times below
+    reserved = NoveltyIndex(capacity=1_000_000)  # capacity reserves columns, never the tables' size
+    for p in PROMPTS + [p + " again" for p in PROMPTS[:3000]]:
+        grown.add(p)
+        reserved.add(p)
+    restored = NoveltyIndex()
+    restored.load_state(grown.state())
+    for other in (reserved, restored):
+        assert other._bits == grown._bits == 13
+        assert np.array_equal(other._heads, grown._heads)
+        assert np.array_equal(other._next.view(), grown._next.view())
+    probe = BASE.replace("today", "right now")
+    assert grown.similarity(probe) == restored.similarity(probe) == reserved.similarity(probe)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+
 import numpy as np
 
 from ..core.rng import draw
@@ -127,9 +128,12 @@ class NoveltyIndex:
     first id of each distinct text (a :class:`DigestTable`). No Python object per prompt."""
 
     def __init__(self, bucket_cap: int = 6, capacity: int = 1024):
+        # the bucket tables start at 2**MIN_BITS slots a band and double, rebuilt from the sketches,
+        # when the archive outgrows them: their size is a function of its length alone, so a run's
+        # novelty figures do not depend on its budget (capacity only reserves the columns)
         self.bucket_cap = int(bucket_cap)
         self._sk = Column(np.uint16, width=K, capacity=max(16, int(capacity)))
-        self._bits = _bits_for(int(capacity))
+        self._bits = MIN_BITS
         self._heads = np.full(BANDS << self._bits, -1, dtype=np.int32)   # band * 2**bits + slot -> newest id
         self._next = Column(np.int32, width=BANDS, capacity=max(16, int(capacity)))  # id, band -> the one before
         self._exact = DigestTable(values=True)                  # text key -> first id with that text
@@ -256,7 +260,9 @@ def _buckets(stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     ids = np.arange(n, dtype=np.int32)
     for b in range(BANDS):
         k = slots[:, b]
-        order = np.argsort(k, kind="stable")           # equal slots: older ids first
+        # stable order by slot (equal slots: older ids first), as two 16-bit radix passes
+        low = np.argsort((k & 0xFFFF).astype(np.uint16), kind="stable")
+        order = low[np.argsort((k[low] >> 16).astype(np.uint16), kind="stable")]
         ks = k[order]
         same = ks[1:] == ks[:-1]
         nxt[order[1:][same], b] = order[:-1][same]      # each member points at the one before it

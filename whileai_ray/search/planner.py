@@ -96,7 +96,7 @@ class Planner(PlannerState, PlannerStatsReport):
         arms = ("structured", "open_ended", "behavior_targeted", "failure_mutation") + \
             (("llm_guided",) if settings.llm_writer else ())
         self.bandit = ArmBandit(arms, settings.seed, pinned=settings.arm_weights)
-        self.novelty = NoveltyIndex(capacity=min(max(settings.budget, 1), 1 << 20))
+        self.novelty = NoveltyIndex()         # its tables grow with it, whatever the budget (the plan never depends on it)
         self.family = FamilyCap(settings.family_cap)
         self.shapes = ShapeTargets(settings.tools, settings.seed) if settings.tools else None
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)

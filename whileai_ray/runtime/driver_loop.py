@@ -38,7 +38,6 @@ from ..search.rounds import RoundBook
 from . import loop_rules as rules
 from .caller_watch import CALLER_GONE
 from .chunk_retry import ChunkRetry
-from .heap_trim import HeapTrim
 from .landing import Landing
 from .metrics import NoMetrics
 from .pool import Pool
@@ -117,7 +116,6 @@ class DriverLoop:
         self.stopped_because: str | None = None
         self.chunks_reissued = 0
         self.abandoned = 0
-        self.heap_trim = HeapTrim(clock=clock)
         self.stuck: dict = {}                     # unit key -> seconds in flight, past the watchdog's limit
         self.target = rules.decide_target(settings.concurrency, self.chunk, rollouts.lanes)
         self.turn_rounds = None if settings.reproducible else TURN_ROUNDS
@@ -164,7 +162,6 @@ class DriverLoop:
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
             more = self._pump(self.turn_rounds)
-            self.heap_trim.maybe()       # freed memory back to the system, every few seconds
             self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
             self.metrics.causes(self.planner.rerolled_by, self.planner.lost_by)
         self._abandon()

@@ -17,9 +17,9 @@ Blocks of 1 MiB and more are also given their own mapping (``mallopt(M_MMAP_THRE
 stops glibc from raising that threshold as big blocks are freed), so a table that doubles frees
 its old half to the system instead of leaving a hole in the heap.
 
-``HeapTrim.maybe()`` is called once per loop turn and does the two calls at most every
-``every_s`` seconds (a few milliseconds each). Where there is no glibc (macOS, musl) the first
-is skipped; without pyarrow loaded the second is.
+``HeapTrim.maybe()`` is called after each landed batch (``landing.py``) and does the two calls
+at most every ``every_s`` seconds (a few milliseconds each). Where there is no glibc (macOS,
+musl) the first is skipped; without pyarrow loaded the second is.
 """
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from typing import Callable
 from ..score.judging import apply_verdict, failed_markers, is_graded_failure
 from ..search.outcome import Outcome
 from ..store.row_spool import RowSpool
+from .heap_trim import HeapTrim
 from .rollout_actor import _fault_parent
 
 __all__ = ["Landing", "MAX_ERRORS"]
@@ -47,6 +48,7 @@ class Landing:
         self.errors: list[str] = []
         self.first_row_s: float | None = None
         self.pending: list[dict] = []           # landed, not yet written
+        self.heap_trim = HeapTrim(clock=clock)  # what each batch freed, back to the system now and then
 
     def resumed(self, unit, row: dict) -> Outcome:
         """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
@@ -109,6 +111,7 @@ class Landing:
             self.stream.append(self.pending)
         self.spool.add(self.stamped(self.pending))
         self.pending = []
+        self.heap_trim.maybe()
 
     def release(self, upto: int) -> None:
         """Every unit with an ordinal up to ``upto`` is settled: its row may leave the reorder buffer."""

@@ -67,3 +67,13 @@ def test_first_of_gives_each_keys_first_position_and_a_set_that_holds_them():
     assert first == want and len(built) == len(ref)
     assert all(k in built for k in ref) and ("sc-9999", "p", 0, 0) not in built
     assert not built.add(keys[5]) and built.add(("new", "p", 0, 0))
+
+
+def test_the_digest_zero_counts_once_through_growths():
+    table = DigestTable(values=True)
+    assert table.add(0, 5) and not table.add(0, 6)
+    for k in range(1, 5000):
+        table.add(k * 0x9E3779B97F4A7C15 % 2**64 or 1, k)
+    assert len(table) == 5000 and table.get(0) == 5
+    members, values = table.members()
+    assert len(members) == 5000 and list(values[members == 0]) == [5]

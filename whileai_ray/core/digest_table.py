@@ -128,11 +128,13 @@ class DigestTable:
         return k, v
 
     def _grow(self) -> None:
-        keys, vals = self.members()
-        zero = self._zero
+        keys = np.frombuffer(self._keys, dtype=np.uint64)
+        used = np.flatnonzero(keys)                  # the table's own members (the digest 0 is aside)
+        k = keys[used].copy()
+        v = np.frombuffer(self._vals, dtype=np.int64)[used].copy() if self.values else None
+        del keys
         self._alloc(self._bits + 1)
-        self._place(keys, vals)
-        self._zero = zero
+        self._place(k, v)
 
     @classmethod
     def of(cls, digests, values=None, capacity: int = 0) -> "DigestTable":

@@ -8,11 +8,13 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from whileai_ray.store.fingerprint import fingerprint
 from whileai_ray.store.jsonl import JsonlCheckpoint
-from whileai_ray.store.key_index import index_path
+from whileai_ray.store.key_index import RECORD, index_path
+from whileai_ray.store.row_key_set import key_digest
 from whileai_ray.store.schema import row_key
 from whileai_ray.store.sink import CheckpointSink
 
@@ -70,11 +72,12 @@ def test_a_tampered_key_in_the_index_falls_back_to_the_line(tmp_path):
     with JsonlCheckpoint(path, FP) as ck:
         ck.append(rows)
     ix = index_path(path)
-    lines = ix.read_text().splitlines()
-    entry = json.loads(lines[2])                     # the second row's entry: [end, crc, sid, sha, ri, er]
-    entry[2] = "sc-tampered"
-    lines[2] = json.dumps(entry, separators=(",", ":"))
-    ix.write_text("\n".join(lines) + "\n")
+    data = ix.read_bytes()
+    head = data.index(b"\n") + 1
+    recs = np.frombuffer(data[head:], dtype=RECORD).copy()
+    key = row_key(rows[1])
+    recs["a"][1], recs["b"][1], _ = key_digest(("sc-tampered", *key[1:]))   # the second row's key, swapped
+    ix.write_bytes(data[:head] + recs.tobytes())
     ck = JsonlCheckpoint(path, FP)
     loaded = ck.open()
     assert sorted(loaded.keys) == sorted(row_key(r) for r in rows)

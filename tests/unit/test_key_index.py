@@ -2,8 +2,12 @@
 rows, and the checkpoint stays the truth when the index is lost, behind or contradicted."""
 import json
 
+import numpy as np
+
 from whileai_ray.store.jsonl import JsonlCheckpoint
-from whileai_ray.store.key_index import index_path
+from whileai_ray.store.jsonl_lines import scan_file
+from whileai_ray.store.key_index import RECORD, index_path, read_index
+from whileai_ray.store.row_key_set import digest_arrays
 from whileai_ray.store.schema import row_key
 
 from test_jsonl import FP, make_row
@@ -18,39 +22,70 @@ def _written(path, n, batches=3):
     return rows
 
 
+def _created(path):
+    return json.loads((path.parent / (path.name + ".meta.json")).read_text())["created"]
+
+
+def _header_len(ix):
+    return ix.read_bytes().index(b"\n") + 1
+
+
 def test_reopening_knows_every_key_from_the_index_and_decodes_no_row(tmp_path):
     path = tmp_path / "ck.jsonl"
     rows = _written(path, 30)
     assert index_path(path).is_file()
+    recs = read_index(index_path(path), _created(path))
+    assert len(recs) == 30 and recs["n"][recs["n"] > 0].tolist() == [10, 10, 10]   # one group a batch
     ck = JsonlCheckpoint(path, FP)
     loaded = ck.open()
-    assert loaded.keys == [row_key(r) for r in rows]
+    a, b = digest_arrays([row_key(r) for r in rows])
+    assert (loaded.digests[0] == a).all() and (loaded.digests[1] == b).all()
     assert loaded._decoded == {}                      # nothing decoded while opening
     assert loaded[7] == rows[7] and loaded[-1] == rows[-1]
+    assert loaded.keys == [row_key(r) for r in rows]
     assert loaded == rows
     ck.close()
 
 
 def test_a_lost_or_stale_index_is_rebuilt_from_the_checkpoint(tmp_path):
     path = tmp_path / "ck.jsonl"
-    rows = _written(path, 20)
+    rows = _written(path, 20)                         # batches of 6, 6, 6, 2: one group each
     index = index_path(path)
-    index.unlink()
-    ck = JsonlCheckpoint(path, FP)
-    assert ck.open() == rows
-    ck.close()
-    assert len(index.read_text().splitlines()) == 21  # header + one line per row, rebuilt
     # index behind the checkpoint (a crash between the two writes): the tail is decoded
-    lines = index.read_text().splitlines(True)
-    index.write_text("".join(lines[:11]) + lines[11][:7])  # and a torn last index line
+    data = index.read_bytes()
+    keep = _header_len(index) + 12 * RECORD.itemsize
+    index.write_bytes(data[:keep] + data[keep:keep + 7])   # two groups, and a torn record
     ck = JsonlCheckpoint(path, FP)
     loaded = ck.open()
-    assert loaded.keys == [row_key(r) for r in rows] and sorted(loaded._decoded) == list(range(10, 20))
+    assert sorted(loaded._decoded) == list(range(12, 20)) and loaded.keys == [row_key(r) for r in rows]
     assert ck.append(rows + [make_row(99)]) == 1      # no key written twice
     ck.close()
+    assert len(read_index(index, _created(path))) == 21
     again = JsonlCheckpoint(path, FP)
-    assert again.open() == rows + [make_row(99)]
+    assert again.open() == rows + [make_row(99)] and again.open is not None
     again.close()
+    index.unlink()                                    # lost: rebuilt whole
+    ck = JsonlCheckpoint(path, FP)
+    assert ck.open() == rows + [make_row(99)]
+    ck.close()
+    assert len(read_index(index, _created(path))) == 21
+    ck = JsonlCheckpoint(path, FP)
+    assert ck.open()._decoded == {}                   # and vouches for every row next time
+    ck.close()
+
+
+def test_a_torn_group_is_left_out_and_its_rows_decoded(tmp_path):
+    """An index cut inside a group (its closing record missing) vouches for none of it."""
+    path = tmp_path / "ck.jsonl"
+    rows = _written(path, 20)
+    index = index_path(path)
+    data = index.read_bytes()
+    index.write_bytes(data[:_header_len(index) + 15 * RECORD.itemsize])    # 2 whole groups + 3 of the third
+    assert len(read_index(index, _created(path))) == 12
+    ck = JsonlCheckpoint(path, FP)
+    loaded = ck.open()
+    assert sorted(loaded._decoded) == list(range(12, 20)) and loaded == rows
+    ck.close()
 
 
 def test_an_edited_checkpoint_line_is_keyed_from_its_content_not_the_index(tmp_path):
@@ -65,6 +100,34 @@ def test_an_edited_checkpoint_line_is_keyed_from_its_content_not_the_index(tmp_p
     assert [k[0] for k in loaded.keys] == ["sc-0000000000", "sc-0000000001", "sc-0000000002",
                                            "sc-0000000009", "sc-0000000004"]
     ck.close()
+    assert rows[3]["scenario_id"] == "sc-0000000003"
+
+
+def test_a_changed_digest_in_the_index_falls_back_to_the_lines(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    rows = _written(path, 9)                           # three groups of three
+    index = index_path(path)
+    data = bytearray(index.read_bytes())
+    at = _header_len(index) + 4 * RECORD.itemsize + RECORD.fields["a"][1]   # the fifth row's digest
+    data[at] ^= 0xFF
+    index.write_bytes(bytes(data))
+    ck = JsonlCheckpoint(path, FP)
+    loaded = ck.open()
+    assert sorted(loaded._decoded) == [3, 4, 5]        # that group's rows, read from the checkpoint
+    assert loaded.keys == [row_key(r) for r in rows]
+    assert ck.append([rows[4]]) == 0                   # the row is known: never written twice
+    ck.close()
+    assert len(read_index(index, _created(path))) == 9   # rebuilt
+    assert bytes(data) != index.read_bytes()
+
+
+def test_groups_cut_by_the_scan_blocks_are_still_vouched_for(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    _written(path, 40, batches=4)
+    header = json.loads((path.parent / (path.name + ".meta.json")).read_text())
+    for block in (7, 300, 4096, 1 << 25):
+        scan = scan_file(path, block=block, header=header)
+        assert scan.n == 40 and scan.decoded == {} and not scan.index_stale
 
 
 def test_an_index_of_another_checkpoint_is_ignored(tmp_path):
@@ -77,5 +140,20 @@ def test_an_index_of_another_checkpoint_is_ignored(tmp_path):
     ck = JsonlCheckpoint(b, FP)
     assert ck.open() == rows_b
     ck.close()
-    assert json.loads(index_path(b).read_text().splitlines()[0])["created"] == \
-        json.loads((tmp_path / "b.jsonl.meta.json").read_text())["created"]
+    head = index_path(b).read_bytes().split(b"\n", 1)[0]
+    assert json.loads(head)["created"] == _created(b)
+    assert np.array_equal(read_index(index_path(b), _created(b))["a"], digest_arrays([row_key(r) for r in rows_b])[0])
+
+
+def test_an_index_of_the_older_line_format_is_rebuilt_in_this_one(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    rows = _written(path, 8)
+    created = _created(path)
+    old = [json.dumps({"_whileai_ray_keys": 2, "created": created})]
+    old += [json.dumps([0, 0, *row_key(r)]) for r in rows]       # a JSON line a row, as version 2 wrote
+    index_path(path).write_text("\n".join(old) + "\n")
+    ck = JsonlCheckpoint(path, FP)
+    assert ck.open() == rows
+    assert any("key index" in w and "rebuilt" in w for w in ck.warnings)
+    ck.close()
+    assert len(read_index(index_path(path), created)) == 8

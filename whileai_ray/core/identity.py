@@ -18,7 +18,8 @@ import uuid
 
 from .strict_json import clean_str
 
-__all__ = ["new_run_id", "unit_key", "row_key", "prompt_sha", "unit_row_key", "resumed_unit_key", "key_string"]
+__all__ = ["new_run_id", "unit_key", "row_key", "prompt_sha", "unit_row_key", "resumed_unit_key", "key_string",
+           "key_digest"]
 
 
 def new_run_id() -> str:
@@ -67,6 +68,15 @@ def unit_row_key(unit) -> tuple:
 def resumed_unit_key(run_id: str, row: dict, eval_run: int) -> list:
     """The unit key of a row read back from disk that no planned unit matched (phrasing unknown: 0)."""
     return list(unit_key(run_id, row.get("scenario_id"), 0, row.get("rollout_index", 0), eval_run))
+
+
+def key_digest(key) -> tuple[int, int, str]:
+    """``(a, b, text)``: the 128-bit blake2b digest of a ``row_key`` (or of its ``key_string``
+    ``text``) as an unsigned and a signed 64-bit int: what the key index, the writers' key sets
+    and the planner snapshot keep of a row's identity."""
+    text = key if isinstance(key, str) else key_string(key)
+    h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return int.from_bytes(h[:8], "little"), int.from_bytes(h[8:], "little", signed=True), text
 
 
 def key_string(key: tuple) -> str:

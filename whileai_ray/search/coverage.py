@@ -77,9 +77,10 @@ class CoverageTracker:
         self._pairs_sorted = None
         self._pair_order()                       # sorted once here, not in a snapshot's pause
         self.rows = 0
-        # the planner derives prompts and scenario ids for its snapshot (state(row_sets=False))
+        # the planner derives the prompts for its snapshot (state(row_sets=False)); the scenario
+        # ids are logged as they come (a million of them cannot be derived again in a second)
         self.prompts = DigestSet(logged=False)
-        self.scenario_ids = DigestSet(logged=False)
+        self.scenario_ids = DigestSet()
         self.signatures = DigestSet()
         self.cells: dict[str, int] = {}
         self.shapes: dict[str, int] = {}
@@ -213,8 +214,8 @@ class CoverageTracker:
 
     def state(self, row_sets: bool = True) -> State:
         """Counters whole; digests, curve and covered pairs as logs; planned-cell counts as a table.
-        ``row_sets=False`` leaves out the prompts and scenario ids of the rows (the planner keeps
-        which rows landed and derives them: ``load_state(..., prompts=, scenario_ids=)``)."""
+        ``row_sets=False`` leaves out the prompts of the rows (the planner keeps which rows landed
+        and derives them: ``load_state(..., prompts=)``); the scenario ids are always a log."""
         new = self.curve[self._curve_logged:]
         if new:
             self._curve_log.extend(np.frombuffer("".join(json.dumps(p) + "\n" for p in new).encode(), np.uint8))
@@ -230,6 +231,7 @@ class CoverageTracker:
                   "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
                   "shapes": list(self.shapes.items()), "cells_extra": extra, "points": len(self.curve)},
             logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
+                  "scenario_log": self.scenario_ids.log.view(),
                   **({"prompts": self.prompts.sorted(), "scenario_ids": self.scenario_ids.sorted()}
                      if row_sets else {})},
             tables={"planned": np.asarray(list(self.planned.values()), dtype=np.int64),
@@ -251,8 +253,11 @@ class CoverageTracker:
             raise ValueError("snapshot tracker covers pairs this run does not plan")
         self.pairs_covered = {order[i] for i in pairs.tolist()}
         self.prompts = DigestSet.of(state.array("prompts", np.uint64) if prompts is None else prompts, logged=False)
-        self.scenario_ids = DigestSet.of(state.array("scenario_ids", np.uint64) if scenario_ids is None
-                                         else scenario_ids, logged=False)
+        if scenario_ids is None and "scenario_log" in state.logs:
+            self.scenario_ids = DigestSet.of(state.array("scenario_log", np.uint64))
+        else:                                   # a snapshot from before the log (first seen first)
+            self.scenario_ids = DigestSet.of(state.array("scenario_ids", np.uint64) if scenario_ids is None
+                                             else scenario_ids)
         self.signatures = DigestSet.of(state.array("signatures", np.uint64))
         curve = state.array("curve", np.uint8)
         self.curve = [json.loads(line) for line in curve.tobytes().decode().splitlines()]

@@ -24,7 +24,7 @@ from collections import deque
 from ..core.columns import Column, prompt_digest
 from ..core.digest_table import DigestTable
 from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES
-from ..core.identity import prompt_sha
+from ..core.identity import key_digest, prompt_sha, row_key
 from ..core.rng import draw, weyl
 from ..core.unit import Unit
 from ..situations.grid import CONDITION_FAULT_MODE
@@ -80,8 +80,10 @@ class Planner(PlannerState, PlannerStatsReport):
         self._rerolls: deque = deque()
         self._parents = ParentQueue()         # failures to mutate from, oldest first
         # every landed row observed, in order: its wording, rollout index and ordinal (a snapshot
-        # names the rows it settled by these; their keys are derived, see landed_keys())
+        # names the rows it settled by these; their keys are derived, see landed_keys()), and its
+        # row_key's 128-bit digest (a resume claims the settled rows on disk by it, at once)
         self._landed_wid, self._landed_ri, self._landed_ordinal = Column("int64"), Column("int32"), Column("int64")
+        self._landed_ka, self._landed_kb = Column("uint64"), Column("int64")
         self._landed_keys = None              # landed_keys(), kept while no row lands
         self._mutations = 0
         self._mutation_round = -1
@@ -301,6 +303,9 @@ class Planner(PlannerState, PlannerStatsReport):
                 self._landed_wid.append(wid)
                 self._landed_ri.append(u.rollout_index)
                 self._landed_ordinal.append(u.ordinal)
+                ka, kb, _ = key_digest(row_key(o.row))
+                self._landed_ka.append(ka)
+                self._landed_kb.append(kb)
                 self.tracker.observe(o.row, None)
                 if self.shapes is not None:
                     self.shapes.observe(o.row.get("tools_used"))

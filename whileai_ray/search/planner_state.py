@@ -23,9 +23,11 @@ import numpy as np
 from ..core.unit import Unit
 from ..core.columns import Column, State, digest
 from ..core.digest_table import DigestTable
+from ..store.row_key_set import digest_arrays
 from .wordings import UNIT_FIELDS
 
-__all__ = ["PlannerState", "planner_state", "restore_planner", "encode_units", "decode_units", "landed_keys"]
+__all__ = ["PlannerState", "planner_state", "restore_planner", "encode_units", "decode_units", "landed_keys",
+           "landed_digests", "iter_landed_keys"]
 
 _COUNTERS = ("landed", "outstanding", "scheduled", "timed_out", "agent_errors", "first_agent_error",
              "situations_opened", "_mutations", "_mutation_round", "_probes", "_ordinal", "faulted_situations",
@@ -63,15 +65,40 @@ def landed_keys(p) -> list[tuple[tuple, int, int]]:
     (what a snapshot settled): keys from the wording columns, kept while no new row lands."""
     if p._landed_keys is not None and len(p._landed_keys) == len(p._landed_wid):
         return p._landed_keys
-    wids = p._landed_wid.view().tolist()
+    out = _landed_keys(p, 0, len(p._landed_wid))
+    p._landed_keys = out
+    return out
+
+
+def _landed_keys(p, start: int, stop: int) -> list[tuple[tuple, int, int]]:
+    wids = p._landed_wid.view()[start:stop].tolist()
     keys = p.words.keys(wids, p)
     er = p.s.eval_run
     out = []
-    for wid, ri, ordinal in zip(wids, p._landed_ri.view().tolist(), p._landed_ordinal.view().tolist()):
+    for wid, ri, ordinal in zip(wids, p._landed_ri.view()[start:stop].tolist(),
+                                p._landed_ordinal.view()[start:stop].tolist()):
         sid, phrasing, sha = keys[wid]
         out.append(((sid, sha, ri, er), ordinal, phrasing))
-    p._landed_keys = out
     return out
+
+
+def iter_landed_keys(p, stop: int, chunk: int = 8192):
+    """``landed_keys(p)[:stop]`` a chunk at a time (a million settled rows are never all held as
+    tuples)."""
+    for start in range(0, stop, chunk):
+        yield from _landed_keys(p, start, min(stop, start + chunk))
+
+
+def landed_digests(p) -> tuple[np.ndarray, np.ndarray]:
+    """The 128-bit ``row_key`` digests (``identity.key_digest``) of every landed row observed, in
+    order, as two arrays: what a resume claims the settled rows on disk by."""
+    return p._landed_ka.view(), p._landed_kb.view()
+
+
+def _first_seen(values: np.ndarray) -> np.ndarray:
+    """``values`` without repeats, in the order each first appears."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)]
 
 
 def planner_state(p) -> State:
@@ -83,7 +110,8 @@ def planner_state(p) -> State:
     meta["trace_near_copies"] = p.trace_near_copies
     out = State(meta=meta,
                 logs={"landed_wid": p._landed_wid.view(), "landed_ri": p._landed_ri.view(),
-                      "landed_ordinal": p._landed_ordinal.view()},
+                      "landed_ordinal": p._landed_ordinal.view(), "landed_ka": p._landed_ka.view(),
+                      "landed_kb": p._landed_kb.view()},
                 tables={"backlog": encode_units(p, p._backlog), "rerolls": encode_units(p, p._rerolls)})
     out.nest("words", p.words.state())          # after the units: they may add fault plans
     out.nest("parents", p._parents.state())
@@ -117,13 +145,23 @@ def restore_planner(p, state: State):
     if len({len(a) for a in landed}) != 1 or (len(landed[0]) and (landed[0].min() < 0 or landed[0].max() >= n)):
         raise ValueError("snapshot landed rows are out of range")
     p._landed_wid, p._landed_ri, p._landed_ordinal = (Column.of(a, a.dtype) for a in landed)
+    p._landed_keys = None
+    if "landed_ka" in state.logs:
+        ka, kb = state.array("landed_ka", np.uint64), state.array("landed_kb", np.int64)
+        if len(ka) != len(landed[0]) or len(kb) != len(ka):
+            raise ValueError("snapshot landed row digests are out of range")
+    else:                                   # a snapshot from before the digests were kept
+        ka, kb = digest_arrays([key for key, _, _ in p.landed_keys()])
+    p._landed_ka, p._landed_kb = Column.of(ka, np.uint64), Column.of(kb, np.int64)
     digests = p.words.digest.view()
     p.novelty.load_state(state.part("novelty"), keys=digests[p.words.c.view() == 0])
-    wids = list(dict.fromkeys(landed[0].tolist()))
-    p._landed_keys = None
-    sids = dict.fromkeys(key[0] for key, _, _ in p.landed_keys())
-    p.tracker.load_state(state.part("tracker"), prompts=list(dict.fromkeys(digests[wids].tolist())),
-                         scenario_ids=[digest(sid) for sid in sids])
+    wids = _first_seen(landed[0])
+    tracker = state.part("tracker")
+    sids = None
+    if "scenario_log" not in tracker.logs:  # a snapshot from before the log: derived, first seen first
+        sids = [digest(sid) for sid in dict.fromkeys(key[0] for key, _, _ in p.landed_keys())]
+    p.tracker.load_state(tracker, prompts=_first_seen(digests[wids]), scenario_ids=sids)
+    p._landed_keys = None                   # (the fallbacks' tuples: not held through the run)
     for name in _COUNTERS:
         value = m[name]
         setattr(p, name, value if name == "first_agent_error" else int(value))
@@ -167,3 +205,11 @@ class PlannerState:
     def landed_keys(self) -> list[tuple[tuple, int, int]]:
         """``(row_key, ordinal, phrasing_index)`` of every landed row observed so far, in order."""
         return landed_keys(self)
+
+    def iter_landed_keys(self, stop: int):
+        """The first ``stop`` of ``landed_keys()``, one at a time, computed a chunk at a time."""
+        return iter_landed_keys(self, stop)
+
+    def landed_digests(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ``row_key`` digests of every landed row observed so far, in order (two arrays)."""
+        return landed_digests(self)

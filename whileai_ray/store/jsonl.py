@@ -31,15 +31,15 @@ import os
 import threading
 from pathlib import Path
 
-from ..core.identity import row_key
+from ..core.identity import key_string, row_key
 from .atomic import write_error
 from .checkpoint_lock import CheckpointLock
 from .checkpoint_meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows, gc_paused
 from .fingerprint import fingerprint_mismatch
 from .jsonl_lines import HEADER_KEY, JsonlContents, dump_line, parse_jsonl, scan_file
-from .row_key_set import RowKeySet
-from .key_index import entry_line, index_path, line_crc, write_index
+from .row_key_set import RowKeySet, key_digest
+from .key_index import index_path, records_for, write_index
 
 __all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line"]
 
@@ -143,9 +143,9 @@ class JsonlCheckpoint:
         side = read_sidecar(self.path, HEADER_KEY)
         with gc_paused():
             scan = scan_file(self.path, header=side)
-        if not scan.keys and scan.header is side:
+        if not scan.n and scan.header is side:
             scan.header = None      # a sidecar left beside an empty or missing rows file speaks for nothing
-        self._verify(scan.header, bool(scan.keys), scan.bad_lines)
+        self._verify(scan.header, bool(scan.n), scan.bad_lines)
         if scan.header is None:
             _refuse_foreign_rows(self.path, scan.decoded)
         return scan
@@ -163,32 +163,37 @@ class JsonlCheckpoint:
         self._size = self._fh.seek(0, os.SEEK_END)
         if scan.needs_newline:
             self._write(b"\n")
-        if scan.good_bytes == 0 and not scan.keys:
+        if scan.good_bytes == 0 and not scan.n:
             self._write_header()
             scan.index_stale = True
         self.header = scan.header or self._written_header
         created = (self.header or {}).get("created")
         if scan.index_stale:
-            if scan.entries:
+            if scan.n:
                 self.warnings.append(f"{self._index_path}: the key index was missing, stale or tampered with; "
-                                     f"rebuilt from the {len(scan.entries)} rows of the checkpoint")
-            write_index(self._index_path, created, scan.entries)
+                                     f"rebuilt from the {scan.n} rows of the checkpoint")
+            write_index(self._index_path, created, scan.records)
         self._ix = open(self._index_path, "ab", buffering=0)
         rows = self._kept(scan)
         self.rows_loaded = len(rows)
         return rows
 
     def _kept(self, scan) -> DiskRows:
-        """Each key once (the first line wins); duplicates counted and said."""
-        self._keys, first = RowKeySet.first_of(scan.keys)
-        self.duplicates_skipped += len(scan.keys) - len(first)
-        kept_keys = scan.keys if len(first) == len(scan.keys) else [scan.keys[i] for i in first]
-        spans = scan.spans if len(first) == len(scan.keys) else [scan.spans[i] for i in first]
-        at = {i: j for j, i in enumerate(first)} if len(first) < len(scan.keys) else None
-        decoded = {(i if at is None else at[i]): row for i, row in scan.decoded.items() if at is None or i in at}
-        if len(kept_keys) < len(scan.keys):
-            self.warnings.append(f"{self.path}: {len(scan.keys) - len(kept_keys)} duplicate rows on disk ignored")
-        return DiskRows.at(self.path, spans, kept_keys, decoded)
+        """Each key once (the first line wins); duplicates counted and said. Keys are the index's
+        digests; a row is read only when its first 64 bits are another row's."""
+        recs = scan.records
+        every = DiskRows.at(self.path, recs["start"], recs["end"], recs["a"], recs["b"], scan.decoded)
+        self._keys, first = RowKeySet.first_of_digests(recs["a"], recs["b"],
+                                                       lambda i: key_string(every.key_of(i)))
+        if len(first) == scan.n:
+            return every
+        every.close()
+        self.duplicates_skipped += scan.n - len(first)
+        at = {int(i): j for j, i in enumerate(first.tolist())}
+        decoded = {at[i]: row for i, row in scan.decoded.items() if i in at}
+        self.warnings.append(f"{self.path}: {scan.n - len(first)} duplicate rows on disk ignored")
+        kept = recs[first]
+        return DiskRows.at(self.path, kept["start"], kept["end"], kept["a"], kept["b"], decoded)
 
     def _verify(self, header: dict | None, has_rows: bool, bad_lines: int) -> None:
         if header is None:
@@ -233,18 +238,18 @@ class JsonlCheckpoint:
         self._size += len(data)
 
     def _take_new(self, rows) -> list[tuple]:
-        """``[(row, key)]`` for the rows whose key this checkpoint has not seen (nor an earlier
-        row of ``rows``); the others are counted in ``duplicates_skipped``. Nothing is marked
-        seen: ``append`` does that once the rows are on disk."""
+        """``[(row, (a, b, key_string))]`` for the rows whose key this checkpoint has not seen
+        (nor an earlier row of ``rows``); the others are counted in ``duplicates_skipped``.
+        Nothing is marked seen: ``append`` does that once the rows are on disk."""
         keys, batch = self._keys, set()
         kept = []
         for row in rows:
-            key = row_key(row)
-            if key in batch or key in keys:
+            digest = key_digest(row_key(row))
+            if digest[2] in batch or keys.has_digest(*digest):
                 self.duplicates_skipped += 1
                 continue
-            batch.add(key)
-            kept.append((row, key))
+            batch.add(digest[2])
+            kept.append((row, digest))
         return kept
 
     # -- append --------------------------------------------------------------------------
@@ -261,16 +266,14 @@ class JsonlCheckpoint:
             if not pairs:
                 return 0
             chunks = [dump_line(row) for row, _key in pairs]
-            entries, pos = [], self._size
+            start = self._size
             self._write(b"".join(chunks))            # raises with nothing written and nothing marked
-            for _row, key in pairs:
-                self._keys.add(key)
-            for chunk, (_row, key) in zip(chunks, pairs):
-                pos += len(chunk)
-                entries.append(entry_line(pos - 1, line_crc(chunk[:-1]), key))
+            for _row, digest in pairs:
+                self._keys.add_digest(*digest)
             if self._ix is not None:             # after the fsync: the index is never ahead
                 try:
-                    self._ix.write(b"".join(entries))
+                    self._ix.write(records_for(chunks, start, [d[0] for _r, d in pairs],
+                                               [d[1] for _r, d in pairs]).tobytes())
                 except OSError:                  # an index behind its checkpoint is rebuilt on open
                     self._ix.close()
                     self._ix = None

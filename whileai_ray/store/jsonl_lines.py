@@ -1,20 +1,25 @@
 """The lines of a JSONL checkpoint: writing one row, scanning many.
 
 ``dump_line(row)`` is the one row encoder (strict JSON, see ``strict_json.py``). ``_scan``
-splits a checkpoint's bytes into row lines and keys each one, from the ``.keys`` index when an
-entry vouches for the line (``key_index.py``), else by decoding it; ``scan_file`` does the same
+splits a checkpoint's bytes into row lines and keys each one (a 128-bit digest of its
+``row_key``): a whole group of lines at a time from the ``.keys`` index when the group vouches
+for its bytes (``key_index.py``), else line by line, decoding it; ``scan_file`` does the same
 reading the file a block at a time (a million-row checkpoint is 2 GB: its bytes are never all
 held); ``parse_jsonl`` is the tolerant parser ``wai.load`` uses.
 """
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..core.identity import row_key
 from ..core.strict_json import dumps
 from .disk_rows import gc_paused
-from .key_index import entry_crc, index_path, line_crc, read_index
+from .key_index import GROUP_MAX, RECORD, digest_pairs, group_crc, index_path, read_index
+from .row_key_set import key_digest
 
 __all__ = ["HEADER_KEY", "dump_line", "JsonlContents", "parse_jsonl"]
 
@@ -47,22 +52,23 @@ def parse_jsonl(data: bytes, source: str = "<jsonl>") -> JsonlContents:
     """
     with gc_paused():
         scan = _scan(data, source, use_index=False)
-    return JsonlContents(rows=[scan.decoded[i] for i in range(len(scan.keys))], header=scan.header,
+    return JsonlContents(rows=[scan.decoded[i] for i in range(scan.n)], header=scan.header,
                          warnings=scan.warnings, good_bytes=scan.good_bytes,
                          needs_newline=scan.needs_newline, bad_lines=scan.bad_lines)
 
 
 _DECODE = json.JSONDecoder().decode
+_NL = ord("\n")
 
 
 @dataclass
 class _Scan:
-    """What ``_scan`` found in a checkpoint's bytes (rows by span and key, not decoded)."""
+    """What ``_scan`` found in a checkpoint's bytes: its rows by line span and key digest (as
+    index records, ``key_index.RECORD``, grouped), only the lines the index did not vouch for
+    decoded."""
     header: dict | None = None
-    spans: list = field(default_factory=list)     # [(start, end)] of every row line
-    keys: list = field(default_factory=list)      # row_key per span
-    decoded: dict = field(default_factory=dict)   # span index -> row decoded while scanning
-    entries: list = field(default_factory=list)   # [(end, crc, key)] for the .keys index
+    records: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=RECORD))
+    decoded: dict = field(default_factory=dict)   # row number -> row decoded while scanning
     warnings: list = field(default_factory=list)
     good_bytes: int = 0
     needs_newline: bool = False
@@ -70,14 +76,97 @@ class _Scan:
     index_stale: bool = False
     size: int = 0                                 # bytes scanned (the file's size when it was read)
 
+    @property
+    def n(self) -> int:
+        return len(self.records)
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        return list(zip(self.records["start"].tolist(), self.records["end"].tolist()))
+
+
+class _Groups:
+    """The records of a scan as they come: whole groups the index vouched for, and groups built
+    from lines decoded one by one (contiguous lines, their CRC run on as they come)."""
+
+    def __init__(self):
+        self.parts: list[np.ndarray] = []
+        self.count = 0
+        self.built = 0                  # rows keyed by decoding (the index did not vouch for them)
+        self._rows: list = []           # [(start, end, a, b)] of the open built group
+        self._crc = 0
+
+    def add_group(self, recs: np.ndarray) -> None:
+        self.close()
+        self.parts.append(recs)
+        self.count += len(recs)
+
+    def add_line(self, start: int, end: int, a: int, b: int, data) -> None:
+        """A decoded row's line (``data``: its bytes, newline included)."""
+        if self._rows and (start != self._rows[-1][1] + 1 or len(self._rows) >= GROUP_MAX):
+            self.close()
+        self._crc = zlib.crc32(data, self._crc)
+        self._rows.append((start, end, a, b))
+        self.count += 1
+        self.built += 1
+
+    def close(self) -> None:
+        if not self._rows:
+            return
+        recs = np.zeros(len(self._rows), dtype=RECORD)
+        cols = list(zip(*self._rows))
+        recs["start"], recs["end"] = cols[0], cols[1]
+        recs["a"] = np.asarray(cols[2], dtype=np.uint64)
+        recs["b"] = np.asarray(cols[3], dtype=np.int64)
+        recs["n"][-1] = len(recs)
+        recs["crc"][-1] = zlib.crc32(digest_pairs(recs), self._crc)
+        self.parts.append(recs)
+        self._rows, self._crc = [], 0
+
+    def records(self) -> np.ndarray:
+        self.close()
+        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=RECORD)
+
+
+class _Index:
+    """The index's groups by where each starts in the checkpoint."""
+
+    def __init__(self, recs: np.ndarray | None):
+        self.recs = recs
+        self.by_start: dict[int, tuple[int, int]] = {}
+        if recs is not None and len(recs):
+            closing = np.flatnonzero(recs["n"])
+            first = np.concatenate([[0], closing[:-1] + 1])
+            for i, j, start in zip(first.tolist(), closing.tolist(), recs["start"][first].tolist()):
+                self.by_start[start] = (i, j + 1)
+        self.groups = len(self.by_start)
+        self.used = 0
+
+
+def _verified(buf: bytes, view, pos: int, base: int, recs: np.ndarray) -> bool:
+    """True when the group ``recs`` (starting at ``buf[pos]``) is what the checkpoint holds: its
+    lines contiguous, each ending in a newline, its CRC over bytes and digests equal."""
+    n = len(recs)
+    if int(recs["n"][-1]) != n or int(recs["start"][0]) != base + pos:
+        return False
+    starts, ends = recs["start"].astype(np.int64) - base, recs["end"].astype(np.int64) - base
+    hi = int(ends[-1]) + 1
+    if hi > len(buf) or bool((starts[1:] != ends[:-1] + 1).any()) or bool((ends < starts).any()):
+        return False
+    if not bool((np.frombuffer(view, dtype=np.uint8)[ends] == _NL).all()):
+        return False
+    # the CRC vouches for the bytes as written (lines of escaped JSON: no newline inside one)
+    return group_crc(view[pos:hi], recs) == int(recs["crc"][-1])
+
 
 def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None) -> _Scan:
-    """Split JSONL bytes into row lines and key each one: from the ``.keys`` index beside
-    ``path`` when the line's end offset and CRC match it, else by decoding the line (every line
-    when ``use_index`` is False). A torn last line is dropped with a warning; a whole last line
-    without its newline is kept (``needs_newline``); complete lines that are not JSON objects
-    are skipped and counted. ``header``: the checkpoint's sidecar (``checkpoint_meta.py``); the
-    first line of a checkpoint written before the sidecar existed wins over it."""
+    """Split JSONL bytes into row lines and key each one: a group at a time from the ``.keys``
+    index beside ``path`` when the group vouches for its bytes, else by decoding each line
+    (every line when ``use_index`` is False). A torn last line is dropped with a warning; a
+    whole last line without its newline is kept (``needs_newline``); complete lines that are
+    not JSON objects are skipped and counted. ``header``: the checkpoint's sidecar
+    (``checkpoint_meta.py``); the first line of a checkpoint written before the sidecar existed
+    wins over it."""
     return _scan_blocks([data] if data else [], path, use_index, header)
 
 
@@ -98,11 +187,11 @@ def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict |
 
 
 def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None) -> _Scan:
-    """The scan over consecutive blocks of the file: whole lines of each are scanned with their
-    offsets in the file, a line cut by a block's end waits for the next block."""
+    """The scan over consecutive blocks of the file: whole lines (and whole index groups) of
+    each are scanned with their offsets in the file; what a block's end cuts waits for the next."""
     out = _Scan(header=header)
-    buf, base, index, seen_first = b"", 0, None, False
-    state = {"hits": 0, "number": 0}
+    buf, base, index, seen_first = b"", 0, _Index(None), False
+    groups, state = _Groups(), {"number": 0}
     for block in blocks:
         buf = buf + block if buf else block
         if not seen_first:
@@ -115,11 +204,13 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None) -> _
                     out.header = _DECODE(buf[:first_end].decode("utf-8"))
                 except ValueError:
                     pass
-            index = read_index(index_path(path), out.header.get("created")) if out.header and use_index else {}
-        cut = buf.rfind(b"\n") + 1
-        _scan_lines(buf, cut, base, index, use_index, path, out, state)
-        buf, base = buf[cut:], base + cut
-    index = index or {}
+            if out.header and use_index:
+                index = _Index(read_index(index_path(path), out.header.get("created")))
+        stop = _scan_lines(buf, buf.rfind(b"\n") + 1, base, index, path, out, groups, state, final=False)
+        buf, base = buf[stop:], base + stop
+    if buf:                                               # what is left: whole lines, then maybe a torn one
+        stop = _scan_lines(buf, buf.rfind(b"\n") + 1, base, index, path, out, groups, state, final=True)
+        buf, base = buf[stop:], base + stop
     total = base + len(buf)
     out.good_bytes = out.size = total
     tail = buf
@@ -132,11 +223,9 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None) -> _
             if HEADER_KEY in obj:
                 out.header = out.header or obj
             else:
-                key = row_key(obj)
-                out.decoded[len(out.keys)] = obj
-                out.spans.append((base, total))
-                out.keys.append(key)
-                out.entries.append((total, line_crc(tail), key))
+                a, b, _ = key_digest(row_key(obj))
+                out.decoded[groups.count] = obj
+                groups.add_line(base, total, a, b, tail + b"\n")      # its newline is written on open
             out.needs_newline = True
         else:
             out.good_bytes = base
@@ -144,49 +233,56 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None) -> _
                 f"{path}: dropped a torn last line ({len(tail)} bytes, no trailing newline); "
                 "it was being written when the run stopped and will be redone"
             )
-    out.index_stale = state["hits"] != len(out.entries) or state["hits"] != len(index)
+    out.records = groups.records()
+    out.index_stale = index.recs is None or groups.built > 0 or index.used != index.groups
     return out
 
 
-def _scan_lines(data: bytes, cut: int, base: int, index: dict, use_index: bool, path, out: _Scan,
-                state: dict) -> None:
-    """Scan the whole lines of ``data[:cut]`` (``base``: where ``data`` starts in the file)."""
+def _scan_lines(data: bytes, cut: int, base: int, index: _Index, path, out: _Scan, groups: _Groups,
+                state: dict, final: bool) -> int:
+    """Scan the whole lines of ``data[:cut]`` (``base``: where ``data`` starts in the file);
+    returns where it stopped: ``cut``, or (not ``final``) the start of an index group that runs
+    past ``cut`` (the next block completes it)."""
     view = memoryview(data)
-    hits, number, pos = state["hits"], state["number"], 0
-    find, crc32 = data.find, line_crc
+    number, pos = state["number"], 0
+    find, by_start, recs = data.find, index.by_start, index.recs
     while pos < cut:
+        span = by_start.get(base + pos) if by_start else None
+        if span is not None:
+            group = recs[span[0]:span[1]]
+            if int(group["end"][-1]) - base >= cut and not final:
+                break                                     # the group is cut by the block's end
+            if _verified(data, view, pos, base, group):
+                groups.add_group(group)
+                index.used += 1
+                number += len(group)
+                pos = int(group["end"][-1]) - base + 1
+                continue
         end = find(b"\n", pos)
         number += 1
         if end == pos:
             pos += 1
             continue
-        crc = crc32(view[pos:end]) if use_index else 0       # only the index needs it
-        hit = index.get(base + end)
-        if hit is not None and hit[0] == entry_crc(crc, hit[1]):
-            key = hit[1]
-            hits += 1
-        else:
-            line = data[pos:end].decode("utf-8", "replace")
-            try:
-                obj = _DECODE(line)
-            except ValueError:
-                obj = None if line.strip() else ""
-            if obj == "":
-                pos = end + 1
-                continue
-            if type(obj) is not dict:
-                out.bad_lines += 1
-                out.warnings.append(f"{path}: line {number} is not a JSON object; skipped")
-                pos = end + 1
-                continue
-            if HEADER_KEY in obj:
-                out.header = out.header or obj
-                pos = end + 1
-                continue
-            key = row_key(obj)
-            out.decoded[len(out.keys)] = obj
-        out.spans.append((base + pos, base + end))
-        out.keys.append(key)
-        out.entries.append((base + end, crc, key))
+        line = data[pos:end].decode("utf-8", "replace")
+        try:
+            obj = _DECODE(line)
+        except ValueError:
+            obj = None if line.strip() else ""
+        if obj == "":
+            pos = end + 1
+            continue
+        if type(obj) is not dict:
+            out.bad_lines += 1
+            out.warnings.append(f"{path}: line {number} is not a JSON object; skipped")
+            pos = end + 1
+            continue
+        if HEADER_KEY in obj:
+            out.header = out.header or obj
+            pos = end + 1
+            continue
+        a, b, _ = key_digest(row_key(obj))
+        out.decoded[groups.count] = obj
+        groups.add_line(base + pos, base + end, a, b, view[pos:end + 1])
         pos = end + 1
-    state["hits"], state["number"] = hits, number
+    state["number"] = number
+    return pos

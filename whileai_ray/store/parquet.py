@@ -188,6 +188,13 @@ class ParquetSink:
         have = self._keys
         return [i for i, key in enumerate(keys) if key_string(key) not in have]
 
+    def missing_digests(self, a, b, key_of) -> list[int]:
+        """``missing`` for keys given by their digests (``row_key_set.key_digest``), vectorised;
+        ``key_of(i)`` gives key ``i`` for the rare digest that needs its text."""
+        import numpy as np
+        held = self._keys.has_many(a, b, lambda i: key_string(key_of(i)))
+        return np.flatnonzero(~held).tolist()
+
     def flush(self) -> None:
         """Write whatever is buffered as a (possibly short) part file."""
         if self._buffer:

@@ -37,7 +37,7 @@ class PlanSnapshots:
     def __init__(self, path: str | None, every_s: float, created, plan_fingerprint: str | None):
         self.path, self.every_s = path, float(every_s or 0.0)
         self.created, self.plan = created, plan_fingerprint
-        self.deferred: list = []            # (row_key, ordinal, phrasing) a restored snapshot settled
+        self.deferred = _Settled(None, 0)   # the rows a restored snapshot settled (len(); iterated at the end)
         self.from_round = None
         self.written = 0
         self.pause_s = 0.0
@@ -74,25 +74,25 @@ class PlanSnapshots:
         frames, meta, arrays = snap["frames"], snap["meta"], snap["arrays"]
         try:
             planner, pending = build(meta, arrays)
-            settled = planner.landed_keys()
+            settled = planner.landed_digests()
             # rows the snapshot settled that are not on disk (the file lost its tail): fall back
             # to the latest frame whose rows all are (each frame's settled rows are a prefix)
-            on_disk = resume.on_disk([key for key, _, _ in settled])
-            if on_disk < len(settled):
+            on_disk = resume.on_disk_digests(*settled)
+            if on_disk < len(settled[0]):
                 counts = [int(json.loads(header["meta"])["settled"]) for header, _ in frames]
                 usable = [j for j, n in enumerate(counts) if n <= on_disk]
                 if not usable:
                     return None             # replay from the seed
                 meta, arrays = merge(frames[:usable[-1] + 1])
                 planner, pending = build(meta, arrays)
-                settled = planner.landed_keys()
+                settled = planner.landed_digests()
             observed, next_decide = int(meta["observed"]), int(meta["next_decide"])
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             self.ignored = f"does not fit this run ({exc})"
             return None
-        if not resume.claim([key for key, _, _ in settled]):
+        if not resume.claim_digests(*settled):
             return None
-        self.deferred = settled
+        self.deferred = _Settled(planner, len(settled[0]))
         self.from_round = self._round = observed
         return {"planner": planner, "next_decide": next_decide, "observed": observed, "pending": pending}
 
@@ -167,9 +167,9 @@ class PlanSnapshots:
 
     def iter_deferred_rows(self, resume, run_id: str):
         """``deferred_rows`` one at a time (a large resume never holds them all), in order."""
-        deferred, self.deferred = self.deferred, []
-        for key, ordinal, phrasing in deferred:
-            row = dict(resume.claimed_row(key))
+        deferred, self.deferred = self.deferred, _Settled(None, 0)
+        for (key, ordinal, phrasing), row in zip(deferred, resume.claimed_rows()):
+            row = dict(row)
             row["lineage"] = {**(row.get("lineage") or {}), "resumed": True}
             row["_key"], row["_ordinal"], row["_landed_s"] = [run_id, key[0], phrasing, key[2], key[3]], ordinal, 0.0
             yield row
@@ -186,3 +186,16 @@ class PlanSnapshots:
             out["snapshot_errors"] = list(self.errors)
         return out
 
+
+class _Settled:
+    """The rows a restored snapshot settled: how many, and (iterated, at the end of the run) their
+    ``(row_key, ordinal, phrasing)`` in order, computed from the planner's columns a chunk at a time."""
+
+    def __init__(self, planner, n: int):
+        self.planner, self.n = planner, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        return iter(()) if self.planner is None else self.planner.iter_landed_keys(self.n)

@@ -12,17 +12,27 @@ the second one's full key string aside.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from ..core.digest_table import DigestTable
-from ..core.identity import key_string
+from ..core.identity import key_digest, key_string
 
-__all__ = ["RowKeySet"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["RowKeySet", "key_digest", "digest_arrays"]
 
 
-def _digests(key) -> tuple[int, int, str]:
-    text = key if isinstance(key, str) else key_string(key)
-    h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    return int.from_bytes(h[:8], "little"), int.from_bytes(h[8:], "little", signed=True), text
+_digests = key_digest
+
+
+def digest_arrays(keys):
+    """``(a, b)`` numpy arrays (``uint64``, ``int64``) of many keys' digests."""
+    import numpy as np
+    blob = b"".join([hashlib.blake2b((k if isinstance(k, str) else key_string(k)).encode("utf-8", "surrogatepass"),
+                                     digest_size=16).digest() for k in keys])
+    pairs = np.frombuffer(blob, dtype=[("a", "<u8"), ("b", "<i8")])
+    return pairs["a"].copy(), pairs["b"].copy()
 
 
 class RowKeySet:
@@ -41,7 +51,10 @@ class RowKeySet:
         return len(self._table) + len(self._aside)
 
     def add(self, key) -> bool:
-        a, b, text = _digests(key)
+        return self.add_digest(*_digests(key))
+
+    def add_digest(self, a: int, b: int, text: str) -> bool:
+        """``add`` of a key whose ``key_digest`` is known."""
         have = self._table.get(a)
         if have is None:
             self._table.add(a, b)
@@ -52,30 +65,52 @@ class RowKeySet:
         return True
 
     def __contains__(self, key) -> bool:
-        a, b, text = _digests(key)
+        return self.has_digest(*_digests(key))
+
+    def has_digest(self, a: int, b: int, text: str) -> bool:
         have = self._table.get(a)
         return have is not None and (have == b or text in self._aside)
+
+    def has_many(self, a, b, text_of) -> "np.ndarray":
+        """Which of many keys, given by digest arrays, are members (a bool array);
+        ``text_of(i)`` gives the ``key_string`` of key ``i``, asked only for the rare key whose
+        first 64 bits are a member's and whose other 64 are not."""
+        import numpy as np
+        found, have = self._table.find(a)
+        out = found & (have == np.asarray(b, dtype=np.int64))
+        if self._aside:
+            for i in np.flatnonzero(found & ~out).tolist():
+                out[i] = text_of(i) in self._aside
+        return out
 
     @classmethod
     def first_of(cls, keys) -> tuple["RowKeySet", list[int]]:
         """A set of ``keys`` (a list, repeats allowed) and the positions of each key's first
         occurrence, in order: what a resume keeps of the rows on disk. Built at once."""
+        texts = [key if isinstance(key, str) else key_string(key) for key in keys]
+        a, b = digest_arrays(texts)
+        out, firsts = cls.first_of_digests(a, b, texts.__getitem__)
+        return out, firsts.tolist()
+
+    @classmethod
+    def first_of_digests(cls, a, b, text_of) -> tuple["RowKeySet", "np.ndarray"]:
+        """``first_of`` for keys given by their digest arrays (positions as an int64 array);
+        ``text_of(i)`` gives key ``i``'s ``key_string``, asked only for keys that share their
+        first 64 bits with another."""
         import numpy as np   # only here: the set itself needs no numpy call per key
 
-        texts = [key if isinstance(key, str) else key_string(key) for key in keys]
-        blob = b"".join([hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts])
-        pairs = np.frombuffer(blob, dtype=[("a", "<u8"), ("b", "<i8")])
-        a, b = pairs["a"], pairs["b"]
+        a, b = np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.int64)
         _, first_a, inv = np.unique(a, return_index=True, return_inverse=True)
         out = cls()
         out._table = DigestTable.of(a[first_a], b[first_a])
-        firsts = first_a.tolist()
+        if len(first_a) == len(a):
+            return out, np.arange(len(a), dtype=np.int64)
         other = np.flatnonzero(b != b[first_a[inv.reshape(-1)]])
+        firsts = first_a.tolist()
         if len(other):                       # 64 bits shared, 128 not: those keys kept aside, whole
             aside: dict[str, int] = {}
             for i in other.tolist():
-                aside.setdefault(texts[i], i)
+                aside.setdefault(text_of(i), i)
             out._aside = set(aside)
             firsts += aside.values()
-        firsts.sort()
-        return out, firsts
+        return out, np.asarray(sorted(firsts), dtype=np.int64)

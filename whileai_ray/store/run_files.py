@@ -29,7 +29,8 @@ from ..core.identity import row_key
 from .checkpoint_lock import CheckpointLock, lock_path
 from .checkpoint_meta import read_sidecar, sidecar_path
 from .jsonl_lines import HEADER_KEY, dump_line
-from .key_index import index_path, line_crc, write_index
+from .key_index import index_path, records_for, write_index
+from .row_key_set import digest_arrays
 
 __all__ = ["checkpoint_files", "output_files", "is_checkpoint", "is_parquet", "check_output", "write_rows",
            "parquet_folder_for"]
@@ -128,15 +129,12 @@ def _write_checkpoint(rows, path: Path) -> str:
         else:
             created = (read_sidecar(path, HEADER_KEY) or {}).get("created")
         lines = [dump_line(r) for r in rows]
-        entries, pos = [], len(header)
-        for line, row in zip(lines, rows):
-            pos += len(line)
-            entries.append((pos - 1, line_crc(line[:-1]), row_key(row)))
+        records = records_for(lines, len(header), *digest_arrays([row_key(r) for r in rows]))
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             fh.write(header)
             fh.write(b"".join(lines))
             fsync_file(fh)
-        write_index(index_path(path), created, entries)
+        write_index(index_path(path), created, records)
         folder = Path(parquet_folder_for(path))
         if folder.is_dir():                              # the Parquet side follows the JSONL
             write_parquet(rows, folder / "rows.parquet")

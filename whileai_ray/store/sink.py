@@ -44,7 +44,7 @@ class CheckpointSink:
             elif self.parquet is not None:
                 # rows a crash left in the JSONL but not yet in a part file (at most one row group);
                 # only those are decoded
-                missing = self.parquet.missing(self.loaded.keys)
+                missing = self.parquet.missing_digests(*self.loaded.digests, self.loaded.key_of)
                 self.parquet.write([self.loaded[i] for i in missing])
                 self.parquet.close(compact=True)
         finally:

@@ -171,22 +171,36 @@ def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None)
 
 
 def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict | None = None) -> _Scan:
-    """``_scan`` of the file at ``path``, read ``block`` bytes at a time."""
+    """``_scan`` of the file at ``path``, read ``block`` bytes at a time. With the checkpoint's
+    sidecar ``header``, the index is read first and each read ends where an index group ends (when
+    one ends inside the next ``block`` bytes), so no block is copied to join it to the next."""
+    recs = read_index(index_path(path), header.get("created")) if header and use_index else None
+    cuts = (recs["end"][recs["n"] > 0].astype(np.int64) + 1) if recs is not None else np.zeros(0, np.int64)
+
     def blocks():
         try:
-            fh = open(path, "rb")
+            fh = open(path, "rb", buffering=0)
         except FileNotFoundError:
             return
         with fh:
+            pos = 0
             while True:
-                chunk = fh.read(block)
+                j = int(np.searchsorted(cuts, pos + block, side="right")) - 1
+                size = int(cuts[j]) - pos if j >= 0 and cuts[j] > pos else block
+                chunk = fh.read(size)
+                while chunk and len(chunk) < size:          # a short read: the rest of this block
+                    more = fh.read(size - len(chunk))
+                    if not more:
+                        break
+                    chunk += more
                 if not chunk:
                     return
+                pos += len(chunk)
                 yield chunk
-    return _scan_blocks(blocks(), path, use_index, header)
+    return _scan_blocks(blocks(), path, use_index, header, recs)
 
 
-def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None) -> _Scan:
+def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs=False) -> _Scan:
     """The scan over consecutive blocks of the file: whole lines (and whole index groups) of
     each are scanned with their offsets in the file; what a block's end cuts waits for the next."""
     out = _Scan(header=header)
@@ -204,8 +218,9 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None) -> _
                     out.header = _DECODE(buf[:first_end].decode("utf-8"))
                 except ValueError:
                     pass
-            if out.header and use_index:
-                index = _Index(read_index(index_path(path), out.header.get("created")))
+            if out.header and use_index:            # (scan_file read it already when the sidecar named it)
+                same = recs is not False and header is not None and out.header.get("created") == header.get("created")
+                index = _Index(recs if same else read_index(index_path(path), out.header.get("created")))
         stop = _scan_lines(buf, buf.rfind(b"\n") + 1, base, index, path, out, groups, state, final=False)
         buf, base = buf[stop:], base + stop
     if buf:                                               # what is left: whole lines, then maybe a torn one

@@ -4,7 +4,9 @@
 stream, the index of rows already on disk (a resume), the planner snapshots, and the planner:
 restored from the last snapshot when an exact resume has one, else made fresh (a resume of a
 changed plan counts the rows on disk up front). Slow parts run in threads, so the Driver keeps
-answering ``poll()`` while a large checkpoint loads. ``close_run(opened)`` writes what is left.
+answering ``poll()`` while a large checkpoint loads; when the checkpoint's sidecar says this
+plan wrote it, the snapshot's planner is built while the checkpoint is scanned, and its settled
+rows are claimed once the scan says which rows are on disk. ``close_run(opened)`` writes what is left.
 
 No Ray here.
 """
@@ -14,8 +16,11 @@ import asyncio
 import gc
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from ..core.columns import State
+from ..store.checkpoint_meta import read_sidecar
+from ..store.jsonl_lines import HEADER_KEY
 from ..store.plan_snapshot_keeper import PlanSnapshots
 from ..store.resume import ResumeIndex
 from ..store.sink import StreamSink
@@ -35,10 +40,17 @@ class OpenedRun:
 
 
 async def open_run(spec) -> OpenedRun:
+    build = partial(build_from_snapshot, spec)
+    early = _prepare_early(spec, build)        # the snapshot's planner, built while the checkpoint is scanned
     sink, loaded = None, []
-    if spec.make_sink is not None:
-        sink = await asyncio.to_thread(spec.make_sink)       # refuses a foreign checkpoint before any work
-        loaded = sink.loaded
+    try:
+        if spec.make_sink is not None:
+            sink = await asyncio.to_thread(spec.make_sink)       # refuses a foreign checkpoint before any work
+            loaded = sink.loaded
+    except BaseException:
+        if early is not None:
+            await asyncio.gather(early[1], return_exceptions=True)
+        raise
     stream = StreamSink(spec.stream_path) if spec.stream_path else None
     if loaded:
         gc.freeze()   # the rows on disk live as long as the run: keep the collector off them
@@ -46,12 +58,35 @@ async def open_run(spec) -> OpenedRun:
     resume = await asyncio.to_thread(ResumeIndex, loaded, header, spec.plan_fingerprint)
     snapshots = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, (header or {}).get("created") if sink else None,
                               spec.plan_fingerprint)
-    snap = await asyncio.to_thread(snapshots.restore, resume, partial(build_from_snapshot, spec))
+    usable = snapshots.enabled and resume.mode == "exact" and resume.total
+    if early is not None and usable and early[0].created == snapshots.created:
+        prepared = await early[1]
+        snapshots.restore_s = early[0].restore_s
+        snap = await asyncio.to_thread(snapshots.settle, resume, prepared, build)
+    else:
+        if early is not None:
+            await asyncio.gather(early[1], return_exceptions=True)
+        snap = await asyncio.to_thread(snapshots.restore, resume, build)
     if snap is not None:
         planner = snap["planner"]                   # with this call's settings (run id, budget)
     else:
         planner = spec.make_planner(**resume.planner_overrides())
     return OpenedRun(sink, stream, resume, snapshots, planner, snap, len(loaded))
+
+
+def _prepare_early(spec, build):
+    """``(PlanSnapshots, task)`` reading and building the planner snapshot in a thread, started
+    before the checkpoint is scanned (a million-row scan is CRC work that lets go of the GIL),
+    when the checkpoint's sidecar says this plan wrote it; else None."""
+    if spec.make_sink is None or not spec.checkpoint or not spec.snapshot:
+        return None
+    side = read_sidecar(Path(spec.checkpoint), HEADER_KEY)
+    if not side or ((side.get("fingerprint") or {}).get("plan")) != spec.plan_fingerprint or not spec.plan_fingerprint:
+        return None
+    early = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, side.get("created"), spec.plan_fingerprint)
+    if not early.enabled:
+        return None
+    return early, asyncio.ensure_future(asyncio.to_thread(early.prepare, build))
 
 
 def build_from_snapshot(spec, meta: dict, arrays: dict):

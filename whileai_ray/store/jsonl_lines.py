@@ -18,7 +18,7 @@ import numpy as np
 from ..core.identity import row_key
 from ..core.strict_json import dumps
 from .disk_rows import gc_paused
-from .key_index import GROUP_MAX, RECORD, digest_pairs, group_crc, index_path, read_index
+from .key_index import GROUP_MAX, RECORD, digest_pairs, index_path, read_index
 from .row_key_set import key_digest
 
 __all__ = ["HEADER_KEY", "dump_line", "JsonlContents", "parse_jsonl"]
@@ -129,34 +129,53 @@ class _Groups:
 
 
 class _Index:
-    """The index's groups by where each starts in the checkpoint."""
+    """The index's groups as arrays (where each starts and ends in the checkpoint, its records,
+    its CRC) and by start offset; ``check(...)`` verifies a run of consecutive groups at once."""
 
     def __init__(self, recs: np.ndarray | None):
         self.recs = recs
-        self.by_start: dict[int, tuple[int, int]] = {}
-        if recs is not None and len(recs):
-            closing = np.flatnonzero(recs["n"])
-            first = np.concatenate([[0], closing[:-1] + 1])
-            for i, j, start in zip(first.tolist(), closing.tolist(), recs["start"][first].tolist()):
-                self.by_start[start] = (i, j + 1)
-        self.groups = len(self.by_start)
+        self.by_start: dict[int, int] = {}
         self.used = 0
+        if recs is None or not len(recs):
+            self.groups = 0
+            return
+        last = np.flatnonzero(recs["n"])
+        first = np.concatenate([[0], last[:-1] + 1])
+        st, en = recs["start"].astype(np.int64), recs["end"].astype(np.int64)
+        self.first, self.last, self.ends = first, last, en
+        self.gstart, self.gend = st[first], en[last]
+        self.crc = recs["crc"][last].tolist()
+        self.pairs = memoryview(digest_pairs(recs))
+        # a group is well formed when its n is its size and its lines follow one another
+        bad = (en < st).astype(np.int64)
+        bad[1:] += st[1:] != en[:-1] + 1
+        bad[first] = en[first] < st[first]
+        self.formed = (np.add.reduceat(bad, first) == 0) & (recs["n"][last] == last - first + 1)
+        self.joined = np.append(self.gstart[1:] == self.gend[:-1] + 1, False)   # next group follows
+        self.by_start = dict(zip(self.gstart.tolist(), range(len(first))))
+        self.groups = len(first)
 
-
-def _verified(buf: bytes, view, pos: int, base: int, recs: np.ndarray) -> bool:
-    """True when the group ``recs`` (starting at ``buf[pos]``) is what the checkpoint holds: its
-    lines contiguous, each ending in a newline, its CRC over bytes and digests equal."""
-    n = len(recs)
-    if int(recs["n"][-1]) != n or int(recs["start"][0]) != base + pos:
-        return False
-    starts, ends = recs["start"].astype(np.int64) - base, recs["end"].astype(np.int64) - base
-    hi = int(ends[-1]) + 1
-    if hi > len(buf) or bool((starts[1:] != ends[:-1] + 1).any()) or bool((ends < starts).any()):
-        return False
-    if not bool((np.frombuffer(view, dtype=np.uint8)[ends] == _NL).all()):
-        return False
-    # the CRC vouches for the bytes as written (lines of escaped JSON: no newline inside one)
-    return group_crc(view[pos:hi], recs) == int(recs["crc"][-1])
+    def check(self, view, base: int, cut: int, k: int) -> int:
+        """How many groups from group ``k`` (which starts at ``view``'s offset ``gstart[k] - base``)
+        are what the checkpoint holds, one after another within ``view[:cut]``: lines that
+        follow one another, each ending in a newline, each group's CRC over its bytes and
+        digests equal (the CRC vouches for the bytes as written: lines of escaped JSON hold no
+        newline)."""
+        stop = int(np.searchsorted(self.gend, base + cut - 1, side="right"))    # groups ending inside
+        if stop <= k:
+            return 0
+        gap = np.flatnonzero(~self.joined[k:stop - 1])
+        stop = k + int(gap[0]) + 1 if len(gap) else stop
+        lo, hi = int(self.first[k]), int(self.last[stop - 1]) + 1
+        nl = np.frombuffer(view, dtype=np.uint8)[self.ends[lo:hi] - base] == _NL
+        good = self.formed[k:stop] & (np.add.reduceat(~nl, self.first[k:stop] - lo) == 0)
+        starts, ends = (self.gstart[k:stop] - base).tolist(), (self.gend[k:stop] - base + 1).tolist()
+        firsts, lasts = (self.first[k:stop] * 16).tolist(), ((self.last[k:stop] + 1) * 16).tolist()
+        crc32, pairs, crcs = zlib.crc32, self.pairs, self.crc
+        for j, ok in enumerate(good.tolist()):
+            if not ok or crc32(pairs[firsts[j]:lasts[j]], crc32(view[starts[j]:ends[j]])) != crcs[k + j]:
+                return j
+        return stop - k
 
 
 def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None) -> _Scan:
@@ -262,16 +281,17 @@ def _scan_lines(data: bytes, cut: int, base: int, index: _Index, path, out: _Sca
     number, pos = state["number"], 0
     find, by_start, recs = data.find, index.by_start, index.recs
     while pos < cut:
-        span = by_start.get(base + pos) if by_start else None
-        if span is not None:
-            group = recs[span[0]:span[1]]
-            if int(group["end"][-1]) - base >= cut and not final:
+        k = by_start.get(base + pos) if by_start else None
+        if k is not None:
+            if int(index.gend[k]) - base >= cut and not final:
                 break                                     # the group is cut by the block's end
-            if _verified(data, view, pos, base, group):
-                groups.add_group(group)
-                index.used += 1
-                number += len(group)
-                pos = int(group["end"][-1]) - base + 1
+            run = index.check(view, base, cut, k)
+            if run:
+                lo, hi = int(index.first[k]), int(index.last[k + run - 1]) + 1
+                groups.add_group(recs[lo:hi])
+                index.used += run
+                number += hi - lo
+                pos = int(index.gend[k + run - 1]) - base + 1
                 continue
         end = find(b"\n", pos)
         number += 1

@@ -99,7 +99,11 @@ def _decode(payload: bytes) -> tuple[dict, dict]:
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape) \
                 or int(np.prod(shape, dtype=np.int64)) != len(values):
             raise ValueError(f"column {field.name!r} does not have the shape its header gives")
-        arr = values.to_numpy(zero_copy_only=False).reshape(shape)
+        # read from the Arrow data buffer (copied: writable): pyarrow's to_numpy() imports pandas,
+        # a second of a resume's start
+        dtype = np.dtype(_BY_ARROW[field.type.value_type])
+        arr = np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values),
+                            offset=values.offset * dtype.itemsize).copy().reshape(shape)
         if arr.dtype != _BY_ARROW[field.type.value_type]:
             raise ValueError(f"column {field.name!r} decoded as {arr.dtype}")
         arrays[field.name] = arr

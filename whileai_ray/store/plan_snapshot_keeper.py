@@ -60,20 +60,44 @@ class PlanSnapshots:
         or None. ``build(meta, arrays)`` returns ``(planner, {round: units})`` or raises ValueError."""
         if not self.enabled or resume.mode != "exact" or not resume.total:
             return None
+        return self.settle(resume, self.prepare(build), build)
+
+    def prepare(self, build):
+        """The part of ``restore`` that needs no rows: read the file and build the planner of its
+        last frame. Runs while the checkpoint is still being scanned (``run_setup.open_run``);
+        returns what ``settle`` takes."""
         t = time.perf_counter()
         try:
-            return self._restore(resume, build)
+            snap, problem = read_snapshot(self.path, self.created, self.plan)
+            if snap is None:
+                return {"problem": problem}
+            try:
+                planner, pending = build(snap["meta"], snap["arrays"])
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                return {"snap": snap, "error": exc}
+            return {"snap": snap, "planner": planner, "pending": pending}
         finally:
-            self.restore_s = time.perf_counter() - t
+            self.restore_s += time.perf_counter() - t
 
-    def _restore(self, resume, build) -> dict | None:
-        snap, problem = read_snapshot(self.path, self.created, self.plan)
-        if snap is None:
-            self.ignored = problem
+    def settle(self, resume, prepared: dict, build) -> dict | None:
+        """Claim the prepared planner's settled rows from ``resume`` (or fall back, see
+        ``restore``); the planner to continue from, or None."""
+        t = time.perf_counter()
+        try:
+            return self._settle(resume, prepared, build)
+        finally:
+            self.restore_s += time.perf_counter() - t
+
+    def _settle(self, resume, prepared: dict, build) -> dict | None:
+        if "problem" in prepared:
+            self.ignored = prepared["problem"]
             return None
+        snap = prepared["snap"]
         frames, meta, arrays = snap["frames"], snap["meta"], snap["arrays"]
         try:
-            planner, pending = build(meta, arrays)
+            if "error" in prepared:
+                raise prepared["error"]
+            planner, pending = prepared["planner"], prepared["pending"]
             settled = planner.landed_digests()
             # rows the snapshot settled that are not on disk (the file lost its tail): fall back
             # to the latest frame whose rows all are (each frame's settled rows are a prefix)

@@ -12,8 +12,9 @@ left running), then a resume of that checkpoint in another fresh process. Per si
   ``VmHWM``, sampled every 0.25 s: the Driver is the process titled ``ray::DriverHost`` among
   this process's descendants); target <= 1 GB each;
 * the resume: Ray is started first, then ``simulate()`` with a larger budget on the same
-  checkpoint; seconds from the call to the first new row landed (target <= 5 s), and how long
-  the planner snapshot took to restore.
+  checkpoint; seconds from the call to the first new row landed (target <= 5 s), how long
+  the planner snapshot took to restore, and how long the call took after its last new row
+  landed (the resumed rows read back into the result).
 
 The figures go to stdout as bench lines and, with ``json_path``, to a JSON file (a long run in
 the background can be read back when it ends).
@@ -170,6 +171,8 @@ def _child(mode: str, n: int, ck: str, out_path: str, extra: int) -> None:
            "snapshot_pause_ms": snaps.get("longest_pause_ms"), "snapshot_pause_cpu_ms": snaps.get("longest_pause_cpu_ms"),
            "snapshots_written": snaps.get("written"), "checkpoint_bytes": os.path.getsize(ck),
            **_rates(samples, n if mode == "run" else extra, first_row_s)}
+    last = _at(samples, n if mode == "run" else extra)
+    res["finish_s"] = None if last is None else wall - last     # from the last row landed to the call's return
     with open(out_path, "w") as fh:
         json.dump(res, fh)
 
@@ -210,7 +213,8 @@ def run_scale_runs(sizes=SIZES[:2], folder: str | None = None, out=print, json_p
         out(f"scale resume {n:>9,}  +{extra:,} rows on the {n:,}-row checkpoint, Ray already up: first new row "
             f"{again['first_row_s']:.2f}s after the call (target <= 5s; Driver up at {_fmt(again['driver_start_s'], '.2f')}s, "
             f"planner snapshot restored in {_fmt(again['restore_s'], '.2f')}s from round {again['snapshot_round']}); "
-            f"{again['resumed']:,} rows resumed, wall {again['wall_s']:.1f}s; peak RSS caller "
+            f"{again['resumed']:,} rows resumed, wall {again['wall_s']:.1f}s of which {_fmt(again.get('finish_s'), '.1f')}s "
+            f"after the last new row (the result: resumed rows read back and written to its files); peak RSS caller "
             f"{again['caller_peak_mb']:.0f} MB, Driver {again['driver_peak_mb']:.0f} MB")
         if json_path:
             with open(json_path, "w") as fh:

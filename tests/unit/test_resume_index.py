@@ -60,3 +60,38 @@ def test_a_changed_plan_counts_the_rows_on_disk_and_avoids_their_prompts():
     same = ResumeIndex(rows, {"fingerprint": {"plan": "p"}}, "p")
     assert same.mode == "exact" and same.planner_overrides() == {} and same.leftover_count() == 0
     assert np.array_equal(DiskRows.of(rows).digests[0], ResumeIndex(rows, None, None)._rows.digests[0])
+
+
+def test_a_resumed_rows_json_is_made_from_its_line_and_equals_encoding_it(tmp_path):
+    """The end of a resume writes each settled row's row_json from its checkpoint line (its
+    lineage replaced, the bookkeeping appended): byte for byte what encoding the row gives."""
+    from whileai_ray.store.jsonl import JsonlCheckpoint
+    from whileai_ray.store.plan_snapshot_keeper import _encoded
+    from whileai_ray.store.spill import EncodedRow, dump_row, table_of, spill_schema
+
+    from test_jsonl import FP
+    rows = [make_row(i) for i in range(5)]
+    rows[2]["final_text"] = 'quote " back\\slash \u2028 \U0001F680 lineage":{'
+    rows[3]["extra"] = {"lineage": rows[3]["lineage"]}            # the lineage text twice: encoded whole
+    with JsonlCheckpoint(tmp_path / "ck.jsonl", FP) as ck:
+        ck.append(rows)
+    ck = JsonlCheckpoint(tmp_path / "ck.jsonl", FP)
+    disk = ck.open()
+    whole = []
+
+    def counting(obj):
+        if isinstance(obj, dict) and "prompt" in obj:
+            whole.append(obj["scenario_id"])
+        return dump_row(obj)
+
+    for i in range(5):
+        row = disk[i]
+        out = EncodedRow(row)
+        out["lineage"] = {**row["lineage"], "resumed": True, "eval_run": 2}
+        out["_key"], out["_ordinal"], out["_landed_s"] = ["r", row["scenario_id"], 0, 0, 2], 7 + i, 0.0
+        out.json = _encoded(out, disk.line(i), row["lineage"], counting)
+        assert out.json == dump_row(out)
+    assert whole == [rows[3]["scenario_id"]]                      # only the ambiguous one encoded whole
+    ck.close()
+    table = table_of([out], None, spill_schema())
+    assert table.column("row_json").to_pylist() == [dump_row(out)]

@@ -132,7 +132,7 @@ class DriverWorker:
         with gc_paused():
             # the rows a restored snapshot settled come first (smaller ordinals than any the loop
             # decided); rows on disk no unit matched come last, kept in precount mode
-            landing.spool.head(landing.stamped(opened.snapshots.iter_deferred_rows(opened.resume, p.s.run_id)))
+            landing.spool.head(opened.snapshots.iter_deferred_rows(opened.resume, p.s.run_id, landing.lineage))
             if opened.resume.mode == "precount":
                 leftover = opened.resume.leftover()
                 resumed += len(leftover)

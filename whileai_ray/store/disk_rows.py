@@ -85,6 +85,10 @@ class DiskRows(Sequence):
             return os.pread(self._fd, end - start, start)
         return self._data[start:end]
 
+    def line(self, i: int) -> bytes:
+        """Row ``i``'s line as it is on disk (its newline excluded)."""
+        return self._line(i)
+
     def close(self) -> None:
         """Let go of the file (every row has been decoded, or none is needed any more)."""
         if self._fd is not None:

@@ -189,14 +189,19 @@ class PlanSnapshots:
         """The rows a restored snapshot settled, decoded now and marked resumed."""
         return list(self.iter_deferred_rows(resume, run_id))
 
-    def iter_deferred_rows(self, resume, run_id: str):
-        """``deferred_rows`` one at a time (a large resume never holds them all), in order."""
+    def iter_deferred_rows(self, resume, run_id: str, stamp: dict | None = None):
+        """``deferred_rows`` one at a time (a large resume never holds them all), in order, with
+        ``stamp`` (the run's lineage stamp) in their lineage. Each is an ``EncodedRow``: its
+        ``row_json`` is made from its checkpoint line (the same encoder wrote both), not encoded again."""
+        from .spill import EncodedRow, dump_row
         deferred, self.deferred = self.deferred, _Settled(None, 0)
-        for (key, ordinal, phrasing), row in zip(deferred, resume.claimed_rows()):
-            row = dict(row)
-            row["lineage"] = {**(row.get("lineage") or {}), "resumed": True}
-            row["_key"], row["_ordinal"], row["_landed_s"] = [run_id, key[0], phrasing, key[2], key[3]], ordinal, 0.0
-            yield row
+        for (key, ordinal, phrasing), (row, line) in zip(deferred, resume.claimed_lines()):
+            out = EncodedRow(row)
+            old = row.get("lineage")
+            out["lineage"] = {**(old or {}), "resumed": True, **(stamp or {})}
+            out["_key"], out["_ordinal"], out["_landed_s"] = [run_id, key[0], phrasing, key[2], key[3]], ordinal, 0.0
+            out.json = _encoded(out, line, old, dump_row)
+            yield out
 
     def summary(self) -> dict:
         out = {"snapshot_round": self.from_round, "snapshots_written": self.written,
@@ -209,6 +214,23 @@ class PlanSnapshots:
         if self.errors:
             out["snapshot_errors"] = list(self.errors)
         return out
+
+
+def _encoded(row: dict, line: bytes, old_lineage, dump_row) -> str:
+    """``dump_row(row)`` for a resumed row, from ``line`` (its checkpoint line, written by the same
+    encoder, so each value's text is the same): its lineage's text replaced in place and the
+    bookkeeping fields appended. Encoded whole when the line cannot be used that way (no line, no
+    lineage dict, or that lineage text found more than once)."""
+    if (not line or not isinstance(old_lineage, dict) or not line.endswith(b"}")
+            or any(f'"{k}":'.encode() in line for k in ("_key", "_ordinal", "_landed_s"))):
+        return dump_row(row)
+    text = line.decode("ascii", "replace")
+    was = '"lineage":' + dump_row(old_lineage)
+    if text.count(was) != 1:
+        return dump_row(row)
+    text = text.replace(was, '"lineage":' + dump_row(row["lineage"]))
+    return (text[:-1] + ',"_key":' + dump_row(row["_key"]) + ',"_ordinal":' + dump_row(row["_ordinal"])
+            + ',"_landed_s":' + dump_row(row["_landed_s"]) + "}")
 
 
 class _Settled:

@@ -138,6 +138,13 @@ class ResumeIndex:
         for i in self._claimed.tolist():
             yield self._rows[i]
 
+    def claimed_lines(self):
+        """``(row, line)`` of each row ``claim`` settled, in the order of its keys: the row decoded,
+        and its line as on disk (``b""`` for rows that were never on disk)."""
+        rows = self._rows
+        for i in self._claimed.tolist():
+            yield rows[i], rows.line(i)
+
     def leftover(self) -> list:
         """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""
         with gc_paused():

@@ -82,7 +82,7 @@ class RowSpool:
             if self._head_writer is not None:
                 self._head_writer.append([row])
                 continue
-            self._head.append(row)
+            self._head.append(row if type(row) is dict else dict(row))    # (an EncodedRow: plain in a list)
             if len(self._head) + self._released() > self.threshold:
                 self._spill()
 

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 __all__ = ["SpillWriter", "OwnedFolder", "LandedRows", "SPILL_VERSION_KEY", "SPILL_VERSION", "PART_GLOB",
-           "dump_row", "spill_schema", "table_of"]
+           "dump_row", "spill_schema", "table_of", "EncodedRow"]
 
 SPILL_VERSION_KEY = b"whileai_ray.spill_version"
 SPILL_VERSION = b"1"
@@ -46,6 +46,13 @@ _COMPRESSION = "zstd"
 dump_row = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
+class EncodedRow(dict):
+    """A row that carries its own ``row_json`` (``json``: exactly what ``dump_row`` gives for it),
+    so writing it costs no encoding: a resumed row's JSON is built from its checkpoint line."""
+
+    __slots__ = ("json",)
+
+
 def spill_schema(facts_schema: pa.Schema | None = None) -> pa.Schema:
     """``row_json`` then the fact fields, with the spill version in the metadata."""
     fields = [pa.field("row_json", pa.string())] + (list(facts_schema) if facts_schema is not None else [])
@@ -54,7 +61,7 @@ def spill_schema(facts_schema: pa.Schema | None = None) -> pa.Schema:
 
 def table_of(rows: list, facts: Callable[[list], dict] | None, schema: pa.Schema) -> pa.Table:
     """``rows`` as a spill table: their JSON and the ``facts(rows)`` columns, in ``schema``."""
-    columns = {"row_json": [dump_row(r) for r in rows]}
+    columns = {"row_json": [r.json if type(r) is EncodedRow else dump_row(r) for r in rows]}
     if facts is not None:
         columns.update(facts(rows))
     try:

@@ -259,12 +259,16 @@ class JsonlCheckpoint:
 
     def append(self, rows) -> int:
         """Write the rows whose key is new (one write, flush, fsync); return how many."""
+        return len(self.append_new(rows))
+
+    def append_new(self, rows) -> list:
+        """``append``, returning the rows written (those whose key was new), in order."""
         if self._fh is None:
             raise RuntimeError(f"checkpoint {self.path} is not open; call open() first")
         with self._lock:
             pairs = self._take_new(rows)
             if not pairs:
-                return 0
+                return []
             chunks = [dump_line(row) for row, _key in pairs]
             start = self._size
             self._write(b"".join(chunks))            # raises with nothing written and nothing marked
@@ -278,7 +282,7 @@ class JsonlCheckpoint:
                     self._ix.close()
                     self._ix = None
             self.rows_written += len(chunks)
-            return len(chunks)
+            return [row for row, _digest in pairs]
 
     def close(self) -> None:
         """Flush and close the file (safe to call twice)."""

@@ -127,7 +127,12 @@ class ParquetSink:
 
     ``mode="w"`` (default) removes this sink's files (``rows.parquet``, ``part-*.parquet``)
     left in the folder by an earlier run; ``mode="a"`` keeps them, continues the part
-    numbering and skips rows whose key is already there.
+    numbering and skips rows whose key is already there. The keys already there are read only
+    when a question needs them (opening reads each file's footer: a million-row side's keys
+    are seconds of hashing a resume does not wait for): ``write(rows, new=True)`` says the
+    rows' keys are new to the folder (a checkpoint's Parquet side holds only rows its JSONL
+    took, so rows the JSONL just took are new to it), and ``missing_digests`` answers from
+    the row counts when the side holds as many rows as the JSONL it mirrors.
     """
 
     def __init__(self, folder, row_group_size: int = 2000, mode: str = "w"):
@@ -151,28 +156,45 @@ class ParquetSink:
                 file.unlink()
             existing = []
         self.warnings: list[str] = []
-        found = []
+        self.existing_rows = 0                   # rows in the files found at open
         for file in list(existing):
             try:
-                found += pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist()
+                self.existing_rows += pq.ParquetFile(file).metadata.num_rows
             except (OSError, ValueError, pa.ArrowException) as exc:   # the JSONL beside it is the truth
                 file.unlink()
                 existing.remove(file)
                 self.warnings.append(f"{file}: unreadable Parquet ({type(exc).__name__}: {str(exc)[:120]}); "
                                      "removed, its rows are rebuilt from the checkpoint when the run closes")
-        if found:
-            self._keys = RowKeySet.first_of(found)[0]
+        self._found = list(existing)             # their keys: read when first needed (_old_keys)
+        self._old: RowKeySet | None = None if self._found else RowKeySet()
         numbers = [int(p.stem.split("-")[1]) for p in existing if p.name != COMPACT_NAME]
         self._next_part = max(numbers) + 1 if numbers else 0
 
-    def write(self, rows) -> int:
-        """Buffer rows (new keys only); write full row groups out as parts. Returns rows taken."""
+    def _cut_short(self) -> bool:
+        """Did the files found at open include ``rows.parquet`` and parts beside it? (A compaction
+        cut short leaves the parts it merged; a run that stopped without compacting leaves new
+        ones: either way the compaction that follows drops any row it already wrote.)"""
+        names = {f.name for f in self._found}
+        return COMPACT_NAME in names and len(names) > 1
+
+    def _old_keys(self) -> RowKeySet:
+        """The keys of the rows in the files found at open (read now, once)."""
+        if self._old is None:
+            found = []
+            for file in self._found:
+                found += pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist()
+            self._old = RowKeySet.first_of(found)[0]
+        return self._old
+
+    def write(self, rows, new: bool = False) -> int:
+        """Buffer rows (new keys only); write full row groups out as parts. Returns rows taken.
+        ``new=True``: the caller knows these keys are not in the files found at open."""
         if self._closed:
             raise RuntimeError(f"ParquetSink {self.folder} is closed")
         taken = 0
         for row in rows:
             key = key_string(row_key(row))
-            if not self._keys.add(key):
+            if (not new and key in self._old_keys()) or not self._keys.add(key):
                 self.duplicates_skipped += 1
                 continue
             self._buffer.append(row)
@@ -185,14 +207,21 @@ class ParquetSink:
 
     def missing(self, keys) -> list[int]:
         """Positions in ``keys`` (``row_key`` tuples) of the rows this sink does not hold yet."""
-        have = self._keys
-        return [i for i, key in enumerate(keys) if key_string(key) not in have]
+        have, old = self._keys, self._old_keys()
+        return [i for i, key in enumerate(keys) if key_string(key) not in have and key_string(key) not in old]
 
     def missing_digests(self, a, b, key_of) -> list[int]:
-        """``missing`` for keys given by their digests (``row_key_set.key_digest``), vectorised;
-        ``key_of(i)`` gives key ``i`` for the rare digest that needs its text."""
+        """``missing`` for the rows a checkpoint's JSONL held at open, given by their key digests
+        (``identity.key_digest``), vectorised; ``key_of(i)`` gives key ``i`` for the rare digest
+        that needs its text. The side holds only rows its JSONL took, each once, unless a
+        compaction was cut short (``rows.parquet`` written, the parts it merged not yet removed);
+        so when the files found at open are not that and hold as many rows as the JSONL did, none
+        is missing."""
         import numpy as np
-        held = self._keys.has_many(a, b, lambda i: key_string(key_of(i)))
+        if self.existing_rows == len(a) and not self._cut_short():
+            return []
+        text = lambda i: key_string(key_of(i))   # noqa: E731
+        held = self._keys.has_many(a, b, text) | self._old_keys().has_many(a, b, text)
         return np.flatnonzero(~held).tolist()
 
     def flush(self) -> None:
@@ -224,10 +253,13 @@ class ParquetSink:
         target = self.folder / COMPACT_NAME
         parts = self.parts()
         sources = ([target] if target.is_file() else []) + parts
+        seen = RowKeySet() if self._cut_short() else None    # a compaction cut short: its parts are in it already
         with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
             pending, count = [], 0
             for source in sources:                # a row group at a time: a million rows are never all read
                 for batch in pq.ParquetFile(source).iter_batches(batch_size=self.row_group_size):
+                    if seen is not None:
+                        batch = batch.filter(pa.array([seen.add(k) for k in batch.column("row_key").to_pylist()]))
                     pending.append(pa.Table.from_batches([batch]))
                     count += batch.num_rows
                     if count >= self.row_group_size:  # merge short parts into full row groups

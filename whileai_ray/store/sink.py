@@ -31,9 +31,9 @@ class CheckpointSink:
 
     def append(self, rows: list[dict]) -> None:
         exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
-        self.checkpoint.append(exported)
+        taken = self.checkpoint.append_new(exported)
         if self.parquet is not None:
-            self.parquet.write(exported)
+            self.parquet.write(taken, new=True)       # keys the JSONL just took: new to its Parquet side
 
     def close(self, compact: bool = True) -> None:
         """Finish the Parquet side, then close the checkpoint (which releases its lock last, so

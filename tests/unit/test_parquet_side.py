@@ -71,3 +71,44 @@ def test_a_compaction_cut_short_loses_nothing_and_adds_no_row_twice(tmp_path):
     import pyarrow.parquet as pq
     assert [f.name for f in side.iterdir()] == ["rows.parquet"]
     assert pq.ParquetFile(side / "rows.parquet").metadata.num_rows == 11       # each row once, on disk too
+
+
+def test_a_side_holding_rows_its_jsonl_lost_is_not_taken_for_a_mirror(tmp_path):
+    """The JSONL cut back (rows the side still holds): the tallies differ, so the rows played
+    again are looked up among the side's keys and land there once."""
+    import pyarrow.parquet as pq
+    path = tmp_path / "ck.jsonl"
+    rows = [make_row(i) for i in range(30)]
+    sink = CheckpointSink(JsonlCheckpoint(path, FP))
+    sink.append(rows)
+    sink.close()
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:12]))
+    again = CheckpointSink(JsonlCheckpoint(path, FP))
+    assert not again.mirrored and len(again.loaded) == 12
+    again.append(rows[12:])                          # played again: new to the JSONL, not to the side
+    again.close()
+    side = tmp_path / "ck.parquet"
+    assert pq.ParquetFile(side / "rows.parquet").metadata.num_rows == 30
+    assert _keys(side) == sorted(map(row_key, rows))
+    third = CheckpointSink(JsonlCheckpoint(path, FP))
+    assert third.mirrored                            # the compaction wrote the side's tally again
+    third.close()
+
+
+def test_a_side_without_tallies_is_read_once_and_tallied_by_its_compaction(tmp_path):
+    from whileai_ray.store.parquet import write_parquet
+    path = tmp_path / "ck.jsonl"
+    rows = [make_row(i) for i in range(8)]
+    sink = CheckpointSink(JsonlCheckpoint(path, FP))
+    sink.append(rows)
+    sink.close()
+    write_parquet(rows, tmp_path / "ck.parquet" / "rows.parquet")      # as a grade write-back does
+    again = CheckpointSink(JsonlCheckpoint(path, FP))
+    assert not again.mirrored
+    again.append([make_row(9)])
+    again.close()
+    assert _keys(tmp_path / "ck.parquet") == sorted(map(row_key, rows + [make_row(9)]))
+    third = CheckpointSink(JsonlCheckpoint(path, FP))
+    assert third.mirrored
+    third.close()

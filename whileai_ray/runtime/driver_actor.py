@@ -134,10 +134,10 @@ class DriverWorker:
             # decided); rows on disk no unit matched come last, kept in precount mode
             landing.spool.head(opened.snapshots.iter_deferred_rows(opened.resume, p.s.run_id, landing.lineage))
             if opened.resume.mode == "precount":
-                leftover = opened.resume.leftover()
-                resumed += len(leftover)
+                resumed += opened.resume.leftover_count()
                 base = landing.spool.count + 10**9
-                landing.spool.tail(landing.stamped(self._leftover(leftover, base, p.s.run_id, p.s.eval_run)))
+                landing.spool.tail(landing.stamped(self._leftover(opened.resume.iter_leftover(), base, p.s.run_id,
+                                                                  p.s.eval_run)))
         kept = landing.spool.finish()
         spilled = None if isinstance(kept, list) else kept
         return RunResult(

@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 
 from .atomic import atomic_path
 from .disk_rows import gc_paused
-from .row_key_set import RowKeySet
+from .key_tally import KeyTally
+from .row_key_set import RowKeySet, key_digest
 from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
                      record_of, row_key)
 
@@ -129,10 +130,10 @@ class ParquetSink:
     left in the folder by an earlier run; ``mode="a"`` keeps them, continues the part
     numbering and skips rows whose key is already there. The keys already there are read only
     when a question needs them (opening reads each file's footer: a million-row side's keys
-    are seconds of hashing a resume does not wait for): ``write(rows, new=True)`` says the
-    rows' keys are new to the folder (a checkpoint's Parquet side holds only rows its JSONL
-    took, so rows the JSONL just took are new to it), and ``missing_digests`` answers from
-    the row counts when the side holds as many rows as the JSONL it mirrors.
+    are seconds of hashing a resume does not wait for). Each file this sink writes carries a
+    ``KeyTally`` of its rows' keys in its footer; ``mirrors(a)`` says whether the files found at
+    open hold exactly the keys whose digests are ``a`` (a checkpoint's JSONL), and when they
+    do, ``write(rows, new=True)`` takes rows the JSONL just took without looking them up.
     """
 
     def __init__(self, folder, row_group_size: int = 2000, mode: str = "w"):
@@ -148,6 +149,7 @@ class ParquetSink:
         self.rows_written = 0
         self.duplicates_skipped = 0
         self._buffer: list[dict] = []
+        self._buffer_a: list[int] = []          # their key digests' first halves (a part's KeyTally)
         self._keys = RowKeySet()                # row_key strings taken (128-bit digests)
         self._closed = False
         existing = _folder_files(self.folder)
@@ -157,9 +159,14 @@ class ParquetSink:
             existing = []
         self.warnings: list[str] = []
         self.existing_rows = 0                   # rows in the files found at open
+        self._found_tally: KeyTally | None = KeyTally()     # their keys' tally (None: a file has none)
         for file in list(existing):
             try:
-                self.existing_rows += pq.ParquetFile(file).metadata.num_rows
+                meta = pq.ParquetFile(file).metadata
+                self.existing_rows += meta.num_rows
+                tally = KeyTally.of_metadata(meta.metadata, meta.num_rows)
+                self._found_tally = None if tally is None or self._found_tally is None else \
+                    self._found_tally.merge(tally)
             except (OSError, ValueError, pa.ArrowException) as exc:   # the JSONL beside it is the truth
                 file.unlink()
                 existing.remove(file)
@@ -169,6 +176,12 @@ class ParquetSink:
         self._old: RowKeySet | None = None if self._found else RowKeySet()
         numbers = [int(p.stem.split("-")[1]) for p in existing if p.name != COMPACT_NAME]
         self._next_part = max(numbers) + 1 if numbers else 0
+
+    def mirrors(self, a) -> bool:
+        """Do the files found at open hold exactly the keys whose ``key_digest`` first halves are
+        ``a`` (each once)? Answered from the files' tallies; False when one has none."""
+        return (self._found_tally is not None and not self._cut_short()
+                and self._found_tally == KeyTally.of_digests(a))
 
     def _cut_short(self) -> bool:
         """Did the files found at open include ``rows.parquet`` and parts beside it? (A compaction
@@ -193,16 +206,17 @@ class ParquetSink:
             raise RuntimeError(f"ParquetSink {self.folder} is closed")
         taken = 0
         for row in rows:
-            key = key_string(row_key(row))
-            if (not new and key in self._old_keys()) or not self._keys.add(key):
+            a, b, key = key_digest(key_string(row_key(row)))
+            if (not new and key in self._old_keys()) or not self._keys.add_digest(a, b, key):
                 self.duplicates_skipped += 1
                 continue
             self._buffer.append(row)
+            self._buffer_a.append(a)
             taken += 1
         while len(self._buffer) >= self.row_group_size:
-            chunk = self._buffer[: self.row_group_size]
-            del self._buffer[: self.row_group_size]
-            self._write_part(chunk)
+            chunk, digests = self._buffer[: self.row_group_size], self._buffer_a[: self.row_group_size]
+            del self._buffer[: self.row_group_size], self._buffer_a[: self.row_group_size]
+            self._write_part(chunk, digests)
         return taken
 
     def missing(self, keys) -> list[int]:
@@ -213,13 +227,8 @@ class ParquetSink:
     def missing_digests(self, a, b, key_of) -> list[int]:
         """``missing`` for the rows a checkpoint's JSONL held at open, given by their key digests
         (``identity.key_digest``), vectorised; ``key_of(i)`` gives key ``i`` for the rare digest
-        that needs its text. The side holds only rows its JSONL took, each once, unless a
-        compaction was cut short (``rows.parquet`` written, the parts it merged not yet removed);
-        so when the files found at open are not that and hold as many rows as the JSONL did, none
-        is missing."""
+        that needs its text."""
         import numpy as np
-        if self.existing_rows == len(a) and not self._cut_short():
-            return []
         text = lambda i: key_string(key_of(i))   # noqa: E731
         held = self._keys.has_many(a, b, text) | self._old_keys().has_many(a, b, text)
         return np.flatnonzero(~held).tolist()
@@ -228,11 +237,17 @@ class ParquetSink:
         """Write whatever is buffered as a (possibly short) part file."""
         if self._buffer:
             chunk, self._buffer = self._buffer, []
-            self._write_part(chunk)
+            digests, self._buffer_a = self._buffer_a, []
+            self._write_part(chunk, digests)
 
-    def _write_part(self, rows: list[dict]) -> None:
+    def _write_part(self, rows: list[dict], digests: list[int]) -> None:
         path = self.folder / f"part-{self._next_part:05d}.parquet"
-        _atomic_write_table(rows_to_table(rows), path, self.row_group_size)
+        tally = KeyTally()
+        for a in digests:
+            tally.add(a)
+        table = rows_to_table(rows)
+        _atomic_write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **tally.meta()}),
+                            path, self.row_group_size)
         self._next_part += 1
         self.rows_written += len(rows)
 
@@ -253,13 +268,20 @@ class ParquetSink:
         target = self.folder / COMPACT_NAME
         parts = self.parts()
         sources = ([target] if target.is_file() else []) + parts
-        seen = RowKeySet() if self._cut_short() else None    # a compaction cut short: its parts are in it already
+        # a compaction cut short left the parts it merged: drop rows already written. The new
+        # file's KeyTally is its sources' (hashed from their keys where one has none)
+        seen = RowKeySet() if self._cut_short() else None
+        tally = KeyTally()
         with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
             pending, count = [], 0
             for source in sources:                # a row group at a time: a million rows are never all read
-                for batch in pq.ParquetFile(source).iter_batches(batch_size=self.row_group_size):
-                    if seen is not None:
-                        batch = batch.filter(pa.array([seen.add(k) for k in batch.column("row_key").to_pylist()]))
+                file = pq.ParquetFile(source)
+                known = None if seen is not None else KeyTally.of_metadata(file.metadata.metadata,
+                                                                           file.metadata.num_rows)
+                tally = tally.merge(known) if known is not None else tally
+                for batch in file.iter_batches(batch_size=self.row_group_size):
+                    if known is None:
+                        batch = self._tallied(batch, tally, seen)
                     pending.append(pa.Table.from_batches([batch]))
                     count += batch.num_rows
                     if count >= self.row_group_size:  # merge short parts into full row groups
@@ -267,9 +289,23 @@ class ParquetSink:
                         pending, count = [], 0
             if pending:
                 writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
+            writer.add_key_value_metadata(tally.meta())
         for part in parts:
             part.unlink()
         return str(target)
+
+    @staticmethod
+    def _tallied(batch, tally: KeyTally, seen: RowKeySet | None):
+        """``batch`` with its keys added to ``tally`` (and, with ``seen``, without rows whose key
+        ``seen`` already holds)."""
+        keep = []
+        for key in batch.column("row_key").to_pylist():
+            a, b, text = key_digest(key)
+            fresh = seen.add_digest(a, b, text) if seen is not None else True
+            if fresh:
+                tally.add(a)
+            keep.append(fresh)
+        return batch.filter(pa.array(keep)) if seen is not None else batch
 
     def __enter__(self):
         return self

@@ -148,7 +148,13 @@ class ResumeIndex:
     def leftover(self) -> list:
         """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""
         with gc_paused():
-            return [self._rows[i] for i in np.flatnonzero(self._free).tolist()]
+            return list(self.iter_leftover())
+
+    def iter_leftover(self):
+        """``leftover()`` decoded one at a time (a changed plan's resume keeps every row on disk:
+        a million of them are never held at once)."""
+        for i in np.flatnonzero(self._free).tolist():
+            yield self._rows[i]
 
     def leftover_count(self) -> int:
         return self._left if self.mode == "precount" else 0

@@ -26,6 +26,9 @@ class CheckpointSink:
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
         self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
+        # a side that holds exactly the JSONL's rows (its files' key tallies say so) takes the
+        # rows the JSONL takes without looking each up among a million keys
+        self.mirrored = self.parquet is not None and self.parquet.mirrors(self.loaded.digests[0])
         if self.parquet is not None:
             self.warnings.extend(self.parquet.warnings)
 
@@ -33,7 +36,7 @@ class CheckpointSink:
         exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
         taken = self.checkpoint.append_new(exported)
         if self.parquet is not None:
-            self.parquet.write(taken, new=True)       # keys the JSONL just took: new to its Parquet side
+            self.parquet.write(taken, new=self.mirrored)     # keys the JSONL just took: new to a mirror
 
     def close(self, compact: bool = True) -> None:
         """Finish the Parquet side, then close the checkpoint (which releases its lock last, so
@@ -42,10 +45,13 @@ class CheckpointSink:
             if self.parquet is not None and not compact:    # leave the parts; the next run compacts them
                 self.parquet.close(compact=False)
             elif self.parquet is not None:
-                # rows a crash left in the JSONL but not yet in a part file (at most one row group);
-                # only those are decoded
-                missing = self.parquet.missing_digests(*self.loaded.digests, self.loaded.key_of)
-                self.parquet.write([self.loaded[i] for i in missing])
+                # rows a crash left in the JSONL but not yet in a part file (usually at most one row
+                # group; all of them when the side was lost); only those are decoded
+                missing = [] if self.mirrored else self.parquet.missing_digests(*self.loaded.digests,
+                                                                                 self.loaded.key_of)
+                step = self.parquet.row_group_size      # decoded a row group at a time: a lost side of
+                for at in range(0, len(missing), step):  # a million rows is never held whole
+                    self.parquet.write([self.loaded[i] for i in missing[at:at + step]])
                 self.parquet.close(compact=True)
         finally:
             self.checkpoint.close()

@@ -123,7 +123,9 @@ class DriverWorker:
         orphan = self.stopped_because == CALLER_GONE
         await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
         await close_run(opened, compact=not orphan)         # and lets go at once
-        return self._result(rollouts)
+        # in a thread: turning a large resume's settled rows into the result's files takes minutes,
+        # and poll() keeps answering meanwhile (the caller's progress and orphan watch)
+        return await asyncio.to_thread(self._result, rollouts)
 
     def _result(self, rollouts) -> RunResult:
         loop, landing, opened = self.loop, self.landing, self.opened

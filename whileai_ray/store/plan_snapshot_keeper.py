@@ -194,7 +194,7 @@ class PlanSnapshots:
         ``stamp`` (the run's lineage stamp) in their lineage. Each is an ``EncodedRow``: its
         ``row_json`` is made from its checkpoint line (the same encoder wrote both), not encoded again."""
         from .spill import EncodedRow, dump_row
-        deferred, self.deferred = self.deferred, _Settled(None, 0)
+        deferred = self.deferred            # (left in place while it is read: progress still counts it)
         for (key, ordinal, phrasing), (row, line) in zip(deferred, resume.claimed_lines()):
             out = EncodedRow(row)
             old = row.get("lineage")

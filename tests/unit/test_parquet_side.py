@@ -14,12 +14,18 @@ def _keys(folder):
     return sorted(map(row_key, read_parquet(folder)))
 
 
+def _closed_sink(path, rows):
+    """A checkpoint (and its Parquet side) that took ``rows`` and was closed."""
+    sink = CheckpointSink(JsonlCheckpoint(path, FP))
+    sink.append(rows)
+    sink.close()
+    return sink
+
+
 def test_a_resume_never_reads_the_keys_of_a_side_that_mirrors_its_jsonl(tmp_path):
     path = tmp_path / "ck.jsonl"
     rows = [make_row(i) for i in range(40)]
-    sink = CheckpointSink(JsonlCheckpoint(path, FP))
-    sink.append(rows[:30])
-    sink.close()
+    _closed_sink(path, rows[:30])
     again = CheckpointSink(JsonlCheckpoint(path, FP))
     again.append(rows[25:])                          # five it holds, ten new
     again.close()
@@ -31,9 +37,7 @@ def test_a_resume_never_reads_the_keys_of_a_side_that_mirrors_its_jsonl(tmp_path
 def test_rows_a_crash_kept_from_the_side_are_filled_in_from_the_jsonl(tmp_path):
     path = tmp_path / "ck.jsonl"
     rows = [make_row(i) for i in range(12)]
-    sink = CheckpointSink(JsonlCheckpoint(path, FP))
-    sink.append(rows)
-    sink.close()
+    _closed_sink(path, rows)
     side = tmp_path / "ck.parquet"
     ck = JsonlCheckpoint(path, FP)                   # the JSONL gets rows the side never saw (a crash)
     ck.open()
@@ -48,9 +52,7 @@ def test_rows_a_crash_kept_from_the_side_are_filled_in_from_the_jsonl(tmp_path):
 def test_a_compaction_cut_short_loses_nothing_and_adds_no_row_twice(tmp_path):
     path = tmp_path / "ck.jsonl"
     rows = [make_row(i) for i in range(10)]
-    sink = CheckpointSink(JsonlCheckpoint(path, FP))
-    sink.append(rows[:6])
-    sink.close()
+    _closed_sink(path, rows[:6])
     side = tmp_path / "ck.parquet"
     again = CheckpointSink(JsonlCheckpoint(path, FP))
     again.append(rows[6:])
@@ -79,9 +81,7 @@ def test_a_side_holding_rows_its_jsonl_lost_is_not_taken_for_a_mirror(tmp_path):
     import pyarrow.parquet as pq
     path = tmp_path / "ck.jsonl"
     rows = [make_row(i) for i in range(30)]
-    sink = CheckpointSink(JsonlCheckpoint(path, FP))
-    sink.append(rows)
-    sink.close()
+    _closed_sink(path, rows)
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:12]))
     again = CheckpointSink(JsonlCheckpoint(path, FP))
@@ -100,9 +100,7 @@ def test_a_side_without_tallies_is_read_once_and_tallied_by_its_compaction(tmp_p
     from whileai_ray.store.parquet import write_parquet
     path = tmp_path / "ck.jsonl"
     rows = [make_row(i) for i in range(8)]
-    sink = CheckpointSink(JsonlCheckpoint(path, FP))
-    sink.append(rows)
-    sink.close()
+    _closed_sink(path, rows)
     write_parquet(rows, tmp_path / "ck.parquet" / "rows.parquet")      # as a grade write-back does
     again = CheckpointSink(JsonlCheckpoint(path, FP))
     assert not again.mirrored

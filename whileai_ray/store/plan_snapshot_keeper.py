@@ -216,13 +216,16 @@ class PlanSnapshots:
         return out
 
 
+_BOOKKEEPING = (b'"_key":', b'"_ordinal":', b'"_landed_s":')     # fields the splice appends
+
+
 def _encoded(row: dict, line: bytes, old_lineage, dump_row) -> str:
     """``dump_row(row)`` for a resumed row, from ``line`` (its checkpoint line, written by the same
     encoder, so each value's text is the same): its lineage's text replaced in place and the
     bookkeeping fields appended. Encoded whole when the line cannot be used that way (no line, no
     lineage dict, or that lineage text found more than once)."""
     if (not line or not isinstance(old_lineage, dict) or not line.endswith(b"}")
-            or any(f'"{k}":'.encode() in line for k in ("_key", "_ordinal", "_landed_s"))):
+            or any(mark in line for mark in _BOOKKEEPING)):
         return dump_row(row)
     text = line.decode("ascii", "replace")
     was = '"lineage":' + dump_row(old_lineage)

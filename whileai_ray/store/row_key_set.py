@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["RowKeySet", "key_digest", "digest_arrays"]
 
 
-_digests = key_digest
-
 
 def digest_arrays(keys):
     """``(a, b)`` numpy arrays (``uint64``, ``int64``) of many keys' digests."""
@@ -51,7 +49,7 @@ class RowKeySet:
         return len(self._table) + len(self._aside)
 
     def add(self, key) -> bool:
-        return self.add_digest(*_digests(key))
+        return self.add_digest(*key_digest(key))
 
     def add_digest(self, a: int, b: int, text: str) -> bool:
         """``add`` of a key whose ``key_digest`` is known."""
@@ -65,7 +63,7 @@ class RowKeySet:
         return True
 
     def __contains__(self, key) -> bool:
-        return self.has_digest(*_digests(key))
+        return self.has_digest(*key_digest(key))
 
     def has_digest(self, a: int, b: int, text: str) -> bool:
         have = self._table.get(a)

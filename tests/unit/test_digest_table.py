@@ -49,6 +49,23 @@ def test_built_at_once_equals_built_one_by_one():
     assert len(DigestTable.of([])) == 0
 
 
+def test_built_at_once_with_many_repeats_and_the_digest_zero_keeps_each_first_value():
+    rng = np.random.default_rng(7)
+    pool = np.append(rng.integers(1, 2**63, size=500, dtype=np.int64).astype(np.uint64), np.uint64(0))
+    keys = pool[rng.integers(0, len(pool), size=20_000)]
+    values = rng.integers(-10**9, 10**9, size=len(keys))
+    at_once = DigestTable.of(keys, values)
+    ref = {}
+    for k, v in zip(keys.tolist(), values.tolist()):
+        ref.setdefault(k, v)
+    assert len(at_once) == len(ref)
+    assert all(at_once.get(k) == v for k, v in ref.items())
+    found, got = at_once.find(np.array(list(ref), dtype=np.uint64))
+    assert found.all() and got.tolist() == list(ref.values())
+    as_set = DigestTable.of(keys)
+    assert len(as_set) == len(ref) and all(k in as_set for k in ref)
+
+
 def test_row_keys_as_tuples_or_strings_are_one_member():
     s = RowKeySet()
     key = ("sc-01", "ab12", 3, 0)

@@ -168,29 +168,42 @@ class DigestTable:
 
     @classmethod
     def of(cls, digests, values=None, capacity: int = 0) -> "DigestTable":
-        """A table of ``digests`` (any order, repeats allowed: the first one's value wins)."""
+        """A table of ``digests`` (any order, repeats allowed: the first one's value wins).
+
+        One sort does it all: by the mixed digest (a bijection of the digest), which puts repeats
+        side by side and orders the distinct ones by home slot, as ``_place`` needs."""
         d = np.ascontiguousarray(digests, dtype=np.uint64).reshape(-1)
         v = None if values is None else np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
         if v is not None and len(v) != len(d):
             raise ValueError("DigestTable.of: one value per digest")
-        uniq, first = np.unique(d, return_index=True)
-        out = cls(values=v is not None, capacity=max(capacity, len(uniq)))
-        vals = v[first] if v is not None else None
-        if len(uniq) and uniq[0] == 0:
+        with np.errstate(over="ignore"):
+            mixed = d * np.uint64(_GOLD)
+        order = np.argsort(mixed)
+        ms = mixed[order]
+        starts = np.flatnonzero(np.append(True, ms[1:] != ms[:-1])) if len(d) else np.zeros(0, np.int64)
+        # the first of each run of repeats (by position in ``digests``): its value wins
+        first = np.minimum.reduceat(order, starts) if len(starts) and len(starts) < len(d) else order[starts]
+        out = cls(values=v is not None, capacity=max(capacity, len(first)))
+        keys, vals, ms = d[first], (v[first] if v is not None else None), ms[starts]
+        if len(keys) and keys[0] == 0:                     # the digest 0 mixes to 0: it sorts first
             out._zero = int(vals[0]) if vals is not None else 0
-            uniq = uniq[1:]
+            keys, ms = keys[1:], ms[1:]
             vals = vals[1:] if vals is not None else None
-        out._place(uniq, vals)
+        out._place(keys, vals, (ms >> np.uint64(out._shift)).astype(np.int64))
         return out
 
-    def _place(self, keys: np.ndarray, vals) -> None:
+    def _place(self, keys: np.ndarray, vals, home: np.ndarray | None = None) -> None:
         """Put distinct nonzero ``keys`` into this empty table at once. Sorted by home slot, a
         key's slot under linear probing is ``max(home, slot of the key before + 1)``, a running
-        maximum; the few that run past the last slot are added one by one (they wrap)."""
+        maximum; the few that run past the last slot are added one by one (they wrap).
+        ``home``: the keys' home slots when ``keys`` are already in home order (``of``)."""
         n = len(keys)
-        with np.errstate(over="ignore"):
-            home = ((keys * np.uint64(_GOLD)) >> np.uint64(self._shift)).astype(np.int64)
-        order = np.argsort(home, kind="stable")
+        if home is None:
+            with np.errstate(over="ignore"):
+                home = ((keys * np.uint64(_GOLD)) >> np.uint64(self._shift)).astype(np.int64)
+            order = np.argsort(home, kind="stable")
+        else:
+            order = np.arange(n, dtype=np.int64)
         rank = np.arange(n, dtype=np.int64)
         slot = rank + np.maximum.accumulate(home[order] - rank) if n else rank
         fits = slot <= self._mask

@@ -250,23 +250,25 @@ class NoveltyIndex:
 
 
 def _buckets(stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """The bucket heads and chain links ``add`` would have built, adding ``stored``'s rows in order."""
+    """The bucket heads and chain links ``add`` would have built, adding ``stored``'s rows in order.
+
+    Per band, each id's slot and the id itself are packed in one int64 (slot high, id low) and
+    sorted as plain values: equal slots come out oldest id first, and a value sort is several
+    times cheaper than a stable argsort (a million-prompt restore rebuilds 16 bands of them)."""
     n = len(stored)
     heads = np.full(BANDS << bits, -1, dtype=np.int32)
-    nxt = np.full((n, BANDS), -1, dtype=np.int32)
+    links = np.full((BANDS, n), -1, dtype=np.int32)         # band-major while built: writes stay in one row
     if not n:
-        return heads, nxt
+        return heads, np.ascontiguousarray(links.T)
     slots = _slots(stored, bits)
-    ids = np.arange(n, dtype=np.int32)
+    ids = np.arange(n, dtype=np.int64)
     for b in range(BANDS):
-        k = slots[:, b]
-        # stable order by slot (equal slots: older ids first), as two 16-bit radix passes
-        low = np.argsort((k & 0xFFFF).astype(np.uint16), kind="stable")
-        order = low[np.argsort((k[low] >> 16).astype(np.uint16), kind="stable")]
-        ks = k[order]
+        packed = (slots[:, b] << 32) | ids
+        packed.sort()
+        order = (packed & 0xFFFFFFFF).astype(np.int32)
+        ks = packed >> 32
         same = ks[1:] == ks[:-1]
-        nxt[order[1:][same], b] = order[:-1][same]      # each member points at the one before it
-        last = np.ones(n, dtype=bool)
-        last[:-1] = ~same
-        heads[(b << bits) + ks[last]] = ids[order[last]]
-    return heads, nxt
+        links[b][order[1:][same]] = order[:-1][same]       # each member points at the one before it
+        last = np.append(~same, True)
+        heads[(b << bits) + ks[last]] = order[last]
+    return heads, np.ascontiguousarray(links.T)

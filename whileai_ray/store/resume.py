@@ -30,6 +30,13 @@ from .disk_rows import DiskRows, gc_paused
 from .row_key_set import digest_arrays
 
 
+def _distinct(at: np.ndarray, size: int) -> bool:
+    """Whether the rows ``at`` (each in ``range(size)``) are all different (a mark a row: no sort)."""
+    marks = np.zeros(size, dtype=bool)
+    marks[at] = True
+    return int(np.count_nonzero(marks)) == len(at)
+
+
 class ResumeIndex:
     def __init__(self, loaded, header: dict | None, plan_fingerprint: str | None):
         rows = loaded if isinstance(loaded, DiskRows) else DiskRows.of(loaded)
@@ -104,7 +111,7 @@ class ResumeIndex:
     def claim_digests(self, a, b) -> bool:
         """``claim`` of keys given by their digests (``identity.key_digest``, two arrays)."""
         at = self._at(a, b)
-        if len(at) and ((at < 0).any() or not self._free[at].all() or len(np.unique(at)) != len(at)):
+        if len(at) and ((at < 0).any() or not self._free[at].all() or not _distinct(at, self.total)):
             return False
         self._free[at] = False
         self._left -= len(at)

@@ -130,3 +130,30 @@ def test_a_state_with_the_row_sets_restores_the_same_counts():
     back.load_state(state)
     assert back.report_keys() == t.report_keys()
     assert back.report_keys()["unique_prompts"] == 17 and back.report_keys()["unique_scenario_ids"] == 9
+
+
+def test_a_restored_curve_goes_on_like_the_uninterrupted_one_through_more_snapshots():
+    def feed(t, lo, hi):
+        for i in range(lo, hi):
+            t.observe(_row(i, CELLS[i % 3], sig="s%d" % (i % 7)), arm_weights={"structured": 0.5})
+
+    straight = CoverageTracker(CELLS[:3], AXES, every=4)
+    feed(straight, 0, 30)
+    first = straight.state()
+    back = CoverageTracker(CELLS[:3], AXES, every=4)
+    back.load_state(first)
+    feed(straight, 30, 50)
+    feed(back, 30, 50)
+    second = back.state()                             # the points made since the restore are logged
+    assert bytes(second.logs["curve"]) == bytes(straight.state().logs["curve"])
+    again = CoverageTracker(CELLS[:3], AXES, every=4)
+    again.load_state(second)
+    assert again.state().meta["points"] == len(straight.curve) == 12
+    feed(straight, 50, 53)
+    feed(again, 50, 53)
+    assert again.finish("budget") == straight.finish("budget")
+    assert again.curve[-1]["stopped_because"] == "budget" and len(again.curve) == 14
+    torn = CoverageTracker(CELLS[:3], AXES, every=4)
+    cut = dict(second.logs, curve=second.logs["curve"][:-3])
+    with pytest.raises(ValueError, match="curve"):
+        torn.load_state(type(second)(second.meta, logs=cut, tables=second.tables))

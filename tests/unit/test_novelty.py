@@ -191,3 +191,15 @@ def test_tables_grown_by_adding_equal_the_ones_a_snapshot_rebuilds_whatever_the_
         assert np.array_equal(other._next.view(), grown._next.view())
     probe = BASE.replace("today", "right now")
     assert grown.similarity(probe) == restored.similarity(probe) == reserved.similarity(probe)
+
+
+def test_the_bucket_rebuild_on_two_threads_equals_the_one_on_one(monkeypatch):
+    import numpy as np
+    from whileai_ray.search import novelty
+    rng = np.random.default_rng(3)
+    stored = rng.integers(0, 64, size=(20_000, novelty.K), dtype=np.uint16)   # few values: long chains
+    one = novelty._buckets(stored, 12)
+    monkeypatch.setattr(novelty, "_THREADED_FROM", 0)
+    two = novelty._buckets(stored, 12)
+    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
+    assert (one[1] >= 0).mean() > 0.8                     # most ids do have a bucket mate

@@ -84,7 +84,9 @@ class CoverageTracker:
         self.signatures = DigestSet()
         self.cells: dict[str, int] = {}
         self.shapes: dict[str, int] = {}
-        self.curve: list[dict] = []
+        self._curve: list[dict] | None = []     # the curve; None after a restore, until asked for
+        self._restored = (0, 0)                   # (points, bytes) of the curve log a restore read
+        self._more: list[dict] = []               # points made since a restore, before the curve was asked for
         self._yields: dict[str, list[int]] = {}
         self._batch_rows = 0
         self._batch_fresh = 0
@@ -150,7 +152,7 @@ class CoverageTracker:
                                         if self._novelties else None)}
         if stopped_because is not None:
             point["stopped_because"] = stopped_because
-        self.curve.append(point)
+        (self._more if self._curve is None else self._curve).append(point)
         self._batch_rows = self._batch_fresh = 0
         self._novelties = []
 
@@ -161,6 +163,20 @@ class CoverageTracker:
         else:
             self._point(arm_weights, stopped_because)
         return self.curve
+
+    @property
+    def curve(self) -> list[dict]:
+        """The coverage curve: a point every ``every`` rows (a restored one is decoded when first
+        asked for, not on the resume's way to its first row)."""
+        if self._curve is None:
+            points, size = self._restored
+            text = self._curve_log.view()[:size].tobytes().decode()
+            self._curve = [json.loads(line) for line in text.splitlines()] + self._more
+            self._more = []
+        return self._curve
+
+    def _points(self) -> int:
+        return self._restored[0] + len(self._more) if self._curve is None else len(self._curve)
 
     @property
     def min_cell_copies(self) -> int:
@@ -216,10 +232,11 @@ class CoverageTracker:
         """Counters whole; digests, curve and covered pairs as logs; planned-cell counts as a table.
         ``row_sets=False`` leaves out the prompts of the rows (the planner keeps which rows landed
         and derives them: ``load_state(..., prompts=)``); the scenario ids are always a log."""
-        new = self.curve[self._curve_logged:]
+        new = (self._more[self._curve_logged - self._restored[0]:] if self._curve is None
+               else self._curve[self._curve_logged:])
         if new:
             self._curve_log.extend(np.frombuffer("".join(json.dumps(p) + "\n" for p in new).encode(), np.uint8))
-            self._curve_logged = len(self.curve)
+            self._curve_logged = self._points()
         extra = [[k, n] for k, n in self.cells.items() if k not in self.planned]
         covered = []
         if self.pairs_covered:
@@ -229,7 +246,7 @@ class CoverageTracker:
             meta={"rows": self.rows, "below_needed": self._below_needed, "empty": self._empty,
                   "batch_rows": self._batch_rows, "batch_fresh": self._batch_fresh,
                   "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
-                  "shapes": list(self.shapes.items()), "cells_extra": extra, "points": len(self.curve)},
+                  "shapes": list(self.shapes.items()), "cells_extra": extra, "points": self._points()},
             logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
                   "scenario_log": self.scenario_ids.log.view(),
                   **({"prompts": self.prompts.sorted(), "scenario_ids": self.scenario_ids.sorted()}
@@ -260,10 +277,11 @@ class CoverageTracker:
                                              else scenario_ids)
         self.signatures = DigestSet.of(state.array("signatures", np.uint64))
         curve = state.array("curve", np.uint8)
-        self.curve = [json.loads(line) for line in curve.tobytes().decode().splitlines()]
-        if len(self.curve) != int(m["points"]):
+        points = int(np.count_nonzero(curve == 10))       # one JSON line a point (decoded when asked for)
+        if points != int(m["points"]) or (len(curve) and curve[-1] != 10):
             raise ValueError("snapshot coverage curve is incomplete")
-        self._curve_log, self._curve_logged = Column.of(curve, np.uint8), len(self.curve)
+        self._curve, self._more, self._restored = None, [], (points, len(curve))
+        self._curve_log, self._curve_logged = Column.of(curve, np.uint8), points
         self.rows, self._below_needed, self._empty = int(m["rows"]), int(m["below_needed"]), int(m["empty"])
         self._batch_rows, self._batch_fresh = int(m["batch_rows"]), int(m["batch_fresh"])
         self._novelties = [float(x) for x in m["novelties"]]

@@ -203,3 +203,22 @@ def test_the_bucket_rebuild_on_two_threads_equals_the_one_on_one(monkeypatch):
     two = novelty._buckets(stored, 12)
     assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
     assert (one[1] >= 0).mean() > 0.8                     # most ids do have a bucket mate
+
+
+def test_a_restore_that_builds_its_tables_on_a_thread_answers_like_the_archive_it_came_from(monkeypatch):
+    import numpy as np
+    from whileai_ray.search import novelty
+    grown = NoveltyIndex()
+    for p in PROMPTS[:3000]:
+        grown.add(p)
+    monkeypatch.setattr(novelty, "_THREADED_FROM", 0)
+    restored = NoveltyIndex()
+    restored.load_state(grown.state())
+    probe = BASE.replace("today", "right now")
+    assert restored.similarity(probe) == grown.similarity(probe)      # waits for the tables
+    assert restored._building is None
+    assert np.array_equal(restored._heads, grown._heads) and np.array_equal(restored._next.view(), grown._next.view())
+    again = NoveltyIndex()
+    again.load_state(grown.state())
+    assert again.add("a prompt nobody wrote before") == grown.add("a prompt nobody wrote before") == 3000
+    assert again.state().meta == grown.state().meta

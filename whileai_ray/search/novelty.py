@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -139,6 +139,7 @@ class NoveltyIndex:
         self._next = Column(np.int32, width=BANDS, capacity=max(16, int(capacity)))  # id, band -> the one before
         self._exact = DigestTable(values=True)                  # text key -> first id with that text
         self._keys = Column(np.uint64)             # text key per id (what a snapshot keeps of it)
+        self._building: Future | None = None      # a restore's tables, built on a thread (load_state)
 
     def __len__(self) -> int:
         return len(self._sk)
@@ -148,6 +149,7 @@ class NoveltyIndex:
 
     def add(self, text: str, sk: np.ndarray | None = None) -> int:
         """Archive ``text`` (pass its ``sketch`` if already computed); returns its id."""
+        self.ready()
         if sk is None:
             sk = sketch(text)
         stored = _stored(sk)
@@ -169,6 +171,7 @@ class NoveltyIndex:
         self._next = Column.of(nxt, np.int32, width=BANDS)
 
     def _candidates(self, stored: np.ndarray) -> list[int]:
+        self.ready()
         found: set[int] = set()
         cap, links = self.bucket_cap, self._next._a
         for b, j in enumerate(self._heads[self._where(stored)].tolist()):
@@ -181,6 +184,7 @@ class NoveltyIndex:
 
     def similarity(self, text: str, sk: np.ndarray | None = None) -> tuple[int, float]:
         """``(id, s)`` of the most similar archived prompt found; ``(-1, 0.0)`` when none."""
+        self.ready()
         exact = self._exact.get(_text_key(text))
         if exact is not None:
             return exact, 1.0
@@ -234,6 +238,7 @@ class NoveltyIndex:
         """The stored sketches and (unless the caller keeps them: ``keys=False``) the text keys,
         the ``prompt_digest`` of each text, in id order (views: rows once written never change).
         The buckets are not kept: :meth:`load_state` rebuilds them from the sketches."""
+        self.ready()
         logs = {"sk16": self._sk.view(), "key": self._keys.view()} if keys else {"sk16": self._sk.view()}
         return State(meta={"bucket_cap": self.bucket_cap, "bits": self._bits}, logs=logs)
 
@@ -243,11 +248,30 @@ class NoveltyIndex:
         if len(keys) != len(sk):
             raise ValueError("snapshot novelty: one text key per sketch")
         n = len(sk)
+        self.ready()
         self.bucket_cap = int(state.meta["bucket_cap"])
         self._sk = Column.of(sk, np.uint16, width=K)
         self._keys = Column.of(keys, np.uint64)
-        self._exact = DigestTable.of(keys, np.arange(n))     # the first id of each text wins
-        self._rebuild(max(int(state.meta.get("bits", MIN_BITS)), _bits_for(n)))
+        bits = max(int(state.meta.get("bits", MIN_BITS)), _bits_for(n))
+        if n < _THREADED_FROM:
+            self._tables(keys, bits)
+            return
+        # a large archive's tables (a second or two at a million prompts) are built on a thread
+        # while the caller restores the rest; every method that reads them waits (ready())
+        pool = ThreadPoolExecutor(1, thread_name_prefix="novelty-restore")
+        self._building = pool.submit(self._tables, keys, bits)
+        pool.shutdown(wait=False)           # (the thread ends with its one task)
+
+    def _tables(self, keys: np.ndarray, bits: int) -> None:
+        self._exact = DigestTable.of(keys, np.arange(len(keys)))     # the first id of each text wins
+        self._rebuild(bits)
+
+    def ready(self) -> "NoveltyIndex":
+        """Wait for the tables a restore is building (raises what building them raised)."""
+        if self._building is not None:
+            building, self._building = self._building, None
+            building.result()
+        return self
 
 
 def _buckets(stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:

@@ -176,6 +176,7 @@ def restore_planner(p, state: State):
     p._backlog = deque(decode_units(p, state.array("backlog", np.int64, width=len(UNIT_FIELDS))))
     p._rerolls = deque(decode_units(p, state.array("rerolls", np.int64, width=len(UNIT_FIELDS))))
     p._scored = ("", None, 0.0)
+    p.novelty.ready()                       # its tables were built on a thread meanwhile (novelty.py)
     return p
 
 

@@ -40,6 +40,7 @@ from .fingerprint import fingerprint_mismatch
 from .jsonl_lines import HEADER_KEY, JsonlContents, dump_line, parse_jsonl, scan_file
 from .row_key_set import RowKeySet, key_digest
 from .key_index import index_path, records_for, write_index
+from .key_seal import unseal, write_seal
 
 __all__ = ["JsonlCheckpoint", "JsonlContents", "parse_jsonl", "HEADER_KEY", "dump_line"]
 
@@ -96,6 +97,7 @@ class JsonlCheckpoint:
         self.warnings: list[str] = []
         self.duplicates_skipped = 0
         self.rows_written = 0
+        self._indexed = 0                   # records in the .keys index (what a seal vouches for)
         self.rows_loaded = 0
         self._keys = RowKeySet()                # every row_key in the file (128-bit digests)
         self.header: dict | None = None
@@ -159,6 +161,7 @@ class JsonlCheckpoint:
         self.warnings.extend(scan.warnings)
         for message in scan.warnings:
             log.warning(message)
+        unseal(self.path)                                # it may change from now on (key_seal.py)
         self._fh = open(self.path, "ab", buffering=0)   # unbuffered: a failed write leaves nothing behind
         self._size = self._fh.seek(0, os.SEEK_END)
         if scan.needs_newline:
@@ -174,6 +177,7 @@ class JsonlCheckpoint:
                                      f"rebuilt from the {scan.n} rows of the checkpoint")
             write_index(self._index_path, created, scan.records)
         self._ix = open(self._index_path, "ab", buffering=0)
+        self._indexed = scan.n
         rows = self._kept(scan)
         self.rows_loaded = len(rows)
         return rows
@@ -278,6 +282,7 @@ class JsonlCheckpoint:
                 try:
                     self._ix.write(records_for(chunks, start, [d[0] for _r, d in pairs],
                                                [d[1] for _r, d in pairs]).tobytes())
+                    self._indexed += len(chunks)
                 except OSError:                  # an index behind its checkpoint is rebuilt on open
                     self._ix.close()
                     self._ix = None
@@ -287,12 +292,18 @@ class JsonlCheckpoint:
     def close(self) -> None:
         """Flush and close the file (safe to call twice)."""
         with self._lock:
+            whole = self._fh is not None and self._ix is not None      # the index kept up with every batch
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
             if self._ix is not None:
                 self._ix.close()
                 self._ix = None
+            if whole and self.header and len(self._keys):
+                try:
+                    write_seal(self.path, self.header.get("created"), self._indexed)
+                except OSError:                  # no seal: the next open verifies every byte
+                    unseal(self.path)
             if self.lock is not None:
                 self.lock.release()
 

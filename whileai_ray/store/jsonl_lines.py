@@ -19,6 +19,7 @@ from ..core.identity import row_key
 from ..core.strict_json import dumps
 from .disk_rows import gc_paused
 from .key_index import GROUP_MAX, RECORD, digest_pairs, index_path, read_index
+from .key_seal import sealed_records
 from .row_key_set import key_digest
 
 __all__ = ["HEADER_KEY", "dump_line", "JsonlContents", "parse_jsonl"]
@@ -75,6 +76,7 @@ class _Scan:
     bad_lines: int = 0
     index_stale: bool = False
     size: int = 0                                 # bytes scanned (the file's size when it was read)
+    sealed: bool = False                          # the index taken as is: the file is as a clean close left it
 
     @property
     def n(self) -> int:
@@ -192,7 +194,13 @@ def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None)
 def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict | None = None) -> _Scan:
     """``_scan`` of the file at ``path``, read ``block`` bytes at a time. With the checkpoint's
     sidecar ``header``, the index is read first and each read ends where an index group ends (when
-    one ends inside the next ``block`` bytes), so no block is copied to join it to the next."""
+    one ends inside the next ``block`` bytes), so no block is copied to join it to the next; when
+    the seal of a clean close still holds (``key_seal.py``), the index is taken as is, unread bytes."""
+    if header and use_index:
+        sealed = sealed_records(path, header.get("created"))      # key_seal.py: no byte read
+        if sealed is not None:
+            size = int(sealed["end"][-1]) + 1
+            return _Scan(header=header, records=sealed, good_bytes=size, size=size, sealed=True)
     recs = read_index(index_path(path), header.get("created")) if header and use_index else None
     cuts = (recs["end"][recs["n"] > 0].astype(np.int64) + 1) if recs is not None else np.zeros(0, np.int64)
 

@@ -1,7 +1,7 @@
 """Which files a run owns, and the one way rows are written back to a file that already exists.
 
-A checkpoint ``run.jsonl`` owns ``run.jsonl.meta.json`` (its fingerprint), ``run.jsonl.keys``,
-``run.jsonl.plan``, ``run.jsonl.lock``, ``run.jsonl.shards.json`` (shared storage: ``shards.py``)
+A checkpoint ``run.jsonl`` owns ``run.jsonl.meta.json`` (its fingerprint), ``run.jsonl.keys``
+(and ``run.jsonl.keys.seal``, ``key_seal.py``), ``run.jsonl.plan``, ``run.jsonl.lock``, ``run.jsonl.shards.json`` (shared storage: ``shards.py``)
 and the ``run.parquet/`` folder; an ``output=`` path ``out.jsonl`` writes ``out.jsonl``,
 ``out.parquet`` and ``out.meta.json``. ``check_output(output, checkpoint)`` refuses, before any
 budget is spent, an ``output=`` whose files would land on the checkpoint's (same file after
@@ -30,6 +30,7 @@ from .checkpoint_lock import CheckpointLock, lock_path
 from .checkpoint_meta import read_sidecar, sidecar_path
 from .jsonl_lines import HEADER_KEY, dump_line
 from .key_index import index_path, records_for, write_index
+from .key_seal import seal_path
 from .row_key_set import digest_arrays
 
 __all__ = ["checkpoint_files", "output_files", "is_checkpoint", "is_parquet", "check_output", "write_rows",
@@ -47,7 +48,7 @@ def parquet_folder_for(checkpoint_path) -> str:
 def checkpoint_files(checkpoint) -> list[Path]:
     from .plan_snapshot_file import snapshot_path
     ck = Path(checkpoint)
-    return [ck, sidecar_path(ck), index_path(ck), Path(snapshot_path(ck)), lock_path(ck),
+    return [ck, sidecar_path(ck), index_path(ck), seal_path(ck), Path(snapshot_path(ck)), lock_path(ck),
             Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json")]
 
 

@@ -1,0 +1,96 @@
+"""The seal of a cleanly closed checkpoint: reopening it trusts its key index without reading it.
+
+Opening a checkpoint verifies every index group against the bytes it names (``key_index.py``:
+one CRC pass over the whole file, 2.5 GB at a million rows, seconds on the way to a resume's
+first row). When a run closes its checkpoint cleanly, nothing can have changed those bytes
+unless the file itself changed, so the close writes ``<checkpoint>.keys.seal``: the file's size,
+modification time (ns), inode and device, and the index's size and rows, as they were at the
+close (both files' modification times set ten seconds back first, so that any later write, even
+in the same tick of the file system's clock, shows). An open that finds every one of them
+unchanged takes the index as is (after a numpy check of its shape) and reads no row; any difference (a row appended by a run that crashed, a line
+edited, the file copied or restored, the index touched) and the checkpoint is verified in full,
+as without a seal. The seal is removed when the checkpoint is opened for appending.
+
+What it trusts: that a file whose size, mtime, inode and device are unchanged holds the same
+bytes (what ``make`` and ``rsync`` trust too). Someone who edits a line and sets the mtime back
+defeats it; ``scan_file(..., use_index=False)`` (``wai.load``) never uses it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import atomic_path, fsync_file
+from .key_index import index_path, read_index
+
+__all__ = ["SEAL_KEY", "seal_path", "write_seal", "unseal", "sealed_records"]
+
+SEAL_KEY = "_whileai_ray_seal"
+BACKDATE_S = 10           # how far back a seal sets the sealed files' modification times
+
+
+def seal_path(checkpoint_path) -> Path:
+    return Path(str(index_path(checkpoint_path)) + ".seal")
+
+
+def _stat(path) -> dict:
+    st = os.stat(path)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "dev": st.st_dev}
+
+
+def write_seal(checkpoint_path, created, rows: int) -> None:
+    """Seal the closed checkpoint at ``checkpoint_path`` (``rows``: the rows its index holds).
+
+    The file's and the index's modification times are first set ``BACKDATE_S`` into the past: a
+    file's times come from a coarse clock (a few ms, up to seconds on some file systems), so an
+    edit in the same tick as the last write would leave them as they were; any write after this
+    one stamps the present, which is never the backdated time the seal holds."""
+    when = time.time_ns() - BACKDATE_S * 10**9
+    for path in (checkpoint_path, index_path(checkpoint_path)):
+        os.utime(path, ns=(when, when))
+    seal = {SEAL_KEY: 1, "created": created, "rows": int(rows), "file": _stat(checkpoint_path),
+            "index": _stat(index_path(checkpoint_path))}
+    with atomic_path(seal_path(checkpoint_path)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(seal, separators=(",", ":")))
+        fsync_file(fh)
+
+
+def unseal(checkpoint_path) -> None:
+    """Remove the seal (the checkpoint is about to change)."""
+    try:
+        os.unlink(seal_path(checkpoint_path))
+    except FileNotFoundError:
+        pass
+
+
+def sealed_records(checkpoint_path, created) -> np.ndarray | None:
+    """The index's records when the seal beside ``checkpoint_path`` still holds (its file and
+    index unchanged since the close that wrote it, and the records a whole, contiguous cover of
+    the file from its first byte); else None."""
+    try:
+        seal = json.loads(seal_path(checkpoint_path).read_text(encoding="utf-8"))
+        if not isinstance(seal, dict) or seal.get(SEAL_KEY) != 1 or seal.get("created") != created:
+            return None
+        if _stat(checkpoint_path) != seal["file"] or _stat(index_path(checkpoint_path)) != seal["index"]:
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    recs = read_index(index_path(checkpoint_path), created)
+    if recs is None or len(recs) != seal["rows"] or not len(recs) or not _covers(recs, seal["file"]["size"]):
+        return None
+    return recs
+
+
+def _covers(recs: np.ndarray, size: int) -> bool:
+    """Lines one after another from byte 0 to the file's end, in groups whose ``n`` is their size."""
+    start, end = recs["start"].astype(np.int64), recs["end"].astype(np.int64)
+    if start[0] != 0 or end[-1] + 1 != size or (end < start).any() or (start[1:] != end[:-1] + 1).any():
+        return False
+    last = np.flatnonzero(recs["n"])
+    sizes = np.diff(np.concatenate([[-1], last]))
+    return len(last) > 0 and last[-1] == len(recs) - 1 and bool((recs["n"][last] == sizes).all())
+

@@ -146,3 +146,30 @@ def test_groupbook_reserve_is_what_probing_groups_still_need():
     again = GroupBook(4, "successive", probe=2, seed=1)
     again.load_state(book.state())
     assert again.reserved() == expect
+
+
+def test_failures_waiting_past_the_cap_are_let_go_and_written_again_alike(monkeypatch):
+    """Every row faults, so failures wait faster than mutation slots use them: past the cap their
+    Situations are let go and written again when their turn comes, with the same asks."""
+    import whileai_ray.search.planner as planner_module
+
+    def run(cap):
+        monkeypatch.setattr(planner_module, "HELD_PARENTS", cap)
+        p = make(budget=1500, k=1, policy="none")
+        asks, most_held = [], 0
+        for r in range(10_000):
+            if p.stop_reason():
+                break
+            units = p.decide(r)
+            asks += [(u.prompt, u.situation.scenario_id, u.situation.extra.get("parent_scenario_id")) for u in units]
+            p.observe([Outcome(unit=u, row={"prompt": u.prompt, "tools_used": ["lookup_order"], "arm": u.situation.arm,
+                                            "scenario_dimensions": u.situation.dims, "behavior_signature": "x"},
+                               label="x", fault_parent=True) for u in units])
+            most_held = max(most_held, len(p.words.held))
+        return asks, most_held, p
+
+    held_all, most_all, p = run(10**9)
+    capped, most_capped, _ = run(5)
+    assert p._parents.waiting() > 500 and p.mutation_aims["world_fault"]["rows"] > 20
+    assert capped == held_all                                # the same asks, mutations included
+    assert most_all > 500 and most_capped < 200

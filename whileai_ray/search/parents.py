@@ -25,6 +25,10 @@ class ParentQueue:
     def __bool__(self) -> bool:
         return self._head < len(self._wid)
 
+    def waiting(self) -> int:
+        """How many parents wait in the queue."""
+        return len(self._wid) - self._head
+
     def push(self, wid: int, aim: str) -> None:
         self._wid.append(wid)
         self._aim.append(AIMS.index(aim))

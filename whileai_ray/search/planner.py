@@ -46,6 +46,7 @@ from .wordings import Wordings
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
 REASONS = LOST_REASONS                 # agent reasons (re-rolled) and poison causes (core/defaults.py)
+HELD_PARENTS = 4096                # Situations of waiting failures held at most (see _release)
 TRACE_RETRIES = 58                # more picks before falling back to a non-fresh ask when traces= guards
 
 
@@ -111,10 +112,16 @@ class Planner(PlannerState, PlannerStatsReport):
         return [sit.scenario_id, sit.phrasing_index]
 
     def _release(self, wid: int) -> None:
-        """Let go of a wording's Situation once nothing can ask for it (its group is complete and
-        no failure waits to be mutated from it); it can be written again from its recipe."""
-        if not self._parents.pinned(wid) and self.book.status[wid] == COMPLETE:
-            self.words.release(wid)
+        """Let go of a wording's Situation once its group is complete and no failure waits to be
+        mutated from it; it can be written again from its recipe. A template writer writes the
+        same Situation again, so past ``HELD_PARENTS`` failures waiting, one more is let go too
+        (written again when its turn comes): a long run whose failures outpace its mutation
+        slots holds a bounded number of Situations, not one per waiting failure."""
+        if self.book.status[wid] != COMPLETE:
+            return
+        if self._parents.pinned(wid) and (self.s.llm_writer or self._parents.waiting() <= HELD_PARENTS):
+            return
+        self.words.release(wid)
 
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:

@@ -87,26 +87,45 @@ class Wordings:
         return sit
 
     def write_again(self, wid: int, planner) -> Situation:
+        """The wording's Situation written again from its recipe. A mutation needs its parent's:
+        the chain of mutations up to a held Situation or another kind is written from its root
+        down, in a loop (a long lineage never recurses)."""
+        chain = []
+        while KINDS[int(self.kind[wid])] == "mutation":
+            chain.append(wid)
+            wid = int(self.a[wid])
+            if wid in self.held:
+                break
+        sit = self.held[wid] if chain and wid in self.held else self._write_one(wid, planner)
+        for w in reversed(chain):
+            parent = sit
+            sit = planner.writer.mutate(parent, int(self.b[w]))
+            sit.extra.setdefault("parent_scenario_id", parent.scenario_id)
+            self._noted(w, sit, "mutation")
+        return sit
+
+    def _write_one(self, wid: int, planner) -> Situation:
+        """A wording of any kind but ``mutation``, written again."""
         kind, a, b, c = KINDS[int(self.kind[wid])], int(self.a[wid]), int(self.b[wid]), int(self.c[wid])
         writer = planner.writer
         if kind == "pinned":
             return planner.s.pinned[a][0]
         if kind == "seed":
             return writer.seed_situation(list(dict.fromkeys(planner.s.seeds))[a], b)
-        if kind == "mutation":
-            parent = self.situation(a, planner) if a in self.held else self.write_again(a, planner)
-            sit = writer.mutate(parent, b)
-            sit.extra.setdefault("parent_scenario_id", parent.scenario_id)
-        elif kind == "probe":
+        if kind == "probe":
             sit = writer.probe(a)
         elif kind == "targeted":
             sit = planner.shapes.situation(planner.shapes.planned[a], b)
         else:
             sit = writer.write(planner.picker.cells[a], b, c)
+        return self._noted(wid, sit, kind)
+
+    def _noted(self, wid: int, sit: Situation, kind: str) -> Situation:
+        """The selection reason the planner wrote when it opened the wording (``nov``)."""
         nov = int(self.nov[wid])
         if nov >= 0:
-            what = (f"least-covered cell={sit.scenario_id} tier={sit.tier} instance={b}" if kind == "grid"
-                    else sit.arm)
+            what = (f"least-covered cell={sit.scenario_id} tier={sit.tier} instance={int(self.b[wid])}"
+                    if kind == "grid" else sit.arm)
             sit.selection_reason = f"{what} novelty={nov / 1000:.3f}"
         return sit
 

@@ -96,14 +96,15 @@ def _stored(sk: np.ndarray) -> np.ndarray:
     return (np.asarray(sk, dtype=np.uint32) >> np.uint32(16)).astype(np.uint16)
 
 
-def _slots(stored: np.ndarray, bits: int) -> np.ndarray:
+def _slots(stored: np.ndarray, bits: int, dtype=np.int64) -> np.ndarray:
     """Bucket slot per band (one row per sketch, ``BANDS`` columns) in a table of ``2**bits``:
     the band's ROWS 16-bit values read as one little-endian 32-bit key, mixed with the band
     number (Fibonacci hashing)."""
     key = np.ascontiguousarray(stored, dtype="<u2").reshape(-1, K).view("<u4")
     with np.errstate(over="ignore"):
         mixed = (key ^ _BAND_SALT) * np.uint32(0x9E3779B1)
-    return (mixed >> np.uint32(32 - bits)).astype(np.int64)
+    mixed >>= np.uint32(32 - bits)
+    return mixed.astype(dtype)
 
 
 _BAND_SALT = (np.arange(BANDS, dtype=np.uint32) * np.uint32(0x85EBCA77))
@@ -286,11 +287,11 @@ def _buckets(stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     links = np.full((BANDS, n), -1, dtype=np.int32)         # band-major while built: writes stay in one row
     if not n:
         return heads, np.ascontiguousarray(links.T)
-    slots = _slots(stored, bits)
+    slots = _slots(stored, bits, np.int32)        # (a slot fits 22 bits: half the memory of int64)
     ids = np.arange(n, dtype=np.int64)
 
     def band(b: int) -> None:
-        packed = (slots[:, b] << 32) | ids
+        packed = (slots[:, b].astype(np.int64) << 32) | ids
         packed.sort()
         order = (packed & 0xFFFFFFFF).astype(np.int32)
         ks = packed >> 32

@@ -42,7 +42,9 @@ def body(path):
     if not os.path.exists(path):
         return []
     out = []
-    for line in open(path, encoding="utf-8").read().splitlines():
+    data = open(path, encoding="utf-8").read()
+    # whole lines only: a batch being appended by the victim right now can be read half written
+    for line in data[:data.rfind("\n") + 1].splitlines():
         if line.strip() and "_whileai_ray_checkpoint" not in line:
             out.append(json.loads(line))
     return out

@@ -202,16 +202,16 @@ class DigestTable:
             with np.errstate(over="ignore"):
                 home = ((keys * np.uint64(_GOLD)) >> np.uint64(self._shift)).astype(np.int64)
             order = np.argsort(home, kind="stable")
-        else:
-            order = np.arange(n, dtype=np.int64)
+            keys, home = keys[order], home[order]
+            vals = vals[order] if self.values else None
         rank = np.arange(n, dtype=np.int64)
-        slot = rank + np.maximum.accumulate(home[order] - rank) if n else rank
+        slot = rank + np.maximum.accumulate(home - rank) if n else rank
         fits = slot <= self._mask
         table = np.frombuffer(self._keys, dtype=np.uint64)
-        table[slot[fits]] = keys[order[fits]]
+        table[slot[fits]] = keys[fits]
         if self.values:
-            np.frombuffer(self._vals, dtype=np.int64)[slot[fits]] = vals[order[fits]]
+            np.frombuffer(self._vals, dtype=np.int64)[slot[fits]] = vals[fits]
         del table
         self._n = int(fits.sum())
-        for i in order[~fits].tolist():
+        for i in np.flatnonzero(~fits).tolist():
             self.add(int(keys[i]), int(vals[i]) if self.values else 0)

@@ -169,7 +169,7 @@ class CoverageTracker:
         """The coverage curve: a point every ``every`` rows (a restored one is decoded when first
         asked for, not on the resume's way to its first row)."""
         if self._curve is None:
-            points, size = self._restored
+            size = self._restored[1]
             text = self._curve_log.view()[:size].tobytes().decode()
             self._curve = [json.loads(line) for line in text.splitlines()] + self._more
             self._more = []

@@ -172,7 +172,6 @@ class NoveltyIndex:
         self._next = Column.of(nxt, np.int32, width=BANDS)
 
     def _candidates(self, stored: np.ndarray) -> list[int]:
-        self.ready()
         found: set[int] = set()
         cap, links = self.bucket_cap, self._next._a
         for b, j in enumerate(self._heads[self._where(stored)].tolist()):

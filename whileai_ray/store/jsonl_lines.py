@@ -188,7 +188,7 @@ def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None)
     not JSON objects are skipped and counted. ``header``: the checkpoint's sidecar
     (``checkpoint_meta.py``); the first line of a checkpoint written before the sidecar existed
     wins over it."""
-    return _scan_blocks([data] if data else [], path, use_index, header)
+    return _scan_blocks([(data, len(data))] if data else [], path, use_index, header)
 
 
 def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict | None = None) -> _Scan:
@@ -199,8 +199,10 @@ def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict |
     if header and use_index:
         sealed = sealed_records(path, header.get("created"))      # key_seal.py: no byte read
         if sealed is not None:
-            size = int(sealed["end"][-1]) + 1
-            return _Scan(header=header, records=sealed, good_bytes=size, size=size, sealed=True)
+            recs, size = sealed
+            ix = _Index(recs)                   # whole groups, one after another, from byte 0 to the end
+            if ix.formed.all() and ix.joined[:-1].all() and ix.gstart[0] == 0 and ix.gend[-1] + 1 == size:
+                return _Scan(header=header, records=recs, good_bytes=size, size=size, sealed=True)
     recs = read_index(index_path(path), header.get("created")) if header and use_index else None
     cuts = (recs["end"][recs["n"] > 0].astype(np.int64) + 1) if recs is not None else np.zeros(0, np.int64)
 
@@ -239,7 +241,7 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs
     buf, base, index, seen_first = b"", 0, _Index(None), False
     groups, state = _Groups(), {"number": 0}
     for block in blocks:
-        data, n = (block, len(block)) if isinstance(block, (bytes, bytearray)) else block
+        data, n = block                                  # (bytes, how many of them are this block's)
         if buf:                                           # (a reused buffer is only read up to n)
             data = buf + bytes(memoryview(data)[:n])
             n = len(data)

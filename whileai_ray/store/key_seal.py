@@ -7,7 +7,7 @@ unless the file itself changed, so the close writes ``<checkpoint>.keys.seal``: 
 modification time (ns), inode and device, and the index's size and rows, as they were at the
 close (both files' modification times set ten seconds back first, so that any later write, even
 in the same tick of the file system's clock, shows). An open that finds every one of them
-unchanged takes the index as is (after a numpy check of its shape) and reads no row; any difference (a row appended by a run that crashed, a line
+unchanged takes the index as is (after a numpy check that its groups cover the file) and reads no row; any difference (a row appended by a run that crashed, a line
 edited, the file copied or restored, the index touched) and the checkpoint is verified in full,
 as without a seal. The seal is removed when the checkpoint is opened for appending.
 
@@ -67,10 +67,10 @@ def unseal(checkpoint_path) -> None:
         pass
 
 
-def sealed_records(checkpoint_path, created) -> np.ndarray | None:
-    """The index's records when the seal beside ``checkpoint_path`` still holds (its file and
-    index unchanged since the close that wrote it, and the records a whole, contiguous cover of
-    the file from its first byte); else None."""
+def sealed_records(checkpoint_path, created) -> tuple[np.ndarray, int] | None:
+    """``(records, file size)`` of the index when the seal beside ``checkpoint_path`` still holds
+    (its file and index unchanged since the close that wrote it, as many records as it sealed);
+    else None. Whether the records cover the file is the caller's check (``jsonl_lines``)."""
     try:
         seal = json.loads(seal_path(checkpoint_path).read_text(encoding="utf-8"))
         if not isinstance(seal, dict) or seal.get(SEAL_KEY) != 1 or seal.get("created") != created:
@@ -80,17 +80,6 @@ def sealed_records(checkpoint_path, created) -> np.ndarray | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     recs = read_index(index_path(checkpoint_path), created)
-    if recs is None or len(recs) != seal["rows"] or not len(recs) or not _covers(recs, seal["file"]["size"]):
+    if recs is None or len(recs) != seal["rows"] or not len(recs):
         return None
-    return recs
-
-
-def _covers(recs: np.ndarray, size: int) -> bool:
-    """Lines one after another from byte 0 to the file's end, in groups whose ``n`` is their size."""
-    start, end = recs["start"].astype(np.int64), recs["end"].astype(np.int64)
-    if start[0] != 0 or end[-1] + 1 != size or (end < start).any() or (start[1:] != end[:-1] + 1).any():
-        return False
-    last = np.flatnonzero(recs["n"])
-    sizes = np.diff(np.concatenate([[-1], last]))
-    return len(last) > 0 and last[-1] == len(recs) - 1 and bool((recs["n"][last] == sizes).all())
-
+    return recs, int(seal["file"]["size"])

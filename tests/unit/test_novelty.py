@@ -222,3 +222,33 @@ def test_a_restore_that_builds_its_tables_on_a_thread_answers_like_the_archive_i
     again.load_state(grown.state())
     assert again.add("a prompt nobody wrote before") == grown.add("a prompt nobody wrote before") == 3000
     assert again.state().meta == grown.state().meta
+
+
+def test_an_exact_copy_is_found_by_its_first_id_even_past_the_buckets_reach_and_after_a_restore():
+    idx = NoveltyIndex(bucket_cap=2)
+    idx.add(BASE)                                            # id 0
+    for i in range(40):                                      # near-copies crowd BASE out of its buckets' reach
+        idx.add(BASE.replace("today", f"on day {i}"))
+    idx.add(BASE)                                            # a second copy: the first id still answers
+    assert idx.similarity(BASE) == (0, 1.0)
+    restored = NoveltyIndex()
+    restored.load_state(idx.state())
+    assert restored.similarity(BASE) == (0, 1.0)
+    assert restored.novelty(BASE) == 0.0
+
+
+def test_a_column_adopts_a_fresh_array_without_copying_and_never_writes_into_it():
+    import numpy as np
+    from whileai_ray.core.columns import Column
+    fresh = np.arange(5000, dtype=np.int32).reshape(-1, 2).copy()
+    col = Column.of(fresh, np.int32, width=2)
+    assert col._a is fresh                                   # adopted: a restore's table is not held twice
+    col.append([7, 7])
+    assert col.view().shape == (2501, 2) and col.view()[-1].tolist() == [7, 7]
+    assert fresh.shape == (2500, 2) and fresh[-1].tolist() == [4998, 4999]     # the append grew a copy
+    shared = np.arange(3000, dtype=np.uint64)
+    view = shared[:2000]                                     # a view (e.g. of a snapshot frame): copied
+    col = Column.of(view, np.uint64)
+    assert col._a is not view and not np.shares_memory(col._a, shared)
+    col.extend(np.zeros(5, dtype=np.uint64))
+    assert shared[2000:2005].tolist() == [2000, 2001, 2002, 2003, 2004]

@@ -93,7 +93,16 @@ class Column:
 
     @classmethod
     def of(cls, values, dtype, width: int = 0) -> "Column":
+        """A column holding ``values``: an array of its own (fresh, writeable, contiguous, of the
+        dtype and shape) is adopted as the column's buffer, not copied (a million-prompt
+        restore's tables would otherwise sit in memory twice); anything else is copied."""
         values = np.asarray(values, dtype=dtype)
+        shape_ok = values.ndim == (2 if width else 1) and (not width or values.shape[1] == width)
+        if (shape_ok and values.base is None and values.flags.writeable and values.flags.c_contiguous
+                and len(values) >= 1024):
+            col = cls(dtype, width, capacity=0)
+            col._a, col.n = values, len(values)
+            return col
         col = cls(dtype, width, capacity=max(1024, len(values)))
         col.extend(values)
         return col

@@ -127,7 +127,7 @@ class NoveltyIndex:
     values), per band a table of bucket heads (``2**bits`` int32 slots, a slot at least per
     prompt; two buckets sharing a slot just share a chain, and the sketches tell their members
     apart), the chain link of each prompt in each band (int32), its text key (uint64) and the
-    first id of each distinct text (a :class:`DigestTable`). No Python object per prompt."""
+    set of distinct text keys (a :class:`DigestTable`). No Python object per prompt."""
 
     def __init__(self, bucket_cap: int = 6, capacity: int = 1024):
         # the bucket tables start at 2**MIN_BITS slots a band and double, rebuilt from the sketches,
@@ -138,7 +138,7 @@ class NoveltyIndex:
         self._bits = MIN_BITS
         self._heads = np.full(BANDS << self._bits, -1, dtype=np.int32)   # band * 2**bits + slot -> newest id
         self._next = Column(np.int32, width=BANDS, capacity=max(16, int(capacity)))  # id, band -> the one before
-        self._exact = DigestTable(values=True)                  # text key -> first id with that text
+        self._exact = DigestTable()                # the text keys archived (a set: an exact hit's id is looked up)
         self._keys = Column(np.uint64)             # text key per id (what a snapshot keeps of it)
         self._building: Future | None = None      # a restore's tables, built on a thread (load_state)
 
@@ -159,7 +159,7 @@ class NoveltyIndex:
             self._rebuild(_bits_for(i + 1))
         self._sk.append(stored)
         key = _text_key(text)
-        self._exact.add(key, i)
+        self._exact.add(key)
         self._keys.append(key)
         where = self._where(stored)
         self._next.append(self._heads[where])
@@ -185,9 +185,9 @@ class NoveltyIndex:
     def similarity(self, text: str, sk: np.ndarray | None = None) -> tuple[int, float]:
         """``(id, s)`` of the most similar archived prompt found; ``(-1, 0.0)`` when none."""
         self.ready()
-        exact = self._exact.get(_text_key(text))
-        if exact is not None:
-            return exact, 1.0
+        key = _text_key(text)
+        if key in self._exact:         # rare (the planner only scores unseen prompts): the first id, by a scan
+            return int(np.flatnonzero(self._keys.view() == np.uint64(key))[0]), 1.0
         if sk is None:
             sk = sketch(text)
         stored = _stored(sk)
@@ -263,7 +263,7 @@ class NoveltyIndex:
         pool.shutdown(wait=False)           # (the thread ends with its one task)
 
     def _tables(self, keys: np.ndarray, bits: int) -> None:
-        self._exact = DigestTable.of(keys, np.arange(len(keys)))     # the first id of each text wins
+        self._exact = DigestTable.of(keys)
         self._rebuild(bits)
 
     def ready(self) -> "NoveltyIndex":
@@ -280,22 +280,29 @@ def _buckets(stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     Per band, each id's slot and the id itself are packed in one int64 (slot high, id low) and
     sorted as plain values: equal slots come out oldest id first, and a value sort is several
     times cheaper than a stable argsort. The bands are independent: a large archive (a
-    million-prompt restore) builds them on two threads (numpy lets go of the GIL in the sorts)."""
+    million-prompt restore) builds them on two threads (numpy lets go of the GIL in the sorts).
+    Memory beside the result: a band's slots and sort at a time per thread (the links are written
+    in place, id-major as ``add`` keeps them), not every band's slots at once."""
     n = len(stored)
     heads = np.full(BANDS << bits, -1, dtype=np.int32)
-    links = np.full((BANDS, n), -1, dtype=np.int32)         # band-major while built: writes stay in one row
+    links = np.full((n, BANDS), -1, dtype=np.int32)
     if not n:
-        return heads, np.ascontiguousarray(links.T)
-    slots = _slots(stored, bits, np.int32)        # (a slot fits 22 bits: half the memory of int64)
+        return heads, links
+    keys = np.ascontiguousarray(stored, dtype="<u2").reshape(-1, K).view("<u4")    # (n, BANDS)
     ids = np.arange(n, dtype=np.int64)
 
     def band(b: int) -> None:
-        packed = (slots[:, b].astype(np.int64) << 32) | ids
+        with np.errstate(over="ignore"):
+            slot = (keys[:, b] ^ _BAND_SALT[b]) * np.uint32(0x9E3779B1)    # _slots, one band
+        slot >>= np.uint32(32 - bits)
+        packed = (slot.astype(np.int64) << 32) | ids
+        del slot
         packed.sort()
         order = (packed & 0xFFFFFFFF).astype(np.int32)
         ks = packed >> 32
+        del packed
         same = ks[1:] == ks[:-1]
-        links[b][order[1:][same]] = order[:-1][same]       # each member points at the one before it
+        links[order[1:][same], b] = order[:-1][same]       # each member points at the one before it
         last = np.append(~same, True)
         heads[(b << bits) + ks[last]] = order[last]
 
@@ -305,7 +312,7 @@ def _buckets(stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     else:
         with ThreadPoolExecutor(2, thread_name_prefix="novelty-buckets") as pool:
             list(pool.map(band, range(BANDS)))
-    return heads, np.ascontiguousarray(links.T)
+    return heads, links
 
 
 _THREADED_FROM = 100_000

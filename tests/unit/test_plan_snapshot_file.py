@@ -157,3 +157,31 @@ def test_frames_hold_plain_numeric_columns_only(tmp_path):
     payload = sink.getvalue().to_pybytes()
     frames, stopped = read_frames(struct.pack("<8sII", b"WAIPLANF", len(payload), zlib.crc32(payload)) + payload)
     assert frames == [] and "type" in stopped
+
+
+def test_reading_frame_by_frame_gives_what_merging_every_decoded_frame_gives_at_each_prefix(tmp_path):
+    import struct
+    import zlib
+    p = _planner()
+    path = tmp_path / "x.plan"
+    f = SnapshotFile(path, "c", "p")
+    for r in range(46):
+        _step(p, r)
+        if r >= 40:
+            _write(f, p)                   # a large base, then deltas smaller than a fifth of it
+    frames, _ = read_frames(path.read_bytes())
+    assert len(frames) >= 3
+    for k in range(1, len(frames) + 1):
+        meta, arrays = merge(frames[:k])
+        snap, problem = read_snapshot(path, "c", "p", upto=k)
+        assert problem is None and len(snap["frames"]) == k and snap["meta"] == meta
+        assert snap.keys() == {"frames", "meta", "arrays", "bytes"} and set(snap["arrays"]) == set(arrays)
+        for name, arr in arrays.items():
+            got = snap["arrays"][name]
+            assert got.dtype == arr.dtype and np.array_equal(got, arr)
+            assert got.base is None or got.base.base is None     # arrays of their own (a planner adopts them)
+    # a frame whose CRC is right but whose payload is not a frame: the frames before it are merged
+    junk = b"not arrow at all"
+    path.write_bytes(path.read_bytes() + struct.pack("<8sII", b"WAIPLANF", len(junk), zlib.crc32(junk)) + junk)
+    snap, problem = read_snapshot(path, "c", "p")
+    assert problem is None and len(snap["frames"]) == len(frames) and snap["meta"] == merge(frames)[0]

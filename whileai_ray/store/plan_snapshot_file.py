@@ -17,9 +17,9 @@ over the old one) as a base of the previous snapshot and a delta to this one (co
 step before the last is always kept). So a snapshot costs about what changed since the last
 one, and the file stays within about 1.2x of the state's compressed size (zstd level 6).
 
-Reading (``read_snapshot``) checks the file and returns its whole frames; ``merge(frames)``
-applies them in order (the state after the last one given: a caller whose last state names
-rows that are not on disk can fall back to an earlier frame). A file that is not this format
+Reading (``read_snapshot``) checks the file and merges its whole frames, decoding one at a time
+(the state after the last one, or after the first ``upto``: a caller whose last state names rows
+that are not on disk falls back to an earlier frame); ``merge(frames)`` applies decoded frames. A file that is not this format
 (an old pickled snapshot, another version, garbage), or that names another checkpoint
 (``created``) or plan (fingerprint), is not used: the caller gets the reason, which reaches
 ``data.warnings``, and the run replays from the seed, as without a snapshot. A torn last frame
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plan_snapshot_frames import MAGIC, encode_frame, read_frames
+from .plan_snapshot_frames import MAGIC, decode_errors, decode_frame, encode_frame, frame_payloads
 
 __all__ = ["FORMAT", "snapshot_path", "SnapshotFile", "read_snapshot", "merge"]
 
@@ -143,12 +143,17 @@ class SnapshotFile:
         os.replace(tmp, self.path)
 
 
-def merge(frames: list) -> tuple[dict, dict]:
-    """Apply the frames in order: ``(meta, {name: array})`` after the last one. Raises
-    ValueError (or KeyError, TypeError, IndexError) when they do not fit together."""
-    cur: dict[str, list] = {}
-    meta = None
-    for i, (header, arrays) in enumerate(frames):
+class _Merge:
+    """Frames applied one at a time (``add``), each frame's arrays let go once applied, so a
+    reader holds the merged state and one frame, not every frame and the state besides."""
+
+    def __init__(self):
+        self.cur: dict[str, list] = {}
+        self.meta = None
+        self.n = 0
+
+    def add(self, header: dict, arrays: dict) -> None:
+        i, cur = self.n, self.cur
         roles, lengths = header.get("roles"), header.get("lengths")
         if not isinstance(roles, dict) or not isinstance(lengths, dict):
             raise ValueError(f"frame {i} has no roles")
@@ -175,20 +180,38 @@ def merge(frames: list) -> tuple[dict, dict]:
                 nxt[name] = [out]
             else:
                 raise ValueError(f"frame {i} gives {name!r} the unknown role {role!r}")
-        cur = nxt
-        meta = header["meta"]
-    merged = {name: chunks[0] if len(chunks) == 1 else np.concatenate(chunks) for name, chunks in cur.items()}
-    meta = json.loads(meta) if isinstance(meta, str) else None
-    if not isinstance(meta, dict):
-        raise ValueError("the snapshot's meta is not an object")
-    return meta, merged
+        self.cur, self.meta, self.n = nxt, header["meta"], i + 1
+
+    def result(self) -> tuple[dict, dict]:
+        """``(meta, {name: array})``; the chunks are joined one array at a time and let go."""
+        merged, cur = {}, self.cur
+        for name in list(cur):
+            chunks = cur.pop(name)
+            merged[name] = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+            del chunks
+        meta = json.loads(self.meta) if isinstance(self.meta, str) else None
+        if not isinstance(meta, dict):
+            raise ValueError("the snapshot's meta is not an object")
+        return meta, merged
 
 
-def read_snapshot(path, created, plan_fingerprint: str | None) -> tuple[dict | None, str | None]:
-    """``(snapshot, problem)``. ``snapshot`` is ``{"frames", "meta", "arrays", "bytes"}`` (its whole
-    frames, and ``merge`` of them all) when the file at ``path`` is a snapshot of this checkpoint
-    and plan, else None; ``problem`` says why a file that is there was not used (None when there
-    is no file)."""
+def merge(frames: list) -> tuple[dict, dict]:
+    """Apply the frames in order: ``(meta, {name: array})`` after the last one. Raises
+    ValueError (or KeyError, TypeError, IndexError) when they do not fit together."""
+    m = _Merge()
+    for header, arrays in frames:
+        m.add(header, arrays)
+    return m.result()
+
+
+def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None = None) -> tuple[dict | None, str | None]:
+    """``(snapshot, problem)``. ``snapshot`` is ``{"frames", "meta", "arrays", "bytes"}`` when the
+    file at ``path`` is a snapshot of this checkpoint and plan, else None; ``problem`` says why a
+    file that is there was not used (None when there is no file). ``frames``: the headers of the
+    frames merged, in order; ``meta`` and ``arrays``: the state after the last of them (after the
+    first ``upto`` of them when given: a caller whose last state names rows that are not on disk
+    reads an earlier one). The frames are decoded and merged one at a time: the reader holds the
+    state and one frame's arrays, never every frame's."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -198,23 +221,31 @@ def read_snapshot(path, created, plan_fingerprint: str | None) -> tuple[dict | N
     if not data.startswith(MAGIC):
         what = "a pickle from an older version" if data[:1] == b"\x80" else "not a planner snapshot"
         return None, f"is {what}; it was not opened"
-    frames, stopped = read_frames(data)
-    if not frames:
-        return None, f"has no readable frame ({stopped})"
-    head = frames[0][0]
-    if head.get("format") != FORMAT or head.get("kind") != "base":
-        return None, f"is format {head.get('format')!r} ({head.get('kind')}), this version reads {FORMAT}"
-    if created is None or head.get("created") != created:
-        return None, "belongs to another checkpoint (its created stamp differs)"
-    if head.get("plan") != plan_fingerprint:
-        return None, "was taken for another plan (its fingerprint differs)"
-    good = 1
-    for header, _ in frames[1:]:                       # deltas of this base, in order
-        if header.get("kind") != "delta" or header.get("base") != head.get("base") or header.get("seq") != good:
-            break
-        good += 1
+    payloads, stopped = frame_payloads(data)
+    headers, merging, bad = [], _Merge(), decode_errors()
     try:
-        meta, arrays = merge(frames[:good])
+        for k, payload in enumerate(payloads[:upto]):
+            try:
+                header, arrays = decode_frame(payload)
+            except bad as exc:
+                pos = sum(len(p) + 16 for p in payloads[:k])     # (a frame's head: 16 bytes)
+                stopped = f"an unreadable frame at byte {pos} ({exc})"
+                break
+            if k == 0:
+                if header.get("format") != FORMAT or header.get("kind") != "base":
+                    return None, f"is format {header.get('format')!r} ({header.get('kind')}), this version reads {FORMAT}"
+                if created is None or header.get("created") != created:
+                    return None, "belongs to another checkpoint (its created stamp differs)"
+                if header.get("plan") != plan_fingerprint:
+                    return None, "was taken for another plan (its fingerprint differs)"
+            elif header.get("kind") != "delta" or header.get("base") != headers[0].get("base") or header.get("seq") != k:
+                break                                  # deltas of this base, in order, only
+            merging.add(header, arrays)
+            del arrays
+            headers.append({key: v for key, v in header.items() if key != "shapes"})
+        if not headers:
+            return None, f"has no readable frame ({stopped})"
+        meta, arrays = merging.result()
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         return None, f"does not merge ({exc})"
-    return {"frames": frames[:good], "meta": meta, "arrays": arrays, "bytes": len(data)}, None
+    return {"frames": headers, "meta": meta, "arrays": arrays, "bytes": len(data)}, None

@@ -25,7 +25,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["MAGIC", "DTYPES", "encode_frame", "read_frames"]
+__all__ = ["MAGIC", "DTYPES", "encode_frame", "read_frames", "frame_payloads", "decode_frame", "decode_errors"]
 
 # the only array types a snapshot holds (and the only ones its reader accepts)
 DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "int64", "uint32", "uint64", "float64")
@@ -105,7 +105,7 @@ def _decode(payload: bytes) -> tuple[dict, dict]:
         # a second of a resume's start
         dtype = np.dtype(_BY_ARROW[field.type.value_type])
         arr = np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values),
-                            offset=values.offset * dtype.itemsize).copy().reshape(shape)
+                            offset=values.offset * dtype.itemsize).reshape(shape).copy()   # (an array of its own)
         if arr.dtype != _BY_ARROW[field.type.value_type]:
             raise ValueError(f"column {field.name!r} decoded as {arr.dtype}")
         arrays[field.name] = arr
@@ -121,25 +121,48 @@ def _decode(payload: bytes) -> tuple[dict, dict]:
     return header, arrays
 
 
-def read_frames(data: bytes) -> tuple[list[tuple[dict, dict]], str | None]:
-    """The whole frames at the start of ``data``: ``([(header, arrays)], why_it_stopped)``;
-    ``why_it_stopped`` is None when every byte belonged to a good frame."""
-    import pyarrow as pa
-    frames, pos = [], 0
+def frame_payloads(data) -> tuple[list[memoryview], str | None]:
+    """The payloads of the whole frames at the start of ``data`` (magic, length and CRC
+    checked; nothing decoded): ``(payloads, why_it_stopped)``, ``why_it_stopped`` None when
+    every byte belonged to a whole frame. The payloads are views of ``data``."""
+    frames, pos, view = [], 0, memoryview(data)
     while pos < len(data):
         if len(data) - pos < _HEAD.size:
             return frames, f"a torn frame at byte {pos}"
         magic, length, crc = _HEAD.unpack_from(data, pos)
         if magic != MAGIC:
             return frames, f"not a planner snapshot frame at byte {pos}"
-        payload = data[pos + _HEAD.size:pos + _HEAD.size + length]
+        payload = view[pos + _HEAD.size:pos + _HEAD.size + length]
         if len(payload) != length:
             return frames, f"a torn frame at byte {pos}"
         if zlib.crc32(payload) != crc:
             return frames, f"a damaged frame at byte {pos} (CRC mismatch)"
-        try:
-            frames.append(_decode(payload))
-        except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
-            return frames, f"an unreadable frame at byte {pos} ({exc})"
+        frames.append(payload)
         pos += _HEAD.size + length
     return frames, None
+
+
+def decode_frame(payload) -> tuple[dict, dict]:
+    """``(header, arrays)`` of one frame's payload (each array one of its own); raises
+    ValueError (or TypeError, KeyError, pyarrow's ArrowException) when it is not a good frame."""
+    return _decode(payload)
+
+
+def decode_errors() -> tuple:
+    """What :func:`decode_frame` raises for a frame that is not good."""
+    import pyarrow as pa
+    return (ValueError, TypeError, KeyError, pa.ArrowException)
+
+
+def read_frames(data: bytes) -> tuple[list[tuple[dict, dict]], str | None]:
+    """The whole frames at the start of ``data``, decoded: ``([(header, arrays)], why_it_stopped)``;
+    ``why_it_stopped`` is None when every byte belonged to a good frame."""
+    payloads, stopped = frame_payloads(data)
+    frames, pos = [], 0
+    for payload in payloads:
+        try:
+            frames.append(_decode(payload))
+        except decode_errors() as exc:
+            return frames, f"an unreadable frame at byte {pos} ({exc})"
+        pos += _HEAD.size + len(payload)
+    return frames, stopped

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from .plan_snapshot_file import SnapshotFile, merge, read_snapshot
+from .plan_snapshot_file import SnapshotFile, read_snapshot
 
 __all__ = ["PlanSnapshots"]
 
@@ -71,8 +71,8 @@ class PlanSnapshots:
             snap, problem = read_snapshot(self.path, self.created, self.plan)
             if snap is None:
                 return {"problem": problem}
-            try:
-                planner, pending = build(snap["meta"], snap["arrays"])
+            try:                      # (the planner keeps the arrays it needs; the snapshot lets them go)
+                planner, pending = build(snap["meta"], snap.pop("arrays"))
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 return {"snap": snap, "error": exc}
             return {"snap": snap, "planner": planner, "pending": pending}
@@ -93,7 +93,7 @@ class PlanSnapshots:
             self.ignored = prepared["problem"]
             return None
         snap = prepared["snap"]
-        frames, meta, arrays = snap["frames"], snap["meta"], snap["arrays"]
+        frames, meta = snap["frames"], snap["meta"]
         try:
             if "error" in prepared:
                 raise prepared["error"]
@@ -103,12 +103,16 @@ class PlanSnapshots:
             # to the latest frame whose rows all are (each frame's settled rows are a prefix)
             on_disk = resume.on_disk_digests(*settled)
             if on_disk < len(settled[0]):
-                counts = [int(json.loads(header["meta"])["settled"]) for header, _ in frames]
+                counts = [int(json.loads(header["meta"])["settled"]) for header in frames]
                 usable = [j for j, n in enumerate(counts) if n <= on_disk]
                 if not usable:
                     return None             # replay from the seed
-                meta, arrays = merge(frames[:usable[-1] + 1])
-                planner, pending = build(meta, arrays)
+                planner = pending = None                   # (let the later state go first)
+                earlier, problem = read_snapshot(self.path, self.created, self.plan, upto=usable[-1] + 1)
+                if earlier is None:
+                    raise ValueError(f"its earlier frame {problem}")
+                meta = earlier["meta"]
+                planner, pending = build(meta, earlier.pop("arrays"))
                 settled = planner.landed_digests()
             observed, next_decide = int(meta["observed"]), int(meta["next_decide"])
         except (ValueError, KeyError, TypeError, IndexError) as exc:

@@ -84,15 +84,15 @@ class CoverageTracker:
         self.signatures = DigestSet()
         self.cells: dict[str, int] = {}
         self.shapes: dict[str, int] = {}
-        self._curve: list[dict] | None = []     # the curve; None after a restore, until asked for
-        self._restored = (0, 0)                   # (points, bytes) of the curve log a restore read
-        self._more: list[dict] = []               # points made since a restore, before the curve was asked for
+        # the curve lives as JSON lines (a point every ``every`` rows: ~700 bytes a point as dicts,
+        # ~200 as text), decoded into ``_curve`` when first asked for (the end of the run)
+        self._curve: list[dict] | None = None
         self._yields: dict[str, list[int]] = {}
         self._batch_rows = 0
         self._batch_fresh = 0
         self._novelties: list[float] = []
-        self._curve_log = Column(np.uint8)       # the curve as JSON lines, for snapshots
-        self._curve_logged = 0
+        self._curve_log = Column(np.uint8)       # the curve as JSON lines (what a snapshot keeps)
+        self._curve_logged = 0                   # points in it
 
     # ------------------------------------------------------------------ feeding
     def observe(self, row: dict, arm_weights: dict | None = None) -> tuple[bool, bool]:
@@ -152,7 +152,10 @@ class CoverageTracker:
                                         if self._novelties else None)}
         if stopped_because is not None:
             point["stopped_because"] = stopped_because
-        (self._more if self._curve is None else self._curve).append(point)
+        self._curve_log.extend(np.frombuffer((json.dumps(point) + "\n").encode(), np.uint8))
+        self._curve_logged += 1
+        if self._curve is not None:
+            self._curve.append(point)
         self._batch_rows = self._batch_fresh = 0
         self._novelties = []
 
@@ -166,17 +169,12 @@ class CoverageTracker:
 
     @property
     def curve(self) -> list[dict]:
-        """The coverage curve: a point every ``every`` rows (a restored one is decoded when first
-        asked for, not on the resume's way to its first row)."""
+        """The coverage curve: a point every ``every`` rows (kept as JSON lines while the run goes,
+        decoded when first asked for: the end of the run)."""
         if self._curve is None:
-            size = self._restored[1]
-            text = self._curve_log.view()[:size].tobytes().decode()
-            self._curve = [json.loads(line) for line in text.splitlines()] + self._more
-            self._more = []
+            text = self._curve_log.view().tobytes().decode()
+            self._curve = [json.loads(line) for line in text.splitlines()]
         return self._curve
-
-    def _points(self) -> int:
-        return self._restored[0] + len(self._more) if self._curve is None else len(self._curve)
 
     @property
     def min_cell_copies(self) -> int:
@@ -232,11 +230,6 @@ class CoverageTracker:
         """Counters whole; digests, curve and covered pairs as logs; planned-cell counts as a table.
         ``row_sets=False`` leaves out the prompts of the rows (the planner keeps which rows landed
         and derives them: ``load_state(..., prompts=)``); the scenario ids are always a log."""
-        new = (self._more[self._curve_logged - self._restored[0]:] if self._curve is None
-               else self._curve[self._curve_logged:])
-        if new:
-            self._curve_log.extend(np.frombuffer("".join(json.dumps(p) + "\n" for p in new).encode(), np.uint8))
-            self._curve_logged = self._points()
         extra = [[k, n] for k, n in self.cells.items() if k not in self.planned]
         covered = []
         if self.pairs_covered:
@@ -246,7 +239,7 @@ class CoverageTracker:
             meta={"rows": self.rows, "below_needed": self._below_needed, "empty": self._empty,
                   "batch_rows": self._batch_rows, "batch_fresh": self._batch_fresh,
                   "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
-                  "shapes": list(self.shapes.items()), "cells_extra": extra, "points": self._points()},
+                  "shapes": list(self.shapes.items()), "cells_extra": extra, "points": self._curve_logged},
             logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
                   "scenario_log": self.scenario_ids.log.view(),
                   **({"prompts": self.prompts.sorted(), "scenario_ids": self.scenario_ids.sorted()}
@@ -280,7 +273,7 @@ class CoverageTracker:
         points = int(np.count_nonzero(curve == 10))       # one JSON line a point (decoded when asked for)
         if points != int(m["points"]) or (len(curve) and curve[-1] != 10):
             raise ValueError("snapshot coverage curve is incomplete")
-        self._curve, self._more, self._restored = None, [], (points, len(curve))
+        self._curve = None
         self._curve_log, self._curve_logged = Column.of(curve, np.uint8), points
         self.rows, self._below_needed, self._empty = int(m["rows"]), int(m["below_needed"]), int(m["empty"])
         self._batch_rows, self._batch_fresh = int(m["batch_rows"]), int(m["batch_fresh"])

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plan_snapshot_frames import MAGIC, decode_errors, decode_frame, encode_frame, frame_payloads
+from .plan_snapshot_frames import MAGIC, decode_errors, decode_frame, frame_payloads, write_frame
 
 __all__ = ["FORMAT", "snapshot_path", "SnapshotFile", "read_snapshot", "merge"]
 
@@ -55,7 +55,10 @@ class SnapshotFile:
         self._seq = 0
         self._base_bytes = 0
         self._delta_bytes = 0
-        self._last = None                    # (meta_json, logs, tables) of the last snapshot written
+        # (meta_json, {log: length}, tables) of the last snapshot written: a log's length only (it
+        # is append-only: its content then is a prefix of its content now), never a view of it,
+        # which would keep the buffer a column has since outgrown (and let go) alive
+        self._last = None
         self.size = 0                        # bytes in the file
 
     def write(self, meta_json: str, logs: dict, tables: dict) -> int:
@@ -68,52 +71,56 @@ class SnapshotFile:
         (a reader whose last state names rows lost from the checkpoint can fall back to it)."""
         last = self._last
         try:
+            if last is not None and any(name not in logs or len(logs[name]) < n for name, n in last[1].items()):
+                last = None                      # a log that did not only grow: the step before is gone
             if self._base is None or last is None:
                 token = secrets.token_hex(8)
-                frames = [self._frame(token, 0, meta_json, logs, tables, None)]
-                self._replace(b"".join(frames))
+                frames = self._replace([self._frame(token, 0, meta_json, logs, tables, None)])
             elif self._delta_bytes > COMPACT_RATIO * self._base_bytes:
                 token = secrets.token_hex(8)
-                frames = [self._frame(token, 0, *last, None), self._frame(token, 1, meta_json, logs, tables, last)]
-                self._replace(b"".join(frames))
+                before = {name: logs[name][:n] for name, n in last[1].items()}
+                frames = self._replace([self._frame(token, 0, last[0], before, last[2], None),
+                                        self._frame(token, 1, meta_json, logs, tables, last)])
             else:
                 token = self._base
-                frames = [self._frame(token, self._seq + 1, meta_json, logs, tables, last)]
-                with open(self.path, "ab") as fh:
-                    fh.write(frames[0])
+                with open(self.path, "r+b") as fh:
+                    fh.seek(0, os.SEEK_END)
+                    frames = [write_frame(fh, *self._frame(token, self._seq + 1, meta_json, logs, tables, last),
+                                          self.level)]
                     fh.flush()
                     os.fsync(fh.fileno())
         except BaseException:
             self._base = None                # the file may hold half a frame: next time, a fresh base
             raise
-        if token != self._base:
-            self._base, self._seq, self._base_bytes, self._delta_bytes = token, len(frames) - 1, len(frames[0]), 0
-            self._delta_bytes = sum(map(len, frames[1:]))
-            self.size = sum(map(len, frames))
+        if token != self._base:                  # (frames: the bytes of each frame written)
+            self._base, self._seq, self._base_bytes = token, len(frames) - 1, frames[0]
+            self._delta_bytes = sum(frames[1:])
+            self.size = sum(frames)
         else:
             self._seq += 1
-            self._delta_bytes += len(frames[0])
-            self.size += len(frames[0])
-        self._last = (meta_json, logs, tables)
-        return sum(map(len, frames))
+            self._delta_bytes += frames[0]
+            self.size += frames[0]
+        self._last = (meta_json, {name: len(arr) for name, arr in logs.items()}, tables)
+        return sum(frames)
 
-    def _frame(self, token: str, seq: int, meta_json: str, logs: dict, tables: dict, prev) -> bytes:
-        """A base frame (``prev`` None) or a delta from the snapshot ``prev``."""
+    def _frame(self, token: str, seq: int, meta_json: str, logs: dict, tables: dict, prev) -> tuple[dict, dict]:
+        """``(header, arrays)`` of a base frame (``prev`` None) or of a delta from the snapshot
+        ``prev`` (``_last``'s shape)."""
         header = {"format": FORMAT, "kind": "delta" if prev else "base", "created": self.created,
                   "plan": self.plan, "base": token, "seq": seq, "meta": meta_json, "roles": {}, "lengths": {}}
         prev_logs, prev_tables = (prev[1], prev[2]) if prev else ({}, {})
         arrays = {}
         for name, arr in logs.items():
             before = prev_logs.get(name)
-            if before is None or len(arr) < len(before):
+            if before is None or len(arr) < before:
                 header["roles"][name], arrays[name] = "set", arr
-            elif len(arr) == len(before):
+            elif len(arr) == before:
                 header["roles"][name] = "keep"
             else:
-                header["roles"][name], arrays[name] = "append", arr[len(before):]
+                header["roles"][name], arrays[name] = "append", arr[before:]
         for name, arr in tables.items():
             self._table_delta(name, arr, prev_tables.get(name), header, arrays)
-        return encode_frame(header, arrays, self.level)
+        return header, arrays
 
     @staticmethod
     def _table_delta(name: str, arr: np.ndarray, prev, header: dict, arrays: dict) -> None:
@@ -134,13 +141,16 @@ class SnapshotFile:
         header["roles"][name], header["lengths"][name] = "patch", len(arr)
         arrays[name + "@i"], arrays[name + "@v"] = idx, arr[idx]
 
-    def _replace(self, frame: bytes) -> None:
+    def _replace(self, frames: list) -> list[int]:
+        """A new file of ``frames`` (``(header, arrays)`` each), written aside and renamed over
+        the old one; the bytes of each."""
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "wb") as fh:
-            fh.write(frame)
+            sizes = [write_frame(fh, header, arrays, self.level) for header, arrays in frames]
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
+        return sizes
 
 
 class _Merge:

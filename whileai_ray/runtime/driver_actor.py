@@ -27,6 +27,7 @@ from .caller_pool import CallerOutbox, CallerPool
 from .caller_watch import CALLER_GONE, CallerWatch
 from .dataplane import DataPlane
 from .driver_loop import DriverLoop, LoopSettings
+from .heap_trim import HeapTrim
 from .job_spec import JobSpec
 from .landing import Landing
 from .loop_rules import local_deadline
@@ -89,8 +90,11 @@ class DriverWorker:
         # rollout actors start while the checkpoint loads (a large resume reads for seconds)
         rollouts = (CallerPool(self.outbox, "roll", plan.per_actor, self.caller_node) if plan.where == "caller"
                     else self.rollouts or rollout_pool(spec, plan))
+        trim = HeapTrim()                  # (blocks of 1 MiB and up mapped alone from here on: see heap_trim.py)
         opened = self.opened = await open_run(spec)
         self.resumed = opened.loaded
+        if opened.loaded:                  # a resume's open freed hundreds of MB (its scan, the snapshot's
+            trim.now()                     # frames, the planner's rebuild): back to the system before the run
         await rollouts.start()
         judges = None
         if plan.graded:

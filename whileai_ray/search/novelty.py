@@ -168,6 +168,7 @@ class NoveltyIndex:
 
     def _rebuild(self, bits: int) -> None:
         self._bits = bits
+        self._heads = self._next = None            # (let the outgrown tables go before the new ones are built)
         self._heads, nxt = _buckets(self._sk.view(), bits)
         self._next = Column.of(nxt, np.int32, width=BANDS)
 

@@ -185,3 +185,18 @@ def test_reading_frame_by_frame_gives_what_merging_every_decoded_frame_gives_at_
     path.write_bytes(path.read_bytes() + struct.pack("<8sII", b"WAIPLANF", len(junk), zlib.crc32(junk)) + junk)
     snap, problem = read_snapshot(path, "c", "p")
     assert problem is None and len(snap["frames"]) == len(frames) and snap["meta"] == merge(frames)[0]
+
+
+def test_a_frame_cut_short_while_it_streamed_to_the_file_reads_as_torn_whatever_the_cut(tmp_path):
+    import io
+    from whileai_ray.store.plan_snapshot_frames import write_frame
+    good = encode_frame({"kind": "base"}, {"ids": np.arange(5000, dtype=np.int64)})
+    second = io.BytesIO()
+    write_frame(second, {"kind": "delta"}, {"sk": np.arange(40_000, dtype=np.uint16).reshape(-1, 8)})
+    second = second.getvalue()
+    assert read_frames(good + second)[1] is None and len(read_frames(good + second)[0]) == 2
+    # a crash leaves the placeholder head (its length no file can satisfy) and part of the payload
+    head = b"WAIPLANF" + (0xFFFFFFFF).to_bytes(4, "little") + bytes(4)
+    for cut in (len(head), len(head) + 1, len(second) // 2, len(second) - 1):
+        frames, stopped = read_frames(good + head + second[len(head):cut])
+        assert len(frames) == 1 and "torn" in stopped

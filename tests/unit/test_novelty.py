@@ -252,3 +252,18 @@ def test_a_column_adopts_a_fresh_array_without_copying_and_never_writes_into_it(
     assert col._a is not view and not np.shares_memory(col._a, shared)
     col.extend(np.zeros(5, dtype=np.uint64))
     assert shared[2000:2005].tolist() == [2000, 2001, 2002, 2003, 2004]
+
+
+def test_an_index_without_text_keys_scores_by_sketch_and_restores_without_them():
+    idx = NoveltyIndex(exact=False)                          # the planner's: it knows exact copies itself
+    for p in PROMPTS[:500]:
+        idx.add(p)
+    assert idx._exact is None and idx._keys is None
+    assert idx.novelty(PROMPTS[10]) == 0.0                   # the copy is found by its sketch
+    assert idx.novelty("Zebras quietly juggle purple violins underwater tonight") == 1.0
+    st = idx.state()
+    assert set(st.logs) == {"sk16"}
+    again = NoveltyIndex(exact=False)
+    again.load_state(st)
+    probe = BASE.replace("today", "right now")
+    assert again.similarity(probe) == idx.similarity(probe) and again.novelty(PROMPTS[10]) == 0.0

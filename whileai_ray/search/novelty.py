@@ -129,7 +129,7 @@ class NoveltyIndex:
     apart), the chain link of each prompt in each band (int32), its text key (uint64) and the
     set of distinct text keys (a :class:`DigestTable`). No Python object per prompt."""
 
-    def __init__(self, bucket_cap: int = 6, capacity: int = 1024):
+    def __init__(self, bucket_cap: int = 6, capacity: int = 1024, exact: bool = True):
         # the bucket tables start at 2**MIN_BITS slots a band and double, rebuilt from the sketches,
         # when the archive outgrows them: their size is a function of its length alone, so a run's
         # novelty figures do not depend on its budget (capacity only reserves the columns)
@@ -138,8 +138,12 @@ class NoveltyIndex:
         self._bits = MIN_BITS
         self._heads = np.full(BANDS << self._bits, -1, dtype=np.int32)   # band * 2**bits + slot -> newest id
         self._next = Column(np.int32, width=BANDS, capacity=max(16, int(capacity)))  # id, band -> the one before
-        self._exact = DigestTable()                # the text keys archived (a set: an exact hit's id is looked up)
-        self._keys = Column(np.uint64)             # text key per id (what a snapshot keeps of it)
+        # exact copies: the text keys archived (a set: an exact hit's first id is looked up in the key
+        # column). ``exact=False`` keeps neither (24 bytes a prompt): for a caller that already knows
+        # which texts it archived (the planner scores unseen prompts only); an exact copy then scores
+        # by its sketch like any other text (1.0 while it is within its buckets' reach)
+        self._exact = DigestTable() if exact else None
+        self._keys = Column(np.uint64) if exact else None
         self._building: Future | None = None      # a restore's tables, built on a thread (load_state)
 
     def __len__(self) -> int:
@@ -158,9 +162,10 @@ class NoveltyIndex:
         if i >= (1 << self._bits) and self._bits < MAX_BITS:
             self._rebuild(_bits_for(i + 1))
         self._sk.append(stored)
-        key = _text_key(text)
-        self._exact.add(key)
-        self._keys.append(key)
+        if self._exact is not None:
+            key = _text_key(text)
+            self._exact.add(key)
+            self._keys.append(key)
         where = self._where(stored)
         self._next.append(self._heads[where])
         self._heads[where] = i
@@ -186,8 +191,8 @@ class NoveltyIndex:
     def similarity(self, text: str, sk: np.ndarray | None = None) -> tuple[int, float]:
         """``(id, s)`` of the most similar archived prompt found; ``(-1, 0.0)`` when none."""
         self.ready()
-        key = _text_key(text)
-        if key in self._exact:         # rare (the planner only scores unseen prompts): the first id, by a scan
+        key = _text_key(text) if self._exact is not None else None
+        if key is not None and key in self._exact:         # rare (the planner only scores unseen prompts): the first id, by a scan
             return int(np.flatnonzero(self._keys.view() == np.uint64(key))[0]), 1.0
         if sk is None:
             sk = sketch(text)
@@ -240,19 +245,23 @@ class NoveltyIndex:
         the ``prompt_digest`` of each text, in id order (views: rows once written never change).
         The buckets are not kept: :meth:`load_state` rebuilds them from the sketches."""
         self.ready()
+        keys = keys and self._keys is not None
         logs = {"sk16": self._sk.view(), "key": self._keys.view()} if keys else {"sk16": self._sk.view()}
         return State(meta={"bucket_cap": self.bucket_cap, "bits": self._bits}, logs=logs)
 
     def load_state(self, state: State, keys: np.ndarray | None = None) -> None:
         sk = state.array("sk16", np.uint16, width=K)
-        keys = state.array("key", np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
-        if len(keys) != len(sk):
-            raise ValueError("snapshot novelty: one text key per sketch")
+        if self._exact is None:
+            keys = None                     # (kept by the caller, not here)
+        else:
+            keys = state.array("key", np.uint64) if keys is None else np.asarray(keys, dtype=np.uint64)
+            if len(keys) != len(sk):
+                raise ValueError("snapshot novelty: one text key per sketch")
         n = len(sk)
         self.ready()
         self.bucket_cap = int(state.meta["bucket_cap"])
         self._sk = Column.of(sk, np.uint16, width=K)
-        self._keys = Column.of(keys, np.uint64)
+        self._keys = Column.of(keys, np.uint64) if keys is not None else None
         bits = max(int(state.meta.get("bits", MIN_BITS)), _bits_for(n))
         if n < _THREADED_FROM:
             self._tables(keys, bits)
@@ -263,8 +272,9 @@ class NoveltyIndex:
         self._building = pool.submit(self._tables, keys, bits)
         pool.shutdown(wait=False)           # (the thread ends with its one task)
 
-    def _tables(self, keys: np.ndarray, bits: int) -> None:
-        self._exact = DigestTable.of(keys)
+    def _tables(self, keys: np.ndarray | None, bits: int) -> None:
+        if keys is not None:
+            self._exact = DigestTable.of(keys)
         self._rebuild(bits)
 
     def ready(self) -> "NoveltyIndex":

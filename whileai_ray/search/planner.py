@@ -99,7 +99,9 @@ class Planner(PlannerState, PlannerStatsReport):
         arms = ("structured", "open_ended", "behavior_targeted", "failure_mutation") + \
             (("llm_guided",) if settings.llm_writer else ())
         self.bandit = ArmBandit(arms, settings.seed, pinned=settings.arm_weights)
-        self.novelty = NoveltyIndex()         # its tables grow with it, whatever the budget (the plan never depends on it)
+        # its tables grow with it, whatever the budget (the plan never depends on it); exact copies
+        # are known here (_seen), so the index keeps no text keys of its own
+        self.novelty = NoveltyIndex(exact=False)
         self.family = FamilyCap(settings.family_cap)
         self.shapes = ShapeTargets(settings.tools, settings.seed) if settings.tools else None
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
@@ -183,12 +185,12 @@ class Planner(PlannerState, PlannerStatsReport):
             faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
             base, cell, instance, recipe = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
-        self._seen.add(prompt_digest(base.prompt))
+        again = not self._seen.add(prompt_digest(base.prompt))     # a seed, task or fallback opened before
         if self._scored[0] is base.prompt:          # scored while choosing between candidates
             _, sk, nov = self._scored
         else:
             sk = sketch(base.prompt)
-            nov = self.novelty.novelty(base.prompt, sk)
+            nov = 0.0 if again else self.novelty.novelty(base.prompt, sk)
         self.novelty.add(base.prompt, sk)
         self.tracker.note_selection([nov])
         nov_milli = -1

@@ -119,8 +119,8 @@ def planner_state(p) -> State:
         part = getattr(p, name)
         if part is not None:
             out.nest(name, part.state())
-    # derived from the wordings and the landed rows, not kept twice: the archive's text keys
-    # (the base wordings' digests) and the tracker's row prompts and scenario ids
+    # not kept twice: the archive keeps no text keys (the planner's _seen knows exact copies), the
+    # tracker's row prompts are derived from the wordings and the landed rows
     out.nest("novelty", p.novelty.state(keys=False))
     out.nest("tracker", p.tracker.state(row_sets=False))
     return out
@@ -154,7 +154,7 @@ def restore_planner(p, state: State):
         ka, kb = digest_arrays([key for key, _, _ in p.landed_keys()])
     p._landed_ka, p._landed_kb = Column.of(ka, np.uint64), Column.of(kb, np.int64)
     digests = p.words.digest.view()
-    p.novelty.load_state(state.part("novelty"), keys=digests[p.words.c.view() == 0])
+    p.novelty.load_state(state.part("novelty"))           # (it keeps no text keys: novelty.py, exact=False)
     wids = _first_seen(landed[0])
     tracker = state.part("tracker")
     sids = None

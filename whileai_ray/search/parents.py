@@ -20,7 +20,9 @@ AIMS = ("world_fault", "graded_failure")
 class ParentQueue:
     def __init__(self):
         self._wid, self._aim, self._head = Column(np.int64), Column(np.uint8), 0
-        self._pins: dict[int, int] = {}         # wording id -> times it waits in the queue
+        # wording id -> times it waits in the queue (an array by id, not a dict: a long run keeps
+        # ~15% of its rows waiting, 164,000 at a million rows)
+        self._pins = np.zeros(1024, dtype=np.uint32)
 
     def __bool__(self) -> bool:
         return self._head < len(self._wid)
@@ -32,19 +34,21 @@ class ParentQueue:
     def push(self, wid: int, aim: str) -> None:
         self._wid.append(wid)
         self._aim.append(AIMS.index(aim))
-        self._pins[wid] = self._pins.get(wid, 0) + 1
+        if wid >= len(self._pins):
+            grown = np.zeros(max(wid + 1, 2 * len(self._pins)), dtype=np.uint32)
+            grown[:len(self._pins)] = self._pins
+            self._pins = grown
+        self._pins[wid] += 1
 
     def pop(self) -> tuple[int, str]:
         """The oldest parent: ``(wording id, aim)``."""
         wid, aim = int(self._wid[self._head]), AIMS[int(self._aim[self._head])]
         self._head += 1
         self._pins[wid] -= 1
-        if not self._pins[wid]:
-            del self._pins[wid]
         return wid, aim
 
     def pinned(self, wid: int) -> bool:
-        return wid in self._pins
+        return wid < len(self._pins) and bool(self._pins[wid])
 
     def state(self) -> State:
         return State(meta={"head": self._head}, logs={"wid": self._wid.view(), "aim": self._aim.view()})
@@ -56,6 +60,4 @@ class ParentQueue:
                 or (len(wid) and (wid.min() < 0 or wid.max() >= wordings or aim.max() >= len(AIMS))):
             raise ValueError("snapshot parent queue is out of range")
         self._wid, self._aim, self._head = Column.of(wid, np.int64), Column.of(aim, np.uint8), head
-        self._pins = {}
-        for w in wid[head:].tolist():
-            self._pins[w] = self._pins.get(w, 0) + 1
+        self._pins = np.bincount(wid[head:], minlength=max(1024, wordings)).astype(np.uint32)

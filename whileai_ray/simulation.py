@@ -197,6 +197,8 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     data.search["timings"] = {
         "driver_start_s": round(first.driver_started_at - t_start, 3),
         "first_row_s": round(first.driver_started_at - t_start + (first.first_row_s or 0.0), 3),
+        "last_row_s": (round(results[-1].driver_started_at - t_start + results[-1].last_row_s, 3)
+                       if results[-1].last_row_s is not None else None),
         "elapsed_s": round(time.monotonic() - t_start, 3)}
     if first.data_plane is not None:           # shared storage: what reached the Driver vs the rows written
         data.search["data_plane"] = first.data_plane

@@ -63,6 +63,8 @@ def test_every_documented_attribute_holds_a_value(ray_local, tools, tmp_path, ur
     assert data.declared_tools == {"lookup_order"} and data.stages and data.semantic is False
     assert data.elapsed_seconds > 0 and math.isclose(data.rows_per_second, n / data.elapsed_seconds)
     assert data.rollout_seconds > 0 and 0 < data.first_row_seconds <= data.elapsed_seconds
+    t = data.search["timings"]                   # (the Driver's clock: when its first and last rows landed)
+    assert 0 < t["first_row_s"] <= t["last_row_s"] <= t["elapsed_s"]
     assert len(data.row_seconds) == n and all(s >= 0 for s in data.row_seconds)
     assert data.unique_prompts == len({r["prompt"] for r in rows})
     assert data.unique_behavior_signatures == len({r["behavior_signature"] for r in rows})

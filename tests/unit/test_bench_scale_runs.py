@@ -14,6 +14,11 @@ def test_rates_come_from_the_progress_samples():
     r = _rates(samples, 1000, first_row_s=1.0)
     assert r["first10_rate"] == 100.0 and r["last10_rate"] == 200.0 and r["steady_rate"] == 200.0
     assert _rates([(1.0, 10)], 1000, 0.5) == {"first10_rate": None, "last10_rate": None, "steady_rate": None}
+    # the sample that says every row landed came 4 s late (the Driver's loop was finishing the run):
+    # the Driver's own time of its last row is used instead
+    late = samples[:-1] + [(10.5, 1000)]
+    assert round(_rates(late, 1000, 1.0)["last10_rate"], 2) == 22.22          # 100 rows over 4.5 s
+    assert _rates(late, 1000, 1.0, last_row_s=6.5)["last10_rate"] == 200.0
 
 
 def test_descendants_are_found_through_their_parents():

@@ -151,7 +151,7 @@ class DriverWorker:
             resumed_count=resumed,
             resume={**opened.resume.summary(), **opened.snapshots.summary()},
             stopped_because=self.stopped_because, elapsed_s=time.monotonic() - self.t0,
-            first_row_s=landing.first_row_s, planner=p.stats(self.stopped_because),
+            first_row_s=landing.first_row_s, last_row_s=landing.last_row_s, planner=p.stats(self.stopped_because),
             node_rows=dict(landing.node_rows), errors=landing.errors, chunks_reissued=loop.chunks_reissued,
             chunk_retry=loop.retry.stats(),
             checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],

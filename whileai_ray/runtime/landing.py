@@ -47,6 +47,7 @@ class Landing:
         self.node_rows: dict[str, int] = {}
         self.errors: list[str] = []
         self.first_row_s: float | None = None
+        self.last_row_s: float | None = None    # (the Driver's clock, like first_row_s)
         self.pending: list[dict] = []           # landed, not yet written
         self.heap_trim = HeapTrim(clock=clock)  # what each batch freed, back to the system now and then
 
@@ -90,6 +91,7 @@ class Landing:
             now = self.clock() - self.t0
             if self.first_row_s is None:
                 self.first_row_s = now
+            self.last_row_s = now
             row["_landed_s"] = round(now, 4)
             self.pending.append(row)
         elif res.get("error") and len(self.errors) < MAX_ERRORS:

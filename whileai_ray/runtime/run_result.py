@@ -29,6 +29,7 @@ class RunResult:
     elapsed_s: float                            # the Driver's loop, start to stop
     planner: PlannerStats
     first_row_s: float | None = None            # from the Driver's start to its first landed row
+    last_row_s: float | None = None             # ... and to its last
     spilled: SpilledRows | None = None          # a large run: where its rows are, in the same order
     row_count: int = 0                          # rows in ``rows`` or ``spilled``
     resume: dict = field(default_factory=dict)  # ResumeIndex.summary() + PlanSnapshots.summary()

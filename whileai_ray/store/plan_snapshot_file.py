@@ -255,7 +255,9 @@ def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None 
             headers.append({key: v for key, v in header.items() if key != "shapes"})
         if not headers:
             return None, f"has no readable frame ({stopped})"
+        size = len(data)
+        del payloads, payload, data              # (the file's bytes go before the chunks are joined)
         meta, arrays = merging.result()
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         return None, f"does not merge ({exc})"
-    return {"frames": headers, "meta": meta, "arrays": arrays, "bytes": len(data)}, None
+    return {"frames": headers, "meta": meta, "arrays": arrays, "bytes": size}, None

@@ -200,3 +200,30 @@ def test_a_frame_cut_short_while_it_streamed_to_the_file_reads_as_torn_whatever_
     for cut in (len(head), len(head) + 1, len(second) // 2, len(second) - 1):
         frames, stopped = read_frames(good + head + second[len(head):cut])
         assert len(frames) == 1 and "torn" in stopped
+
+
+def test_snapshots_whose_group_tables_reuse_two_alternating_buffers_restore_what_the_original_decides(tmp_path):
+    a = _planner()
+    f = SnapshotFile(tmp_path / "ck.jsonl.plan", "c", "p")
+    scratch = ({}, {})                            # as PlanSnapshots alternates them
+    seen, truth = [], []
+    for r in range(60):
+        _step(a, r)
+        if r >= 20 and r % 2 == 0:              # bases, deltas diffed against the other buffer, compactions
+            st = a.state(scratch=scratch[r // 2 % 2])
+            seen.append(id(scratch[r // 2 % 2]["groups"]))
+            truth.append(np.array(a.book.state().tables["groups"]))         # a copy of its own
+            f.write(json.dumps({"planner": st.meta}), {f"planner.{k}": v for k, v in st.logs.items()},
+                    {f"planner.{k}": v for k, v in st.tables.items()})
+            frames, _ = read_frames((tmp_path / "ck.jsonl.plan").read_bytes())
+            assert np.array_equal(merge(frames)[1]["planner.book.groups"], truth[-1])
+            if len(frames) > 1:                  # the step before the last is the previous snapshot's
+                assert np.array_equal(merge(frames[:-1])[1]["planner.book.groups"], truth[-2])
+    assert len(set(seen)) < len(seen)             # the buffers were reused, not made anew each time
+    snap, problem = read_snapshot(tmp_path / "ck.jsonl.plan", "c", "p")
+    assert problem is None
+    b = _restore(snap["meta"], snap["arrays"])
+    assert b.book.stats() == a.book.stats() and b.landed_keys() == a.landed_keys()
+    ahead = [_step(a, r) for r in range(60, 400) if not a.stop_reason()]
+    again = [_step(b, r) for r in range(60, 400) if not b.stop_reason()]
+    assert ahead == again and a.landed == b.landed == 2500

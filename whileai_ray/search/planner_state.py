@@ -101,7 +101,7 @@ def _first_seen(values: np.ndarray) -> np.ndarray:
     return values[np.sort(first)]
 
 
-def planner_state(p) -> State:
+def planner_state(p, scratch: dict | None = None) -> State:
     meta = {name: getattr(p, name) for name in _COUNTERS}
     meta.update({name: list(getattr(p, name).items()) for name in _DICTS})
     meta["mutation_aims"] = p.mutation_aims
@@ -118,7 +118,7 @@ def planner_state(p) -> State:
     for name in ("book", "picker", "bandit", "family", "shapes"):
         part = getattr(p, name)
         if part is not None:
-            out.nest(name, part.state())
+            out.nest(name, part.state(scratch) if name == "book" else part.state())
     # not kept twice: the archive keeps no text keys (the planner's _seen knows exact copies), the
     # tracker's row prompts are derived from the wordings and the landed rows
     out.nest("novelty", p.novelty.state(keys=False))
@@ -183,9 +183,10 @@ def restore_planner(p, state: State):
 class PlannerState:
     """The planner's snapshot methods (``Planner`` inherits them; this module holds the logic)."""
 
-    def state(self) -> State:
-        """The planner as plain data, without its writer or settings."""
-        return planner_state(self)
+    def state(self, scratch: dict | None = None) -> State:
+        """The planner as plain data, without its writer or settings. ``scratch``: see
+        ``GroupBook.state`` (a caller that alternates two dicts gets buffers reused, not reallocated)."""
+        return planner_state(self, scratch)
 
     @classmethod
     def from_state(cls, state: State, settings, writer, cells: list[dict]):

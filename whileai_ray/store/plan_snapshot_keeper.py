@@ -50,6 +50,8 @@ class PlanSnapshots:
         self._next_at = time.monotonic() + self.every_s
         self._writing = None
         self._round = -1                    # the round the last snapshot was taken after
+        self._scratch = ({}, {})            # buffers the planner's state copies reuse (see _take)
+        self._takes = 0
 
     @property
     def enabled(self) -> bool:
@@ -146,7 +148,10 @@ class PlanSnapshots:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            st = planner.state()
+            # two scratch dicts, alternately: this snapshot's tables never reuse the buffers of the
+            # last one, which the file still diffs against (SnapshotFile._last)
+            self._takes += 1
+            st = planner.state(scratch=self._scratch[self._takes % 2])
             rounds = sorted(book.pending())
             pending = [(r, u) for r in rounds for u in round_units[r]]
             units = planner.encode_units([u for _, u in pending])

@@ -19,11 +19,11 @@ one, and the file stays within about 1.2x of the state's compressed size (zstd l
 
 Reading (``read_snapshot``) checks the file and merges its whole frames, decoding one at a time
 (the state after the last one, or after the first ``upto``: a caller whose last state names rows
-that are not on disk falls back to an earlier frame); ``merge(frames)`` applies decoded frames. A file that is not this format
-(an old pickled snapshot, another version, garbage), or that names another checkpoint
-(``created``) or plan (fingerprint), is not used: the caller gets the reason, which reaches
-``data.warnings``, and the run replays from the seed, as without a snapshot. A torn last frame
-(a crash while appending) is simply left out. Nothing in the file is unpickled or run.
+that are not on disk falls back to an earlier frame); ``merge(frames)`` applies decoded frames.
+A file that is not this format (an old pickled snapshot, another version, garbage), or that names
+another checkpoint (``created``) or plan (fingerprint), is not used: the caller gets the reason,
+which reaches ``data.warnings``, and the run replays from the seed, as without a snapshot. A torn
+last frame (a crash while appending) is simply left out. Nothing in the file is unpickled or run.
 """
 from __future__ import annotations
 

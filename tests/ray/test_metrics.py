@@ -88,15 +88,16 @@ def test_a_3000_row_run_shows_its_rows_latency_and_pipe_on_the_metrics_endpoint(
     assert seen["inflight"] is not None, "the in-flight gauge never showed while the run went"
     assert seen["histogram"], "the rollout latency histogram never showed while the run went"
 
+    ro = data.search["rollouts"]
     deadline = time.monotonic() + 30
-    while True:   # the last counts reach the endpoint within a report interval or two
-        samples = scrape(metrics_ray)
+    while True:   # the last counts reach the endpoint within a report interval or two (the Driver's
+        samples = scrape(metrics_ray)   # and the rollout actors' each on their own clock)
         rows = total(samples, "ray_whileai_rows_landed_total", run_id=run_id, mode="rl")
-        if rows == landed or time.monotonic() > deadline:
+        timed = total(samples, "ray_whileai_rollout_seconds_count", run_id=run_id)
+        if (rows == landed and timed >= landed + ro["rerolled"]) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert rows == landed
-    ro = data.search["rollouts"]
     assert ro["rerolled_by"].get("agent_error", 0) > 0
     assert total(samples, "ray_whileai_rerolls_total", run_id=run_id, cause="agent_error") == \
         ro["rerolled_by"]["agent_error"]

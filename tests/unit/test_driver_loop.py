@@ -312,3 +312,34 @@ def test_a_resumed_run_settles_rows_on_disk_and_plays_only_the_rest():
 def test_not_reproducible_mode_keeps_the_lanes_full_and_stops_at_the_budget():
     loop, landing = run(planner(), rollout_lanes(lanes=2, slots=4), reproducible=False)
     assert len(landing.rows) == 120 and loop.stopped_because == "budget" and loop.abandoned == 0
+
+
+def test_not_reproducible_mode_refills_freed_slots_from_a_reserve_before_the_planner_decides_more():
+    """Rollouts that started together come back together; their slots refill from units already
+    decided (a reserve of a quarter of the concurrency beyond what the lanes hold), not after the
+    planner has decided more."""
+    plan, events = planner(budget=400), []
+    decide = plan.decide
+
+    def logged_decide(r):
+        units = decide(r)
+        events.append(("decide", len(units)))
+        return units
+    plan.decide = logged_decide
+    lanes = rollout_lanes(lanes=1, slots=64, delay=lambda lane, n: 0.3,
+                          on_submit=lambda lane, payload: events.append(("send", len(payload))))
+    real_play = lanes._play
+
+    async def play(lane, n, payload):
+        out = await real_play(lane, n, payload)
+        events.append(("back", len(payload)))
+        return out
+    lanes._play = play
+    loop, landing = run(plan, lanes, reproducible=False, concurrency=64, chunk_size=4)
+    assert rules.decide_target(64, 4, 1) == 64 + 4 and rules.reserve(64) == 16
+    first_back = events.index(("back", 4))
+    decided = sum(n for kind, n in events[:first_back] if kind == "decide")
+    sent = sum(n for kind, n in events[:first_back] if kind == "send")
+    assert sent == 64 + 4 and decided >= 64 + 4 + 16          # the lane and its prefetch, then the reserve
+    assert next(kind for kind, _ in events[first_back:] if kind != "back") == "send"
+    assert len(landing.rows) == 400 and loop.stopped_because == "budget"

@@ -5,7 +5,7 @@ When the callables stay at home (``pool_sizing.py``: a one-node Ray), ``run.py``
 (the caller's main thread keeps polling the Driver for progress, and a notebook's loop is left
 alone), it asks the Driver for work (``pull``), plays each chunk with the very classes a rollout
 or judge actor runs (``RolloutWorker.run_chunk``, ``JudgeWorker.judge_chunk``), and hands the
-results back (``push``). Many chunks are in play at once; the Driver's loop decides how many
+results back (``push``: one call carries every chunk that finished since the last one). Many chunks are in play at once; the Driver's loop decides how many
 (the lane's slots plus one chunk of prefetch), exactly as for an actor.
 
 The player stops when a pull answers None (the Driver's loop is over) or when ``stop()`` is
@@ -72,6 +72,9 @@ class CallerPlayer:
         judges = (JudgeWorker(spec.grader, spec.judge_concurrency, spec.judge_timeout or None, metrics=spec.metrics)
                   if plan.judges_where == "caller" and spec.grader is not None else None)
         playing: set = set()
+        self._done = asyncio.Queue()
+        pusher = asyncio.ensure_future(self._push_done())
+        pusher.add_done_callback(self._pusher_ended)
         try:
             while True:
                 batch = await self.driver.pull.remote()
@@ -83,10 +86,30 @@ class CallerPlayer:
                     playing.add(task)
                     task.add_done_callback(playing.discard)
         finally:
+            pusher.cancel()
             for task in list(playing):
                 task.cancel()
             rollouts.shutdown()
             rollouts.flush_shards()           # shared storage: the last Parquet part
+
+    async def _push_done(self) -> None:
+        """Hand finished chunks back to the Driver, every chunk that finished meanwhile in one call:
+        a wave of a thousand rollouts that end together is a few calls, not thirty, so the Driver's
+        loop is not left queueing them (and the pull behind them) between its rounds."""
+        done = self._done
+        while True:
+            items = [await done.get()]
+            while not done.empty():
+                items.append(done.get_nowait())
+            await self.driver.push.remote(items)
+
+    def _pusher_ended(self, task: asyncio.Task) -> None:
+        """A push that failed (the Driver died) ends the player with its error: the Driver would
+        otherwise wait for results that never come."""
+        if not task.cancelled() and task.exception() is not None and self.error is None:
+            self.error = task.exception()
+            if self._main is not None:
+                self._main.cancel()
 
     async def _play(self, worker, kind: str, token: int, payload: list) -> None:
         try:
@@ -96,7 +119,7 @@ class CallerPlayer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:          # our code failed on the chunk: the Driver re-issues it
-            await self.driver.push.remote(token, None, f"{type(exc).__name__}: {exc}"[:500])
+            self._done.put_nowait((token, None, f"{type(exc).__name__}: {exc}"[:500]))
             return
         self.chunks += 1
-        await self.driver.push.remote(token, results, None)
+        self._done.put_nowait((token, results, None))

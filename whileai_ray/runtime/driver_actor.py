@@ -60,8 +60,10 @@ class DriverWorker:
         """The chunks waiting for the caller's pool (None once the run is over)."""
         return await self.outbox.pull()
 
-    async def push(self, token: int, results: list | None, error: str | None = None) -> None:
-        self.outbox.push(token, results, error)
+    async def push(self, items: list) -> None:
+        """Finished chunks of the caller's pool: ``[(token, results or None, error or None)]``."""
+        for token, results, error in items:
+            self.outbox.push(token, results, error)
 
     # ------------------------------------------------------------------ polling
     def poll(self) -> dict:

@@ -135,10 +135,11 @@ class DriverHost:
         worker = await self._worker(token)
         return await worker.pull() if worker is not None else None     # None: the run is over
 
-    async def push(self, run: str, token: int, results: list | None, error: str | None = None) -> None:
+    async def push(self, run: str, items: list) -> None:
+        """Results of the caller's pool: ``[(token, results or None, error or None)]``."""
         worker = await self._worker(run)
         if worker is not None:
-            await worker.push(token, results, error)
+            await worker.push(items)
 
 
 class RunHandle:

@@ -39,30 +39,14 @@ from . import loop_rules as rules
 from .caller_watch import CALLER_GONE
 from .chunk_retry import ChunkRetry
 from .landing import Landing
+from .loop_settings import LoopSettings
 from .metrics import NoMetrics
 from .pool import Pool
 
 __all__ = ["DriverLoop", "LoopSettings", "Flight", "STUCK_GRACE_S"]
 
 STUCK_GRACE_S = 30.0
-TURN_ROUNDS = 2        # rounds decided per loop turn when not reproducible, before what they hold is sent
-
-
-@dataclass(frozen=True)
-class LoopSettings:
-    reproducible: bool = True
-    lag: int = 8
-    chunk_size: int = 32
-    concurrency: int = 32
-    judge_chunk: int = 32
-    time_budget: float | None = None       # seconds; the deadline is DriverLoop(deadline=) (from the call), else t0 + this
-    timeout: float | None = None           # one agent call's limit: the watchdog reports past it + grace
-
-    @classmethod
-    def of(cls, spec) -> "LoopSettings":
-        return cls(reproducible=spec.reproducible, lag=spec.lag, chunk_size=spec.chunk_size,
-                   concurrency=spec.concurrency, judge_chunk=max(1, min(spec.chunk_size, spec.judge_concurrency)),
-                   time_budget=spec.time_budget, timeout=spec.timeout)
+TURN_ROUNDS = 1        # rounds (~25 ms of planner each) decided per loop turn when not reproducible, before they go out
 
 
 @dataclass
@@ -118,6 +102,7 @@ class DriverLoop:
         self.abandoned = 0
         self.stuck: dict = {}                     # unit key -> seconds in flight, past the watchdog's limit
         self.target = rules.decide_target(settings.concurrency, self.chunk, rollouts.lanes)
+        self.ahead = self.target + rules.reserve(settings.concurrency)     # not reproducible: decided ahead
         self.turn_rounds = None if settings.reproducible else TURN_ROUNDS
         self._snapshotting = bool(snapshots is not None and snapshots.enabled and settings.reproducible
                                   and landing.sink is not None)
@@ -161,6 +146,8 @@ class DriverLoop:
                 break
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
+            if rules.may_start(self.run_clock.phase()):    # freed slots take what is decided before more is
+                self._dispatch()
             more = self._pump(self.turn_rounds)
             self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
             self.metrics.causes(self.planner.rerolled_by, self.planner.lost_by)
@@ -201,7 +188,7 @@ class DriverLoop:
         while True:
             decided = 0
             while not self.blocked and rules.may_start(self.run_clock.phase()) and rules.may_decide(
-                    self.s.reproducible, self.book.may_decide(), len(self.queue), self.inflight, self.target):
+                    self.s.reproducible, self.book.may_decide(), len(self.queue), self.inflight, self.ahead):
                 if rounds is not None and total >= rounds:
                     return True
                 if decided and len(self.queue) >= self.target:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..search.clock import DRAINING, OVER, RUNNING
 
 __all__ = ["stop_reason", "pick_lane", "may_decide", "may_start", "wait_s", "chunk_limit", "decide_target",
-           "local_deadline", "WAIT_S"]
+           "local_deadline", "reserve", "WAIT_S", "RESERVE_SHARE"]
 
 WAIT_S = 0.5            # the longest the loop waits for a result before it looks at the clock again
 
@@ -61,8 +61,21 @@ def chunk_limit(slots: int, chunk: int) -> int:
 
 
 def decide_target(concurrency: int, chunk: int, lanes: int) -> int:
-    """Units queued plus in flight that a non-reproducible run keeps decided ahead."""
+    """Units that keep every lane busy: its slots plus one chunk of prefetch each. The loop sends
+    what it decided once its queue holds this many (the first row comes a round in, not eight)."""
     return concurrency + chunk * lanes
+
+
+RESERVE_SHARE = 0.25    # of the concurrency: units a non-reproducible run keeps decided beyond what its lanes hold
+
+
+def reserve(concurrency: int) -> int:
+    """Units a non-reproducible run keeps decided beyond ``decide_target``. Rollouts that start
+    together end together: a thousand 1 s rollouts come back in waves, and a wave of 700 results
+    would otherwise wait ~0.25 s on the planner (0.35 ms a unit) before their slots refill; the
+    reserve goes out at once and is decided again in the quiet between waves. Its units are
+    decided without the latest outcomes, as the ones in flight are (a quarter more of them)."""
+    return int(concurrency * RESERVE_SHARE)
 
 
 def may_decide(reproducible: bool, book_allows: bool, queued: int, inflight: int, target: int) -> bool:
@@ -70,7 +83,7 @@ def may_decide(reproducible: bool, book_allows: bool, queued: int, inflight: int
 
     Reproducible: only when the round book allows it (round ``r + lag`` waits for rounds ``<= r``
     to be observed), whatever is queued. Otherwise: while fewer than ``target`` units are decided
-    and not yet back."""
+    and not yet back (the loop passes ``decide_target`` plus the ``reserve``)."""
     if reproducible:
         return book_allows
     return queued + inflight < target

@@ -168,7 +168,10 @@ def test_simulation_data_fields_carry_measured_values(ray_local, tools):
     assert len(prof.rules) == 2 and prof.model_version == "seeded_agent"
     assert "lookup_order(order_id: string, required)" in data.scene_brief and "stance:" in data.scene_brief
     assert data.scene_brief_seconds > 0
-    assert 0.0 <= data.semantic_duplicate_rate <= 1.0
+    from whileai_ray.search.explain import duplicate_rate
+    assert data.semantic_duplicate_rate == duplicate_rate(r["prompt"] for r in rows)     # worked out on first read
+    assert 0.0 <= data.semantic_duplicate_rate <= 1.0 and data.meta_dict()["semantic_duplicate_rate"] == \
+        data.semantic_duplicate_rate
     assert data.scenario_generation_seconds > 0 and data.embedding_selection_seconds > 0
     assert data.embedder_name
     assert sum(a["executed"] for a in data.arm_yield.values()) == len(rows)

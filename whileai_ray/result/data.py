@@ -54,7 +54,7 @@ class SimulationData(RowsView, RunActions):
     scene_brief: str = ""                   # what every situation is written from (search/explain.py)
     scene_brief_seconds: float = 0.0
     first_row_seconds: float = 0.0
-    semantic_duplicate_rate: float | None = None   # lexical near-copies among distinct prompts
+    semantic_duplicate_rate: float | None = None   # lexical near-copies among distinct prompts (read on demand)
     unique_behavior_signatures: int = 0
     coverage_curve: list = field(default_factory=list)
     coverage: dict = field(default_factory=dict)
@@ -74,6 +74,7 @@ class SimulationData(RowsView, RunActions):
     system_prompt: str = ""
     tools: list = field(default_factory=list)
     _rows_cache: Any = field(default=None, repr=False, compare=False)
+    _duplicate_rate: Any = field(default=None, init=False, repr=False, compare=False)
     # rows from which grade() runs on the cluster (advanced={"cluster_grade_rows": ...}); None: the default
     _cluster_grade_rows: int | None = field(default=None, repr=False, compare=False)
 
@@ -171,6 +172,32 @@ class SimulationData(RowsView, RunActions):
         if labels is None and baseline is not None:
             labels = ["baseline", "this run"]
         return write_report(path, runs, labels, max_rows=max_rows)
+
+
+class Later:
+    """A value worked out when it is first read: ``SimulationData.semantic_duplicate_rate`` is
+    ``Later(fn)`` after a run, ``fn()`` once someone looks (MinHash over every prompt: ~60 ms a
+    thousand rows, which a notebook running many small simulations would otherwise pay each time)."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _duplicate_rate(self) -> float | None:
+    value = self._duplicate_rate
+    if isinstance(value, Later):
+        value = self._duplicate_rate = value.fn()
+    return value
+
+
+def _set_duplicate_rate(self, value) -> None:
+    self._duplicate_rate = value
+
+
+# a field of the constructor, read through a property: the value, or a Later worked out on first read
+SimulationData.semantic_duplicate_rate = property(_duplicate_rate, _set_duplicate_rate,
+                                                  doc="Share of distinct prompts that near-copy an earlier one.")
 
 
 def meta_path(path: str) -> str:

@@ -15,6 +15,7 @@ from ..core.defaults import LOST_REASONS, POISON_REASONS
 from ..core.run_warning import listed
 from ..situations.grid import all_pairs, cell_key, pairs_in
 from .report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS, ReportTally, report_tally
+from .data import Later
 from .row_store import row_store
 from .warnings_text import run_warnings
 
@@ -209,7 +210,10 @@ def _measured(data, cfg, stats, precounted_prompts: int, axes, rows) -> None:
     if hasattr(rows, "sample") and len(rows) > MEASURE_ROWS:
         rows = rows.sample(MEASURE_ROWS)
         data.search["measured_on"] = {"rows": len(rows), "of": len(every), "sampled": True}
-    data.semantic_duplicate_rate = explain.duplicate_rate(r.get("prompt") for r in rows)
+    if rows is every and isinstance(rows, list):     # in memory: worked out when first read
+        data.semantic_duplicate_rate = Later(lambda: explain.duplicate_rate(r.get("prompt") for r in every))
+    else:
+        data.semantic_duplicate_rate = explain.duplicate_rate(r.get("prompt") for r in rows)
     data.embedder_name = "minhash-word-unigram-bigram-k32"    # the selector's novelty index (novelty.py)
     search = data.search
     search["avoid"] = explain.avoid(stats, precounted_prompts, stats.trace_near_copies)

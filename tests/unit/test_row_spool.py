@@ -99,3 +99,33 @@ def test_a_failed_run_removes_its_folder_and_finish_is_once(tmp_path):
         done.finish()
     with pytest.raises(ValueError, match="threshold"):
         RowSpool(-1, make_writer=None)
+
+
+def test_released_rows_go_to_the_caller_while_few_and_finish_leaves_out_what_it_has(tmp_path):
+    """A small run's rows cross with the caller's polls (``released``); the end carries the head
+    rows and the released rows past the ones the caller holds, which put back together are the
+    rows ``finish()`` alone gives."""
+    whole = row_spool(1000, parent=str(tmp_path))
+    spool = row_spool(1000, parent=str(tmp_path))
+    caller: list = []
+    for part in (range(0, 40), range(40, 80)):
+        for s in (whole, spool):
+            _land(s, list(part))
+        caller += spool.released(len(caller), limit=25)       # one poll: at most 25 rows
+        assert spool.released(len(caller)) is not None
+    assert [r["_ordinal"] for r in caller] == list(range(50))
+    for s in (whole, spool):
+        s.head(_row(o) for o in (-3, -1, -2))
+    expected = whole.finish()
+    rest = spool.finish(skip=len(caller))
+    head = spool.head_count
+    assert head == 3 and [r["_ordinal"] for r in rest[:head]] == [-3, -2, -1]
+    assert rest[:head] + caller + rest[head:] == expected and len(rest) == 3 + 30
+    from whileai_ray.runtime.run import _with_shipped          # what the caller does with them
+    from whileai_ray.runtime.run_result import RunResult
+    result = RunResult(rows=rest, stopped_because="budget", elapsed_s=1.0, planner=None, rows_head=head,
+                       rows_shipped=len(caller))
+    assert _with_shipped(result, caller + [_row(999)]).rows == expected     # a row past what the end counts: dropped
+    spilled = row_spool(30, parent=str(tmp_path))
+    _land(spilled, list(range(40)))
+    assert spilled.released(0) is None                         # on disk: the caller reads them there

@@ -36,6 +36,8 @@ from .pool_sizing import PoolPlan
 from .run_result import RunResult
 from .run_setup import close_run, open_run
 
+POLL_ROWS = 20_000          # released rows one progress poll carries at most
+
 
 class DriverWorker:
     def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None):
@@ -52,6 +54,7 @@ class DriverWorker:
         self.done = False
         self.stopped_because = None
         self.resumed = 0
+        self.caller_has = 0             # released rows the caller holds already (what its polls brought)
         self.metrics = run_metrics(spec.metrics)           # NoMetrics when metrics are off
         self.watch = CallerWatch(spec.caller, spec.caller_timeout_s)
 
@@ -66,7 +69,20 @@ class DriverWorker:
             self.outbox.push(token, results, error)
 
     # ------------------------------------------------------------------ polling
-    def poll(self) -> dict:
+    def poll(self, have: int | None = None) -> dict:
+        """Progress, for the caller's line and its orphan watch; with ``have`` (the rows the
+        caller holds), also ``new_rows``: the spool's released rows past those, while they are
+        few (``POLL_ROWS`` at most a poll), so a small run's rows cross as it plays, not at its end."""
+        out = self._progress()
+        landing = self.landing
+        if have is not None and landing is not None and landing.spool is not None and not self.done:
+            self.caller_has = max(self.caller_has, have)
+            new = landing.spool.released(have, POLL_ROWS)
+            if new is not None:
+                out["new_rows"], out["rows_from"] = new, have
+        return out
+
+    def _progress(self) -> dict:
         self.watch.polled()
         loop, landing = self.loop, self.landing
         elapsed = round(time.monotonic() - self.t0, 1)
@@ -146,10 +162,11 @@ class DriverWorker:
                 base = landing.spool.count + 10**9
                 landing.spool.tail(landing.stamped(self._leftover(opened.resume.iter_leftover(), base, p.s.run_id,
                                                                   p.s.eval_run)))
-        kept = landing.spool.finish()
+        kept = landing.spool.finish(skip=self.caller_has)
         spilled = None if isinstance(kept, list) else kept
         return RunResult(
             rows=kept if spilled is None else [], spilled=spilled, row_count=landing.spool.count,
+            rows_head=landing.spool.head_count, rows_shipped=self.caller_has if spilled is None else 0,
             resumed_count=resumed,
             resume={**opened.resume.summary(), **opened.snapshots.summary()},
             stopped_because=self.stopped_because, elapsed_s=time.monotonic() - self.t0,

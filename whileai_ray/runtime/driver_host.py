@@ -87,7 +87,7 @@ class DriverHost:
             gc.unfreeze()                            # a resume froze its rows; they go with the run
         if rollouts is not None:
             warm["rollout_ids"] = [actor_id(a) for a in rollouts.actors]
-        return dataclasses.replace(result, warm=warm), started_wall
+        return dataclasses.replace(result, warm=warm, last_poll=self.last_poll), started_wall
 
     async def _rollouts(self, spec, plan, key, prebuilt) -> tuple[ActorPool, str]:
         if prebuilt is not None or self.pool is None or key is None or key != self.pool_key:
@@ -127,9 +127,9 @@ class DriverHost:
                 return None
             await asyncio.sleep(0.005)
 
-    async def poll(self, token: str) -> dict:
+    async def poll(self, token: str, have: int | None = None) -> dict:
         worker = await self._worker(token)
-        return worker.poll() if worker is not None else dict(self.last_poll or {"done": True})
+        return worker.poll(have) if worker is not None else dict(self.last_poll or {"done": True})
 
     async def pull(self, token: str) -> list | None:
         worker = await self._worker(token)

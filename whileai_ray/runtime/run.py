@@ -15,6 +15,7 @@ import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from ..store.disk_rows import gc_paused
 from .actor_pool import rollout_pool
 from .caller_player import CallerPlayer
 from .caller_watch import CALLER_GONE
@@ -122,7 +123,9 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
             done_ref = warm.host.run.remote(token, driver_spec, plan, here, key, prebuilt)
             if plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
                 player = CallerPlayer(driver, spec, plan, here).start()
-            result, t0_wall = _wait(driver, done_ref, player, on_snapshot)
+            shipped: list = []
+            result, t0_wall = _wait(driver, done_ref, player, on_snapshot, shipped)
+            result = _with_shipped(result, shipped)
             ok = result.stopped_because != CALLER_GONE
             result = dataclasses.replace(result, driver_started_at=driver_started + max(0.0, t0_wall - started_wall),
                                          orphan_cleared=cleared or None)
@@ -142,19 +145,25 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
                 discard(warm)
 
 
-def _wait(driver, done_ref, player, on_snapshot):
-    """Poll the Driver until its run is over; what ``DriverHost.run`` returned."""
+def _with_shipped(result: RunResult, shipped: list) -> RunResult:
+    """The result with every row: its head rows, the ones the polls brought, then its own."""
+    if result.spilled is not None or not result.rows_shipped:
+        return result
+    rows, head = result.rows, result.rows_head
+    return dataclasses.replace(result, rows=rows[:head] + shipped[:result.rows_shipped] + rows[head:],
+                               rows_head=0, rows_shipped=0)
+
+
+def _wait(driver, done_ref, player, on_snapshot, shipped: list):
+    """Poll the Driver until its run is over; what ``DriverHost.run`` returned. Each poll brings
+    the rows released since the last (``shipped`` grows: a small run's rows cross while it plays,
+    not all at its end). The run's last progress answer comes with its result (no poll after it)."""
     while True:
         ready, _ = ray.wait([done_ref], timeout=POLL_S)
-        try:
-            snap = ray.get(driver.poll.remote(), timeout=30)
-            if on_snapshot is not None:
-                on_snapshot(snap)
-        except ray.exceptions.GetTimeoutError:
-            pass
         if ready:
             try:
-                return ray.get(done_ref)
+                with gc_paused():                  # a thousand rows' dicts: no full collection halfway
+                    out = ray.get(done_ref)
             except ray.exceptions.RayTaskError as exc:
                 cause = getattr(exc, "cause", None)
                 while isinstance(cause, ray.exceptions.RayTaskError) and isinstance(
@@ -163,6 +172,19 @@ def _wait(driver, done_ref, player, on_snapshot):
                 if isinstance(cause, Exception):   # the driver's own error, without Ray's wrapping
                     raise cause from None
                 raise
+            if on_snapshot is not None and out[0].last_poll is not None:
+                on_snapshot(out[0].last_poll)
+            return out
+        try:
+            with gc_paused():
+                snap = ray.get(driver.poll.remote(len(shipped)), timeout=30)
+            rows = snap.pop("new_rows", None)
+            if rows is not None and snap.pop("rows_from", None) == len(shipped):
+                shipped.extend(rows)
+            if on_snapshot is not None:
+                on_snapshot(snap)
+        except ray.exceptions.GetTimeoutError:
+            pass
         if player is not None and player.error is not None:   # it ends by itself only when the loop does
             raise RuntimeError(f"the caller's rollout pool stopped before the run ended: "
                                f"{type(player.error).__name__}: {player.error}") from player.error

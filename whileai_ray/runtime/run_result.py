@@ -50,6 +50,9 @@ class RunResult:
     resumed_count: int = 0                      # rows settled from the checkpoint (leftovers included)
     data_plane: dict | None = None              # shared storage: bytes through the Driver (dataplane.py)
     warm: dict = field(default_factory=dict)    # Driver and rollout actors started or reused (driver_host.py)
+    rows_head: int = 0                          # of ``rows``: the head rows that lead it, then the rest
+    rows_shipped: int = 0                       # released rows left out of ``rows``: the caller has them (polls)
+    last_poll: dict | None = None               # the Driver's progress answer as the run ended (the last line's counts)
 
 
 def merge_results(results: list[RunResult]) -> RunResult:

@@ -17,6 +17,11 @@ the two processes, so a million-row run could not finish. A spool instead:
   folder so the files read back in order; ``tail(rows)`` rows after every other (rows on disk
   no planned unit matched).
 
+While the rows are few, ``released(start)`` hands out the released rows past the first ``start``
+(the caller's copy grows with its progress polls, so a small run's rows do not all cross between
+processes at its end), and ``finish(skip)`` leaves out the first ``skip`` of them, which the
+caller already has (``head_count``: how many head rows lead the list it returns).
+
 ``finish()`` returns the rows as a list (few) or a ``SpilledRows`` (where they are). The
 folder is then the caller's: the spool detaches its clean-up, the caller adopts the folder
 (``OwnedFolder.adopt``) and removes it when its result goes. A spool that never finishes (the
@@ -57,6 +62,7 @@ class RowSpool:
         self._writer = None
         self._head_writer = None
         self.count = 0                    # rows taken so far (buffered, released, head and tail)
+        self.head_count = 0               # head rows at the front of finish()'s list
         self._finished = False
 
     # --------------------------------------------------------------- taking rows
@@ -132,14 +138,25 @@ class RowSpool:
         self._writer.append(self._rows)
         self._head, self._rows = [], None
 
-    def finish(self):
-        """Every row, in order: a list, or a ``SpilledRows`` whose folder the caller now owns."""
+    def released(self, start: int, limit: int | None = None) -> list | None:
+        """Released rows past the first ``start`` (at most ``limit``), in order; None once the
+        rows went to disk (the caller then reads them there)."""
+        if self._rows is None:
+            return None
+        return self._rows[start:None if limit is None else start + limit]
+
+    def finish(self, skip: int = 0):
+        """Every row, in order: a list, or a ``SpilledRows`` whose folder the caller now owns.
+        ``skip``: released rows the caller already has (``released``); the list is then the
+        ``head_count`` head rows, then the released rows past the first ``skip``."""
         if self._finished:
             raise RuntimeError("RowSpool.finish() was already called")
         self._finished = True
         self._emit(len(self._heap))
         if self._writer is None:
-            rows = sorted(self._head, key=lambda r: r.get("_ordinal", 0)) + self._rows
+            head = sorted(self._head, key=lambda r: r.get("_ordinal", 0))
+            self.head_count = len(head)
+            rows = head + self._rows[skip:]
             self._head, self._rows = [], []
             return rows
         files = self._head_writer.close() + self._writer.close()

@@ -72,14 +72,21 @@ class DriverWorker:
     def poll(self, have: int | None = None) -> dict:
         """Progress, for the caller's line and its orphan watch; with ``have`` (the rows the
         caller holds), also ``new_rows``: the spool's released rows past those, while they are
-        few (``POLL_ROWS`` at most a poll), so a small run's rows cross as it plays, not at its end."""
+        few (``POLL_ROWS`` at most a poll), so a small run's rows cross as it plays, not at its end;
+        ``rows_spilled`` when they go to disk instead (a budget past the spool's list)."""
         out = self._progress()
-        landing = self.landing
-        if have is not None and landing is not None and landing.spool is not None and not self.done:
-            self.caller_has = max(self.caller_has, have)
-            new = landing.spool.released(have, POLL_ROWS)
-            if new is not None:
-                out["new_rows"], out["rows_from"] = new, have
+        spool = self.landing.spool if self.landing is not None else None
+        if have is None or spool is None or self.done:
+            return out
+        if self.spec.cap > spool.threshold:      # the run's rows go to disk: they are read there
+            out["rows_spilled"] = True
+            return out
+        self.caller_has = max(self.caller_has, have)
+        new = spool.released(have, POLL_ROWS)
+        if new is None:                          # more than the budget (a resume's rows): on disk after all
+            out["rows_spilled"] = True
+        else:
+            out["new_rows"], out["rows_from"] = new, have
         return out
 
     def _progress(self) -> dict:

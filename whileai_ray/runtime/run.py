@@ -157,7 +157,8 @@ def _with_shipped(result: RunResult, shipped: list) -> RunResult:
 def _wait(driver, done_ref, player, on_snapshot, shipped: list):
     """Poll the Driver until its run is over; what ``DriverHost.run`` returned. Each poll brings
     the rows released since the last (``shipped`` grows: a small run's rows cross while it plays,
-    not all at its end). The run's last progress answer comes with its result (no poll after it)."""
+    not all at its end; a run whose rows go to disk sends none). The run's last progress answer
+    comes with its result (no poll after it)."""
     while True:
         ready, _ = ray.wait([done_ref], timeout=POLL_S)
         if ready:
@@ -177,9 +178,12 @@ def _wait(driver, done_ref, player, on_snapshot, shipped: list):
             return out
         try:
             with gc_paused():
-                snap = ray.get(driver.poll.remote(len(shipped)), timeout=30)
-            rows = snap.pop("new_rows", None)
-            if rows is not None and snap.pop("rows_from", None) == len(shipped):
+                snap = ray.get(driver.poll.remote(None if shipped is None else len(shipped)), timeout=30)
+            rows, start = snap.pop("new_rows", None), snap.pop("rows_from", None)
+            if snap.pop("rows_spilled", False) and shipped is not None:   # on disk: none kept here
+                shipped.clear()
+                shipped = None
+            elif rows is not None and shipped is not None and start == len(shipped):
                 shipped.extend(rows)
             if on_snapshot is not None:
                 on_snapshot(snap)

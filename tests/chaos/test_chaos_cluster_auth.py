@@ -95,3 +95,24 @@ def test_submit_and_status_send_the_token_and_say_what_to_do_without_it(tmp_path
         assert seen.returncode == 0 and seen.stdout.startswith("run auth-check: "), seen.stdout + seen.stderr
     finally:
         assert head.stop() == [], "the head left processes running"
+
+
+def test_a_head_that_cannot_start_is_tried_again_and_says_what_ray_printed():
+    """``ray start`` that exits while starting (a free-picked port taken meanwhile, or a bad
+    setting) is started again on fresh ports; when every try exits, the error carries Ray's own
+    words and nothing of the head is left running."""
+    import psutil
+    before = {p.pid for p in psutil.process_iter()}
+    head = LocalHead(num_cpus=-1)
+    try:
+        head.start(timeout_s=60, attempts=2)
+    except RuntimeError as exc:
+        message = str(exc)
+    else:
+        head.stop()
+        raise AssertionError("a head with -1 CPUs came up")
+    assert "did not come up (exit 1)" in message and "nonnegative" in message     # Ray's words
+    assert not os.path.exists(head.temp_dir)
+    left = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before
+            and any(head.temp_dir in part for part in (p.info["cmdline"] or []))]
+    assert left == []

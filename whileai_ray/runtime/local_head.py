@@ -22,6 +22,22 @@ import time
 from pathlib import Path
 
 
+class _ExitedEarly(Exception):
+    def __init__(self, code: int, said: str):
+        super().__init__(code, said)
+        self.code, self.said = code, said
+
+
+def _tail(path: str, limit: int = 600) -> str:
+    """The last lines ``ray start`` printed (what to look at when the head did not come up)."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return "(no output)"
+    return " | ".join(text[-limit:].splitlines()[-6:]) or "(no output)"
+
+
 def free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -38,7 +54,18 @@ class LocalHead:
         self.gcs_address = ""
         self.address = ""            # the Jobs API (dashboard) URL
 
-    def start(self, timeout_s: float = 90.0) -> "LocalHead":
+    def start(self, timeout_s: float = 90.0, attempts: int = 2) -> "LocalHead":
+        """Start the head and wait until its Jobs API answers. A head whose ``ray start`` exits
+        while starting (a free-picked port taken by another process before Ray bound it) is
+        started again on fresh ports, ``attempts`` times in all; the error says what Ray printed."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(timeout_s)
+            except _ExitedEarly as exc:
+                if attempt == attempts:
+                    raise RuntimeError(f"the local Ray head did not come up (exit {exc.code}): {exc.said}") from None
+
+    def _start_once(self, timeout_s: float) -> "LocalHead":
         bin_dir = Path(sys.executable).parent
         port, dash = free_port(self.node_ip), free_port(self.node_ip)
         extra = {flag: free_port(self.node_ip) for flag in (
@@ -53,12 +80,14 @@ class LocalHead:
         if self.auth_token:                      # every process of the head (and its jobs) sees the token
             env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.auth_token)
             headers = {"Authorization": f"Bearer {self.auth_token}"}
-        self.proc = subprocess.Popen(
-            [str(bin_dir / "ray"), "start", "--head", "--block", f"--node-ip-address={self.node_ip}",
-             f"--port={port}", f"--dashboard-host={self.node_ip}", f"--dashboard-port={dash}",
-             "--include-dashboard=true", f"--num-cpus={self.num_cpus}", "--disable-usage-stats",
-             f"--temp-dir={self.temp_dir}", *(f"{k}={v}" for k, v in extra.items())],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+        log_path = os.path.join(self.temp_dir, "ray-start.log")
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [str(bin_dir / "ray"), "start", "--head", "--block", f"--node-ip-address={self.node_ip}",
+                 f"--port={port}", f"--dashboard-host={self.node_ip}", f"--dashboard-port={dash}",
+                 "--include-dashboard=true", f"--num-cpus={self.num_cpus}", "--disable-usage-stats",
+                 f"--temp-dir={self.temp_dir}", *(f"{k}={v}" for k, v in extra.items())],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         self.gcs_address = f"{self.node_ip}:{port}"
         self.address = f"http://{self.node_ip}:{dash}"
         from ray.job_submission import JobSubmissionClient   # lazy: the job client pulls in aiohttp
@@ -68,9 +97,13 @@ class LocalHead:
                 JobSubmissionClient(self.address, headers=dict(headers)).list_jobs()
                 return self
             except Exception:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
+                code = self.proc.poll()
+                if code is not None or time.monotonic() > deadline:
+                    said = _tail(log_path)
                     self.stop()
-                    raise RuntimeError(f"the local Ray head did not come up (exit {self.proc.poll()})")
+                    if code is not None:
+                        raise _ExitedEarly(code, said) from None
+                    raise RuntimeError(f"the local Ray head did not come up in {timeout_s:g}s: {said}") from None
                 time.sleep(1.0)
 
     def _members(self) -> list:

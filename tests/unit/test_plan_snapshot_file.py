@@ -227,3 +227,21 @@ def test_snapshots_whose_group_tables_reuse_two_alternating_buffers_restore_what
     ahead = [_step(a, r) for r in range(60, 400) if not a.stop_reason()]
     again = [_step(b, r) for r in range(60, 400) if not b.stop_reason()]
     assert ahead == again and a.landed == b.landed == 2500
+
+
+def test_a_warmed_scratch_is_the_buffer_the_next_snapshots_copy_into():
+    """A resumed run warms both of the keeper's scratch buffers before its loop (``warm_scratch``):
+    the snapshots that follow copy into them, not into fresh memory, and copy the book right."""
+    a = _planner()
+    for r in range(30):
+        _step(a, r)
+    scratch = ({}, {})
+    for s in scratch:
+        a.warm_scratch(s)
+    made = [s["groups"] for s in scratch]
+    assert all(b.shape[1] >= len(a.book) for b in made) and made[0] is not made[1]
+    for r in range(30, 34):
+        _step(a, r)
+        st = a.state(scratch=scratch[r % 2])
+        assert scratch[r % 2]["groups"] is made[r % 2]                  # no new buffer
+        assert np.array_equal(st.tables["book.groups"], a.book.state().tables["groups"])

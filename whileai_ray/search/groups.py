@@ -246,11 +246,7 @@ class GroupBook:
         wrote 4 bytes in every 28 (68 ms of a snapshot's pause at a million groups in a busy Driver);
         whoever writes the table out lays it out in rows, off the loop."""
         n = len(self.status)
-        buf = scratch.get("groups") if scratch is not None else None
-        if buf is None or buf.shape[1] < n:
-            buf = np.empty((len(_COLUMNS), n + n // 4 + 1024 if scratch is not None else n), dtype=np.int32)
-            if scratch is not None:
-                scratch["groups"] = buf
+        buf = self.warm(scratch, touch=False) if scratch is not None else np.empty((len(_COLUMNS), n), dtype=np.int32)
         by_column = buf[:, :n]
         for j, name in enumerate(_COLUMNS):
             col = getattr(self, name)
@@ -259,6 +255,19 @@ class GroupBook:
         return State(meta={"probed": self.probed, "mixed": self.mixed, "labels": list(self._labels),
                            "cont_obs": sorted(self._cont_obs.items()),
                            "cont_split": sorted(self._cont_split.items())}, tables=tables)
+
+    def warm(self, scratch: dict, touch: bool = True) -> np.ndarray:
+        """The buffer :meth:`state` copies into with ``scratch``, made (a quarter larger than the
+        book) when there is none or it is too small; ``touch``: its pages faulted in now. A resumed
+        run calls it before its loop starts: its first two snapshots would otherwise fault a million
+        groups' fresh pages inside the loop's pause (19-83 ms measured, against 4-5 ms warm)."""
+        n = len(self.status)
+        buf = scratch.get("groups")
+        if buf is None or buf.shape[1] < n:
+            buf = scratch["groups"] = np.empty((len(_COLUMNS), n + n // 4 + 1024), dtype=np.int32)
+            if touch:
+                buf.fill(0)
+        return buf
 
     def load_state(self, state: State) -> None:
         """Continue from :meth:`state` (on a book made with the same k, policy, probe and seed)."""

@@ -188,6 +188,10 @@ class PlannerState:
         ``GroupBook.state`` (a caller that alternates two dicts gets buffers reused, not reallocated)."""
         return planner_state(self, scratch)
 
+    def warm_scratch(self, scratch: dict) -> None:
+        """Make ``state(scratch)``'s buffers now, pages touched (``GroupBook.warm``)."""
+        self.book.warm(scratch)
+
     @classmethod
     def from_state(cls, state: State, settings, writer, cells: list[dict]):
         """A planner that continues from ``state``, with this call's settings, writer and cells."""

@@ -124,6 +124,8 @@ class PlanSnapshots:
             return None
         self.deferred = _Settled(planner, len(settled[0]))
         self.from_round = self._round = observed
+        for scratch in self._scratch:       # before the loop: its first snapshots fault no fresh pages
+            planner.warm_scratch(scratch)
         return {"planner": planner, "next_decide": next_decide, "observed": observed, "pending": pending}
 
     def after_round(self, planner, book, round_units: dict) -> None:

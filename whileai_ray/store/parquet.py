@@ -279,7 +279,9 @@ class ParquetSink:
                 known = None if seen is not None else KeyTally.of_metadata(file.metadata.metadata,
                                                                            file.metadata.num_rows)
                 tally = tally.merge(known) if known is not None else tally
-                for batch in file.iter_batches(batch_size=self.row_group_size):
+                # read_row_group, not iter_batches: the batch reader pre-buffers what it reads and
+                # keeps it for the whole file (+400 MB live in a million-row compaction)
+                for batch in (b for g in range(file.num_row_groups) for b in file.read_row_group(g).to_batches()):
                     if known is None:
                         batch = self._tallied(batch, tally, seen)
                     pending.append(pa.Table.from_batches([batch]))

@@ -28,6 +28,19 @@ class _ExitedEarly(Exception):
         self.code, self.said = code, said
 
 
+_STARTED = ("will now block forever", "Ray runtime started")    # what `ray start --block` prints once up
+
+
+def _started(path: str) -> bool:
+    """Whether ``ray start`` printed that every part of the head is up."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(mark in text for mark in _STARTED)
+
+
 def _tail(path: str, limit: int = 600) -> str:
     """The last lines ``ray start`` printed (what to look at when the head did not come up)."""
     try:
@@ -92,10 +105,12 @@ class LocalHead:
         self.address = f"http://{self.node_ip}:{dash}"
         from ray.job_submission import JobSubmissionClient   # lazy: the job client pulls in aiohttp
         deadline = time.monotonic() + timeout_s
-        while True:                      # ready once the Jobs client can list jobs
+        while True:                      # ready once ray start says all is up and the Jobs client can list jobs
             try:
-                JobSubmissionClient(self.address, headers=dict(headers)).list_jobs()
-                return self
+                if _started(log_path):   # (a head failing late serves its dashboard for a moment first)
+                    JobSubmissionClient(self.address, headers=dict(headers)).list_jobs()
+                    return self
+                raise RuntimeError("not started yet")
             except Exception:
                 code = self.proc.poll()
                 if code is not None or time.monotonic() > deadline:

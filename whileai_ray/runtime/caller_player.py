@@ -5,8 +5,9 @@ When the callables stay at home (``pool_sizing.py``: a one-node Ray), ``run.py``
 (the caller's main thread keeps polling the Driver for progress, and a notebook's loop is left
 alone), it asks the Driver for work (``pull``), plays each chunk with the very classes a rollout
 or judge actor runs (``RolloutWorker.run_chunk``, ``JudgeWorker.judge_chunk``), and hands the
-results back (``push``: one call carries every chunk that finished since the last one). Many chunks are in play at once; the Driver's loop decides how many
-(the lane's slots plus one chunk of prefetch), exactly as for an actor.
+results back (``push``: one call carries every chunk that finished since the last one). Many
+chunks are in play at once; the Driver's loop decides how many (the lane's slots plus one chunk
+of prefetch), exactly as for an actor.
 
 The player stops when a pull answers None (the Driver's loop is over) or when ``stop()`` is
 called; an error that ends it (the Driver died) is kept in ``error`` for the caller to raise.

@@ -5,12 +5,16 @@ anything of one run into the next (runtime/warm_pools.py, driver_host.py, warm_r
 What a user sees is ``report()["placement"]["warm"]``: whether the Driver and the rollout actors
 were started or reused, and the rollout actors' ids."""
 import json
+import os
+import signal
 import threading
+import time
 
 import pytest
 
 import whileai_ray as wai
 from whileai_ray.runtime import warm_pools
+from whileai_ray.testing.seeded_rows import TOOLS as TOOLS_FOR_INIT
 
 
 def _warm(data) -> dict:
@@ -150,3 +154,67 @@ def test_rollout_actors_that_reserve_cpus_are_not_kept_idle(ray_local, tools):
     second = wai.simulate(wai.seeded_agent(tools), seed=1, **kw)
     assert _warm(second)["driver"] == "reused" and _warm(second)["rollouts"] == "started"
     assert _warm(second)["rollout_ids"] != _warm(first)["rollout_ids"]
+
+
+class PidAgent:
+    """The seeded agent, leaving a file named for the process that played each rollout."""
+
+    def __init__(self, tools, folder):
+        self.inner = wai.seeded_agent(tools)
+        self.folder = str(folder)
+        self.__name__ = "pid_agent"
+
+    def __call__(self, message):
+        open(os.path.join(self.folder, str(os.getpid())), "a").close()
+        return self.inner(message)
+
+
+def test_a_kept_actor_that_died_between_runs_is_made_again(ray_local, tools, tmp_path):
+    """One of the two kept rollout actors is killed after the first run: the next run renews
+    the other, starts a new one in its place, and plays its whole budget."""
+    agent = PidAgent(tools, tmp_path)
+    kw = dict(tools=tools, simulator=False, budget=40, concurrency=8, seed=4,
+              advanced={"ray": {"rollout_actors": 2}})
+    first = wai.simulate(agent, **kw)
+    pids = sorted(int(name) for name in os.listdir(tmp_path))
+    assert len(pids) == 2 and _warm(first)["rollouts"] == "started"
+    os.kill(pids[0], signal.SIGKILL)
+    for _ in range(200):                                 # gone before the next run asks it to renew
+        try:
+            os.kill(pids[0], 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    second = wai.simulate(agent, **kw)
+    a, b = _warm(first)["rollout_ids"], _warm(second)["rollout_ids"]
+    assert _warm(second)["rollouts"] == "reused" and len(b) == 2
+    assert len(set(a) & set(b)) == 1                     # the survivor renewed, the dead one replaced
+    assert len(second.rows()) == 40 and second.stopped_because == "budget"
+    assert second.search["rollouts"]["lost"] == 0
+    assert len(os.listdir(tmp_path)) == 3                # a third process played part of the second run
+
+
+class InitOnce:
+    """A class agent whose ``__init__`` fails once ``flag`` exists (weights deleted between runs)."""
+
+    def __init__(self, flag):
+        if os.path.exists(flag):
+            raise FileNotFoundError(f"no weights: {flag} says they were removed")
+        self.inner = wai.seeded_agent(TOOLS_FOR_INIT)
+
+    def __call__(self, message):
+        return self.inner(message)
+
+
+def test_a_kept_class_agent_whose_init_now_fails_stops_the_run_naming_it(ray_local, tools, tmp_path):
+    """Renewing a kept actor builds the class again; when that fails, the run stops before any
+    rollout, with the same message a fresh actor gives."""
+    flag = str(tmp_path / "removed")
+    kw = dict(tools=TOOLS_FOR_INIT, simulator=False, budget=10, concurrency=4, advanced={"agent_args": [flag]})
+    first = wai.simulate(InitOnce, **kw)
+    assert len(first.rows()) == 10
+    open(flag, "w").close()
+    with pytest.raises(RuntimeError) as err:
+        wai.simulate(InitOnce, **kw)
+    text = str(err.value)
+    assert "agent=partial(InitOnce)" in text and "FileNotFoundError: no weights" in text and "__init__" in text, text

@@ -14,7 +14,8 @@ or were made before it (``prebuilt``: by the caller, while the Driver itself sta
 an earlier run by the Driver host, ``driver_host.py``); ``start()`` waits until one answers
 ``ping`` (the others are waited for while the run begins) and the run fails with a clear error
 when the cluster cannot place them all. Rollout actors are
-``ReusableRolloutWorker`` actors (``warm_rollout.py``): a later run of the same process may renew them.
+``ReusableRolloutWorker`` actors (``warm_rollout.py``): a later run of the same process may renew them
+(``renew()``: asked before the Driver opens its run, settled by ``start()``; a renewed lane is up).
 """
 from __future__ import annotations
 
@@ -74,6 +75,8 @@ class ActorPool:
         self.nodes: list = []
         self._placing: asyncio.Future | None = None   # the lanes still starting after start() returned
         self._unplaced: RuntimeError | None = None    # set when they were not placed in time
+        self._renewing: list | None = None            # kept lanes becoming this run's (``renew``)
+        self.placer = None                            # rollout_pool's _Placer, when it places the actors
 
     @property
     def lanes(self) -> int:
@@ -110,16 +113,48 @@ class ActorPool:
                     pass
         self._alone = self._spare = None
 
+    def renew(self, args: tuple, kwargs: dict) -> None:
+        """Ask the kept actors (``prebuilt``) to become this run's (``warm_rollout.py``) and go on:
+        the Driver opens its run and decides its first units while they do. ``start()`` settles
+        the answers: a renewed lane is up (no ping), one that did not answer is made again."""
+        self._renewing = [asyncio.ensure_future(await_ref(a.renew.remote(args, kwargs))) if a is not None else None
+                          for a in self.actors]
+
+    async def _settle_renewals(self) -> list:
+        """The node of each lane the renewal brought up (None: made again by ``start()``)."""
+        renewing, self._renewing = self._renewing, None
+        await asyncio.gather(*(t for t in renewing if t is not None), return_exceptions=True)
+        nodes = []
+        for lane, task in enumerate(renewing):
+            error = task.exception() if task is not None else None
+            if error is not None and not isinstance(error, ray.exceptions.RayActorError):
+                raise error                      # what its ping would raise: the run cannot start
+            node = None if task is None or error is not None else task.result()
+            if node is None and self.actors[lane] is not None:     # gone since the last run
+                self._forget(self.actors[lane])
+                self.actors[lane] = None
+            nodes.append(node)
+        return nodes
+
+    def _forget(self, actor) -> None:
+        node = self._node_of.pop(id(actor), None)
+        if self.placer is not None and self.placer.placed.get(node):
+            self.placer.placed[node] -= 1            # its replacement is placed as if it never was
+
     async def start(self) -> None:
         """Return once one lane answers: the run may begin (a chunk sent to a lane still starting
         waits at Ray until its actor is up, so the first row does not wait for the slowest actor
         to start). The other lanes are waited for in the background; when they are not all
         placed within ``start_timeout_s``, their chunks fail with the placement error and
-        ``replace`` raises it (the run stops, saying what the cluster lacks)."""
+        ``replace`` raises it (the run stops, saying what the cluster lacks). Renewed lanes
+        (``renew``) answered already."""
+        known = await self._settle_renewals() if self._renewing is not None else [None] * len(self.actors)
         self.actors = [a if a is not None else self._new() for a in self.actors]
-        self.nodes = [None] * len(self.actors)
+        self.nodes = list(known)
+        if all(node is not None for node in known):
+            return
         deadline = asyncio.get_running_loop().time() + self.start_timeout_s
-        pings = [asyncio.ensure_future(self._ping(i, a)) for i, a in enumerate(self.actors)]
+        pings = [asyncio.ensure_future(self._ping(i, a)) for i, a in enumerate(self.actors) if known[i] is None]
         done, pending = await asyncio.wait(pings, timeout=self.start_timeout_s, return_when=asyncio.FIRST_COMPLETED)
         if not done:
             for task in pending:
@@ -269,8 +304,10 @@ def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
             o["scheduling_strategy"] = placer.strategy()
         actor = cls.options(**o).remote(*args, **kwargs)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
-    return ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s,
+    pool = ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s,
                      flush=bool(spec.shards), prebuilt=prebuilt)
+    pool.placer = placer
+    return pool
 
 
 def judge_pool(spec) -> ActorPool | None:

@@ -120,12 +120,10 @@ class DriverWorker:
         self.resumed = opened.loaded
         if opened.loaded:                  # a resume's open freed hundreds of MB (its scan, the snapshot's
             trim.now()                     # frames, the planner's rebuild): back to the system before the run
-        await rollouts.start()
         judges = None
         if plan.graded:
             judges = self.judges = (CallerPool(self.outbox, "judge", spec.judge_concurrency, self.caller_node)
                       if plan.judges_where == "caller" else judge_pool(spec))
-            await judges.start()
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0,
                                spool=spec.make_spool() if spec.make_spool is not None else None,
@@ -137,6 +135,16 @@ class DriverWorker:
                           unpack=plane.unpack if plane is not None else None,
                           deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop
+        try:
+            # the first units are decided while the actors start (or, kept from the last run, renew
+            # themselves: ActorPool.renew), not after they answer
+            loop.prime()
+            await rollouts.start()
+            if judges is not None:
+                await judges.start()
+        except BaseException:
+            self.landing.spool.discard()
+            raise
         try:
             self.stopped_because = await loop.run()
         except BaseException:

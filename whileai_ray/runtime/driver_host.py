@@ -12,7 +12,11 @@ go to the run in progress. What stays from run to run is the process and one rol
 * ``prebuilt`` None: the caller found this host's pool fingerprint equal to the run's
   (``warm_pools.py``), so the kept rollout actors are renewed with the run's arguments
   (``warm_rollout.py``: a fresh copy of the agent, the run's meta and seed, nothing of the last
-  run left in them) and play this run.
+  run left in them) and play this run. They renew themselves while the Driver opens the run and
+  decides its first units (``ActorPool.renew``); one that died meanwhile is started again.
+
+Between runs the host's heap is left alone: full collections wait until it is idle
+(``collector.py``).
 
 Judge actors are per run (stopped after it). Which of the three happened, and the actors' ids,
 come back in ``RunResult.warm`` (``report()["placement"]["warm"]``). The caller
@@ -23,11 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import time
 from collections import deque
 
-from .actor_pool import ActorPool, await_ref, rollout_args, rollout_pool
+from .actor_pool import ActorPool, rollout_args, rollout_pool
+from .collector import Collector
 from .driver_actor import DriverWorker
 from .job_spec import JobSpec
 from .pool_sizing import PoolPlan
@@ -53,6 +57,7 @@ class DriverHost:
         self.last_poll: dict | None = None       # the finished run's last answer (its rows are let go)
         self.token: str | None = None           # the run in progress (its caller's token)
         self.finished: deque = deque(maxlen=64)  # tokens of the runs played here
+        self.collector = Collector()             # full collections between runs, not in them
 
     def ping(self) -> int:
         return self.runs
@@ -62,6 +67,7 @@ class DriverHost:
         """Play one run (``token``: its caller's name for it, unique in this process); returns its
         ``RunResult`` and the wall-clock time its Driver started (``time.time()``: the caller counts
         its time to the first row from its own call)."""
+        self.collector.busy()
         worker = self.worker = DriverWorker(spec, plan, caller_node)   # polls answer from now on
         self.token = token
         started_wall = time.time() - (time.monotonic() - worker.t0)
@@ -70,7 +76,7 @@ class DriverHost:
         rollouts = None
         try:
             if plan.where == "actors":
-                rollouts, warm["rollouts"] = await self._rollouts(spec, plan, key, prebuilt)
+                rollouts, warm["rollouts"] = self._rollouts(spec, plan, key, prebuilt)
                 worker.rollouts = rollouts
             result = await worker.run()
         finally:
@@ -84,28 +90,21 @@ class DriverHost:
                 worker.judges.kill()                 # judges are per run
             if self.pool is not None:
                 self.pool.trim()
-            gc.unfreeze()                            # a resume froze its rows; they go with the run
+            self.collector.idle()                    # a resume froze its rows; they go with the run
         if rollouts is not None:
             warm["rollout_ids"] = [actor_id(a) for a in rollouts.actors]
         return dataclasses.replace(result, warm=warm, last_poll=self.last_poll), started_wall
 
-    async def _rollouts(self, spec, plan, key, prebuilt) -> tuple[ActorPool, str]:
+    def _rollouts(self, spec, plan, key, prebuilt) -> tuple[ActorPool, str]:
         if prebuilt is not None or self.pool is None or key is None or key != self.pool_key:
             if self.pool is not None:
                 self.pool.kill()
             self.pool, self.pool_key = rollout_pool(spec, plan, prebuilt=prebuilt), key
             return self.pool, "started"
-        kept = self.pool
-        args, kwargs = rollout_args(spec, plan)
-        renewals = [await_ref(a.renew.remote(args, kwargs)) if a is not None else None for a in kept.actors]
-        done = await asyncio.gather(*(r for r in renewals if r is not None), return_exceptions=True)
-        lanes, it = [], iter(done)
-        for actor, node in kept.placed():
-            if actor is None or isinstance(next(it), BaseException):
-                lanes.append((None, None))          # gone: made again when the pool starts
-            else:
-                lanes.append((actor, node))
-        self.pool = rollout_pool(spec, plan, prebuilt=lanes)   # the run's own make() for lanes it replaces
+        # the run's own make() for lanes it replaces; the kept actors renew themselves while the
+        # Driver opens the run and decides its first units (ActorPool.start settles the answers)
+        self.pool = rollout_pool(spec, plan, prebuilt=self.pool.placed())
+        self.pool.renew(*rollout_args(spec, plan))
         return self.pool, "reused"
 
     def drop_pool(self) -> None:

@@ -104,15 +104,20 @@ class DriverLoop:
         self.target = rules.decide_target(settings.concurrency, self.chunk, rollouts.lanes)
         self.ahead = self.target + rules.reserve(settings.concurrency)     # not reproducible: decided ahead
         self.turn_rounds = None if settings.reproducible else TURN_ROUNDS
+        self._primed: bool | None = None          # prime()'s answer: more to decide (None: not primed)
         self._snapshotting = bool(snapshots is not None and snapshots.enabled and settings.reproducible
                                   and landing.sink is not None)
         if restored is not None:
             self._restore(restored)
 
     # ------------------------------------------------------------------ the loop
+    def prime(self) -> None:
+        """Decide the first units now, before the pools answer; ``run()`` sends them first."""
+        self._primed = self._pump(self.turn_rounds)
+
     async def run(self) -> str:
         """Play the run to its stop; returns why it stopped."""
-        more = self._pump(self.turn_rounds)
+        more = self._pump(self.turn_rounds) if self._primed is None else self._primed
         while True:
             gone = self.should_stop()
             if gone is not None:        # an orphan: stop appending now, a resume may be waiting

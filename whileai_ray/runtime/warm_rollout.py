@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
+from .collector import Collector
 from .rollout_actor import RolloutWorker
 
 __all__ = ["ReusableRolloutWorker"]
@@ -26,17 +27,24 @@ class ReusableRolloutWorker(RolloutWorker):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._chunks: set = set()            # run_chunk tasks in progress (cancelled by renew)
+        self.collector = Collector()         # full collections while no chunk plays (collector.py)
 
     async def run_chunk(self, units: list) -> list[dict]:
         task = asyncio.current_task()
+        if not self._chunks:
+            self.collector.busy()
         self._chunks.add(task)
         try:
             return await super().run_chunk(units)
         finally:
             self._chunks.discard(task)
+            if not self._chunks:
+                self.collector.idle()
 
     async def renew(self, args: tuple, kwargs: dict) -> str:
-        """Become the actor the next run would have started (see the module doc); returns the node."""
+        """Become the actor the next run would have started (see the module doc); returns the node
+        and, like ``ping``, raises what a fresh actor's ``ping`` would (a class agent whose
+        ``__init__`` failed, a shared folder this node cannot see): the pool does not ping it again."""
         for task in list(self._chunks):
             task.cancel()                    # the agent's thread runs on (Python cannot stop it)
         old_pool, old_clients = self.pool, self.clients
@@ -48,4 +56,4 @@ class ReusableRolloutWorker(RolloutWorker):
                     await client.close()
                 except Exception:
                     pass
-        return self.node_id
+        return self.ping()

@@ -245,3 +245,23 @@ def test_a_warmed_scratch_is_the_buffer_the_next_snapshots_copy_into():
         st = a.state(scratch=scratch[r % 2])
         assert scratch[r % 2]["groups"] is made[r % 2]                  # no new buffer
         assert np.array_equal(st.tables["book.groups"], a.book.state().tables["groups"])
+
+
+def test_a_planner_that_keeps_only_its_keys_still_names_every_landed_row(tmp_path):
+    """After the run (its figures taken) a resume's planner lets go of what only deciding reads
+    before it writes the settled rows; it still names them, the same as before, in order."""
+    a = _planner(budget=600)
+    f = SnapshotFile(tmp_path / "ck.jsonl.plan", "created-1", "plan-1")
+    r = 0
+    while not a.stop_reason():
+        _step(a, r)
+        r += 1
+    _write(f, a)
+    snap, _ = read_snapshot(tmp_path / "ck.jsonl.plan", "created-1", "plan-1")
+    b = _restore(snap["meta"], snap["arrays"], budget=600)
+    keys = a.landed_keys()
+    stats = b.stats("budget")
+    b.keep_only_keys()
+    assert b.novelty is None and b.book is None and b.tracker is None and b._landed_ka is None
+    assert list(b.iter_landed_keys(len(keys))) == keys and len(keys) == a.landed
+    assert stats.landed == a.landed and b.rerolled == a.rerolled and b.lost == a.lost   # what polls read

@@ -89,6 +89,14 @@ class DiskRows(Sequence):
         """Row ``i``'s line as it is on disk (its newline excluded)."""
         return self._line(i)
 
+    def row_and_line(self, i: int) -> tuple[dict, bytes]:
+        """``(self[i], self.line(i))``, the line read from disk once for both."""
+        line = self._line(i)
+        row = self._all[i] if self._all is not None else self._decoded.get(i)
+        if row is None:
+            row = _DECODE(line.decode("utf-8", "replace"))
+        return row, line
+
     def close(self) -> None:
         """Let go of the file (every row has been decoded, or none is needed any more)."""
         if self._fd is not None:

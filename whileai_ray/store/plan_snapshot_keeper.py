@@ -22,6 +22,7 @@ stretched to 20x the last pause, so snapshots cost at most ~5% of the loop.
 from __future__ import annotations
 
 import asyncio
+import math
 import gc
 import json
 import time
@@ -236,15 +237,38 @@ def _encoded(row: dict, line: bytes, old_lineage, dump_row) -> str:
     bookkeeping fields appended. Encoded whole when the line cannot be used that way (no line, no
     lineage dict, or that lineage text found more than once)."""
     if (not line or not isinstance(old_lineage, dict) or not line.endswith(b"}")
-            or any(mark in line for mark in _BOOKKEEPING)):
+            or b'"_' in line and any(mark in line for mark in _BOOKKEEPING)):
         return dump_row(row)
     text = line.decode("ascii", "replace")
-    was = '"lineage":' + dump_row(old_lineage)
-    if text.count(was) != 1:
+    old_text = dump_row(old_lineage)
+    was = '"lineage":' + old_text
+    at = text.find(was)
+    if at < 0 or text.find(was, at + 1) >= 0:
         return dump_row(row)
-    text = text.replace(was, '"lineage":' + dump_row(row["lineage"]))
-    return (text[:-1] + ',"_key":' + dump_row(row["_key"]) + ',"_ordinal":' + dump_row(row["_ordinal"])
-            + ',"_landed_s":' + dump_row(row["_landed_s"]) + "}")
+    return "".join((text[:at], '"lineage":', _grown(row["lineage"], old_lineage, old_text, dump_row),
+                    text[at + len(was):-1], ',"_key":', dump_row(row["_key"]),
+                    ',"_ordinal":', _scalar(row["_ordinal"], dump_row), ',"_landed_s":',
+                    _scalar(row["_landed_s"], dump_row), "}"))
+
+
+def _grown(new: dict, old: dict, old_text: str, dump_row) -> str:
+    """``dump_row(new)`` from ``old_text`` when ``new`` is ``old`` (the same values, in order)
+    followed by keys of its own: those are encoded, the rest is the old text."""
+    keys = list(new)
+    n = len(old)
+    if keys[:n] != list(old) or any(new[k] is not old[k] for k in keys[:n]):
+        return dump_row(new)
+    extra = dump_row({k: new[k] for k in keys[n:]})
+    return old_text if extra == "{}" else old_text[:-1] + ("," if n else "") + extra[1:]
+
+
+def _scalar(value, dump_row) -> str:
+    """``dump_row(value)`` of an int or a finite float, without the encoder's set-up."""
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value)
+    return dump_row(value)
 
 
 class _Settled:

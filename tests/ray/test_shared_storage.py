@@ -134,3 +134,20 @@ def test_a_resume_after_a_node_loss_is_exact(cluster, tools, tmp_path):
     with pytest.raises(ValueError, match=re.escape(gone.name) + ".* is missing"):
         wai.simulate(agent, checkpoint=str(ck), **{**kw, "budget": 700})
     assert ck.read_bytes() == before
+
+
+def test_a_second_run_on_the_kept_actors_checks_the_folder_and_writes_its_shards(cluster, tools, tmp_path):
+    """The rollout actors of the first run are renewed for the second; each still checks that it
+    sees the shared folder the Driver opened for *this* run, then writes its shards there."""
+    from whileai_ray.runtime import warm_pools
+    warm_pools.release_all()
+    agent = SlowAgent(tools, 0.002)
+    kw = dict(tools=tools, simulator=False, budget=120, seed=3, concurrency=48,
+              advanced={**RAY, "shared_storage": True})
+    first = wai.simulate(agent, checkpoint=str(tmp_path / "a" / "ck.jsonl"), **kw)
+    second = wai.simulate(agent, checkpoint=str(tmp_path / "b" / "ck.jsonl"), **kw)
+    warm = second.report()["placement"]["warm"]
+    assert warm["rollouts"] == "reused" and warm["rollout_ids"] == first.report()["placement"]["warm"]["rollout_ids"]
+    assert second.search["data_plane"]["rows"] == 120 and len(second.rows()) == 120
+    assert all("_shard" in s for s in stub_lines(tmp_path / "b" / "ck.jsonl"))
+    assert os.listdir(tmp_path / "b" / "ck.shards" / "parquet")

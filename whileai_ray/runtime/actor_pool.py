@@ -147,8 +147,11 @@ class ActorPool:
         to start). The other lanes are waited for in the background; when they are not all
         placed within ``start_timeout_s``, their chunks fail with the placement error and
         ``replace`` raises it (the run stops, saying what the cluster lacks). Renewed lanes
-        (``renew``) answered already."""
+        (``renew``) answered already, but on shared storage (``flush``) they are pinged too: the
+        ping checks the folder's probe, which the Driver writes when it opens the run."""
         known = await self._settle_renewals() if self._renewing is not None else [None] * len(self.actors)
+        if self.flush:          # shared storage: every lane's ping checks the probe the Driver wrote since
+            known = [None] * len(self.actors)
         self.actors = [a if a is not None else self._new() for a in self.actors]
         self.nodes = list(known)
         if all(node is not None for node in known):

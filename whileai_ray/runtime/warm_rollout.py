@@ -42,9 +42,10 @@ class ReusableRolloutWorker(RolloutWorker):
                 self.collector.idle()
 
     async def renew(self, args: tuple, kwargs: dict) -> str:
-        """Become the actor the next run would have started (see the module doc); returns the node
-        and, like ``ping``, raises what a fresh actor's ``ping`` would (a class agent whose
-        ``__init__`` failed, a shared folder this node cannot see): the pool does not ping it again."""
+        """Become the actor the next run would have started (see the module doc); returns the node,
+        or raises, as a fresh actor's ``ping`` would, when a class agent's ``__init__`` failed (the
+        pool does not ping it again). The shared folder's probe is not checked here: the Driver
+        writes it when it opens the run, after this is asked (``ActorPool.start`` pings then)."""
         for task in list(self._chunks):
             task.cancel()                    # the agent's thread runs on (Python cannot stop it)
         old_pool, old_clients = self.pool, self.clients
@@ -56,4 +57,6 @@ class ReusableRolloutWorker(RolloutWorker):
                     await client.close()
                 except Exception:
                     pass
-        return self.ping()
+        if self.build_error is not None:
+            raise self.build_error
+        return self.node_id

@@ -208,3 +208,44 @@ def test_an_exact_resume_continues_from_the_planner_snapshot_and_equals_the_unin
     early = resume_from(50)
     assert early.search["resume"]["snapshot_round"] is None
     assert _plain(early.rows()) == _plain(full.rows())
+
+
+
+
+def test_a_larger_budget_resumes_from_the_snapshot_before_the_budget_cut_and_appends_to_it(
+        ray_local, tools, tmp_path):
+    """A run given more budget afterwards equals the run that had it from the start: it continues
+    from the snapshot taken just before the old budget cut its last rounds (the last one, taken
+    after, held rounds that budget cut short: continuing from it gave other rows from row 1,001),
+    and appends its own snapshots to that file as deltas (writing the whole planner again was a
+    million-row resume's largest allocation); the resume after it reads them and is exact too."""
+    from whileai_ray.store.plan_snapshot_frames import read_frames
+    agent = wai.seeded_agent(tools)
+    adv = {"plan_snapshot_s": 0.2, "progress_every_rows": 10**6, "progress_every_s": 3600.0}
+    full = wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=6, advanced=adv, concurrency=8,
+                        checkpoint=str(tmp_path / "full.jsonl"))
+    ck, plan = tmp_path / "ck.jsonl", tmp_path / "ck.jsonl.plan"
+
+    def run(budget, every_s):
+        return wai.simulate(agent, tools=tools, simulator=False, budget=budget, seed=6, checkpoint=str(ck),
+                            advanced={**adv, "plan_snapshot_s": every_s}, concurrency=8)
+
+    first = run(1000, 0.2)
+    assert first.search["plan_snapshots"]["written"] >= 2 and not first.search["plan_snapshots"]["continued"]
+    before = [json.loads(header["meta"]) for header, _ in read_frames(plan.read_bytes())[0]]
+    assert before[-1]["bound"] and before[-1]["settled"] == 1000 and not before[-2]["bound"]
+    second = run(1100, 3600.0)             # snapshots: one as the budget nears (at once here), one at its end
+    snaps = second.search["plan_snapshots"]
+    assert snaps["resumed_from_round"] == before[-2]["observed"] and snaps["continued"] and snaps["written"] >= 1
+    assert second.search["rollouts"]["resumed"] == 1000
+    assert _plain(second.rows()) == _plain(full.rows())[:1100]
+    frames, stopped = read_frames(plan.read_bytes())
+    after = [json.loads(header["meta"]) for header, _ in frames]
+    assert stopped is None and frames[-1][0]["kind"] == "delta" and after[-1]["settled"] == 1100
+    assert after[-1]["budget"] == 1100 and before[-1] not in after    # (no run of another budget may use it)
+    third = run(3000, 0.2)
+    assert third.search["plan_snapshots"]["resumed_from_round"] is not None
+    assert third.search["rollouts"]["resumed"] == 1100
+    assert _plain(third.rows()) == _plain(full.rows())
+    body = _body_lines(ck)
+    assert len(body) == 3000 and len({row_key(r) for r in body}) == 3000

@@ -175,7 +175,8 @@ def test_reading_frame_by_frame_gives_what_merging_every_decoded_frame_gives_at_
         meta, arrays = merge(frames[:k])
         snap, problem = read_snapshot(path, "c", "p", upto=k)
         assert problem is None and len(snap["frames"]) == k and snap["meta"] == meta
-        assert snap.keys() == {"frames", "meta", "arrays", "bytes"} and set(snap["arrays"]) == set(arrays)
+        assert snap.keys() == {"frames", "meta", "arrays", "bytes", "sizes"} and set(snap["arrays"]) == set(arrays)
+        assert len(snap["sizes"]) == k and sum(snap["sizes"]) <= snap["bytes"]
         for name, arr in arrays.items():
             got = snap["arrays"][name]
             assert got.dtype == arr.dtype and np.array_equal(got, arr)
@@ -265,3 +266,91 @@ def test_a_planner_that_keeps_only_its_keys_still_names_every_landed_row(tmp_pat
     assert b.novelty is None and b.book is None and b.tracker is None and b._landed_ka is None
     assert list(b.iter_landed_keys(len(keys))) == keys and len(keys) == a.landed
     assert stats.landed == a.landed and b.rerolled == a.rerolled and b.lost == a.lost   # what polls read
+
+
+def _keeper_write(f, planner, scratch=None):
+    """A snapshot as the keeper writes it (its meta says the budget and whether it cut the plan)."""
+    st = planner.state(scratch=scratch)
+    meta = json.dumps({"planner": st.meta, "next_decide": 0, "observed": 0, "settled": len(st.logs["landed_wid"]),
+                       "budget": planner.s.budget, "bound": planner.budget_bound_round is not None})
+    tables = {f"planner.{k}": v for k, v in st.tables.items()}
+    tables.update({"pending": np.zeros((0, 5), dtype=np.int64), "pending_round": np.zeros(0, dtype=np.int64)})
+    return f.write(meta, {f"planner.{k}": v for k, v in st.logs.items()}, tables)
+
+
+@pytest.mark.parametrize("kw", [{}, {"k": 4, "repeat_policy": "successive"}])
+def test_the_budget_cuts_the_plan_only_at_the_end_and_a_snapshot_says_so(tmp_path, kw):
+    """budget_bound_round stays None while the budget leaves more than budget_margin() (the plan
+    does not depend on it) and is kept through a snapshot; a keeper of another budget continues
+    only from frames taken before it, or with its own budget."""
+    from whileai_ray.store.plan_snapshot_keeper import PlanSnapshots
+    a = _planner(budget=1000, **kw)
+    f = SnapshotFile(tmp_path / "ck.jsonl.plan", "c", "p")
+    r = 0
+    while a.budget_bound_round is None and not a.stop_reason():
+        near = a.capacity() < a.budget_margin()
+        _step(a, r)
+        assert a.budget_bound_round is None or near          # never cut without the margin saying so first
+        r += 1
+        if a.budget_bound_round is None:
+            _keeper_write(f, a)
+    assert a.budget_bound_round is not None and a.landed < 1000
+    while not a.stop_reason():
+        _step(a, r)
+        r += 1
+    _keeper_write(f, a)
+    frames, _ = read_frames((tmp_path / "ck.jsonl.plan").read_bytes())
+    metas = [json.loads(h["meta"]) for h, _ in frames]
+    assert metas[-1]["bound"] and not any(m["bound"] for m in metas[:-1])
+    b = _restore(*merge(frames), budget=1000, **kw)
+    assert b.budget_bound_round == a.budget_bound_round
+    for budget, last in ((1000, len(frames) - 1), (1200, len(frames) - 2), (900, None)):
+        keeper = PlanSnapshots(str(tmp_path / "ck.jsonl.plan"), 10, "c", "p", budget=budget)
+        snap, problem = read_snapshot(keeper.path, "c", "p", usable=keeper._fits)
+        if last is None:                 # a smaller budget than the frames were taken with: none fits
+            assert snap is None and "budget=1000" in problem
+        else:
+            assert len(snap["frames"]) == last + 1
+
+
+def test_a_resumed_keeper_appends_deltas_to_the_file_it_restored_and_cuts_what_it_did_not_use(tmp_path):
+    """A resume goes on writing the file it restored from: the frames it read stay byte for byte,
+    what it left out (a frame of another budget) is cut, its next snapshot is a delta, and the
+    file then reads as the planner it continued."""
+    from whileai_ray.store.plan_snapshot_keeper import PlanSnapshots
+    path = tmp_path / "ck.jsonl.plan"
+    a = _planner(budget=1000)
+    f = SnapshotFile(path, "c", "p")
+    r = 0
+    while not a.stop_reason():
+        _step(a, r)
+        r += 1
+        if r % 3 == 0 or a.stop_reason():
+            _keeper_write(f, a)
+    whole = path.read_bytes()
+    keeper = PlanSnapshots(str(path), 10, "c", "p", budget=1200)          # the last frame (budget cut) left out
+    prepared = keeper.prepare(lambda meta, arrays: (_restore(meta, arrays, budget=1200), {}))
+    assert prepared.get("last") is not None
+    kept = sum(prepared["snap"]["sizes"])
+    assert kept < len(whole) and keeper._file.continue_file(prepared["snap"], prepared["last"])
+    assert path.read_bytes() == whole[:kept]
+    b = prepared["planner"]
+    r2 = int(json.loads(prepared["snap"]["frames"][-1]["meta"])["planner"]["landed"])
+    for r in range(r, r + 4):
+        _step(b, r)
+    n = keeper._file.write(*_keeper_args(b))
+    data = path.read_bytes()
+    assert data[:kept] == whole[:kept] and len(data) == kept + n
+    frames, stopped = read_frames(data)
+    assert stopped is None and frames[-1][0]["kind"] == "delta" and r2 < b.landed
+    c = _restore(*merge(frames), budget=1200)
+    assert c.landed_keys() == b.landed_keys() and c.book.stats() == b.book.stats()
+
+
+def _keeper_args(planner):
+    st = planner.state()
+    meta = json.dumps({"planner": st.meta, "next_decide": 0, "observed": 0, "settled": len(st.logs["landed_wid"]),
+                       "budget": planner.s.budget, "bound": planner.budget_bound_round is not None})
+    tables = {f"planner.{k}": v for k, v in st.tables.items()}
+    tables.update({"pending": np.zeros((0, 5), dtype=np.int64), "pending_round": np.zeros(0, dtype=np.int64)})
+    return meta, {f"planner.{k}": v for k, v in st.logs.items()}, tables

@@ -40,7 +40,8 @@ def add_resume_and_replay_notes(data, cfg, result: RunResult, pinned_info, resul
                                          "bytes": resume.get("snapshot_bytes", 0),
                                          "longest_pause_ms": resume.get("snapshot_pause_max_ms", 0.0),
                                          "longest_pause_cpu_ms": resume.get("snapshot_pause_cpu_max_ms", 0.0),
-                                         "restore_s": resume.get("snapshot_restore_s", 0.0)}
+                                         "restore_s": resume.get("snapshot_restore_s", 0.0),
+                                         "continued": resume.get("snapshot_continued", False)}
         if resume.get("snapshot_ignored"):
             data.warnings.append(RunWarning(
                 f"the planner snapshot {snapshot_path(cfg.checkpoint)} {resume['snapshot_ignored']}; this resume "

@@ -57,7 +57,7 @@ async def open_run(spec) -> OpenedRun:
     header = sink.header if sink is not None else None
     resume = await asyncio.to_thread(ResumeIndex, loaded, header, spec.plan_fingerprint)
     snapshots = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, (header or {}).get("created") if sink else None,
-                              spec.plan_fingerprint)
+                              spec.plan_fingerprint, budget=spec.cap)
     usable = snapshots.enabled and resume.mode == "exact" and resume.total
     if early is not None and usable and early[0].created == snapshots.created:
         prepared = await early[1]
@@ -83,7 +83,8 @@ def _prepare_early(spec, build):
     side = read_sidecar(Path(spec.checkpoint), HEADER_KEY)
     if not side or ((side.get("fingerprint") or {}).get("plan")) != spec.plan_fingerprint or not spec.plan_fingerprint:
         return None
-    early = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, side.get("created"), spec.plan_fingerprint)
+    early = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, side.get("created"), spec.plan_fingerprint,
+                          budget=spec.cap)
     if not early.enabled:
         return None
     return early, asyncio.ensure_future(asyncio.to_thread(early.prepare, build))

@@ -31,6 +31,7 @@ from ..situations.grid import CONDITION_FAULT_MODE
 from ..situations.timed_writer import TimedWriter
 from .arms import ArmBandit
 from .ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, write_ask
+from .budget_bound import margin
 from .coverage import CoverageTracker
 from .family_cap import FamilyCap
 from .groups import COMPLETE, GroupBook
@@ -108,6 +109,7 @@ class Planner(PlannerState, PlannerStatsReport):
         self._targeted = 0
         self._seen = DigestTable()            # digests of opened prompts: a prompt opens at most once
         self._scored = ("", None, 0.0)
+        self.budget_bound_round: int | None = None    # the first round the budget cut (budget_bound.py)
 
     def _group_key(self, wid: int) -> list:
         sit = self.words.situation(wid, self)
@@ -138,6 +140,8 @@ class Planner(PlannerState, PlannerStatsReport):
 
     def _decide(self, round_index: int) -> list[Unit]:
         room = min(self.s.round_size, self.capacity())
+        if room < self.s.round_size:
+            self._bound(round_index)
         if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
             room = 0                       # until= says coverage is done: finish what is in flight
         prefetch_round(self, round_index, room)     # a batching writer's asks, in one call
@@ -146,8 +150,11 @@ class Planner(PlannerState, PlannerStatsReport):
             out.append(self._take(self._rerolls.popleft())); room -= 1
         while room > 0 and self._backlog:
             out.append(self._take(self._backlog.popleft())); room -= 1
-        while room > 0 and self._can_open() and self.book.covers_a_new_group(
-                self.capacity(), len(out) + len(self._backlog) + len(self._rerolls), self.outstanding):
+        while room > 0 and self._can_open():
+            if not self.book.covers_a_new_group(
+                    self.capacity(), len(out) + len(self._backlog) + len(self._rerolls), self.outstanding):
+                self._bound(round_index)
+                break
             self._open_next(round_index)
             while room > 0 and self._backlog:
                 out.append(self._take(self._backlog.popleft())); room -= 1
@@ -156,6 +163,13 @@ class Planner(PlannerState, PlannerStatsReport):
                 out.append(self._take(self._unit_for(wid, ri))); room -= 1
                 self.allocator["verify"] += 1
         return out
+
+    def budget_margin(self) -> int:
+        """Budget left below which the next round may be cut by it (search/budget_bound.py)."""
+        return margin(self)
+
+    def _bound(self, round_index: int) -> None:
+        self.budget_bound_round = round_index if self.budget_bound_round is None else self.budget_bound_round
 
     def _take(self, unit: Unit) -> Unit:
         unit.ordinal = self._ordinal

@@ -108,6 +108,7 @@ def planner_state(p, scratch: dict | None = None) -> State:
     meta["pinned_used"] = len(p.s.pinned) - len(p.pinned_left)
     meta["seeds_used"] = len(dict.fromkeys(p.s.seeds)) - len(p.seeds_left)
     meta["trace_near_copies"] = p.trace_near_copies
+    meta["budget_bound_round"] = p.budget_bound_round
     out = State(meta=meta,
                 logs={"landed_wid": p._landed_wid.view(), "landed_ri": p._landed_ri.view(),
                       "landed_ordinal": p._landed_ordinal.view(), "landed_ka": p._landed_ka.view(),
@@ -168,6 +169,8 @@ def restore_planner(p, state: State):
     for name in _DICTS:
         setattr(p, name, {str(k): int(v) for k, v in m[name]})
     p.trace_near_copies = int(m.get("trace_near_copies", 0))
+    bound = m.get("budget_bound_round")
+    p.budget_bound_round = None if bound is None else int(bound)
     p.mutation_aims = {aim: {k: int(v) for k, v in counts.items()} for aim, counts in m["mutation_aims"].items()}
     p.pinned_left = deque(p.s.pinned[int(m["pinned_used"]):])
     p.seeds_left = deque(list(dict.fromkeys(p.s.seeds))[int(m["seeds_used"]):])

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plan_snapshot_frames import MAGIC, decode_errors, decode_frame, frame_payloads, write_frame
+from .plan_snapshot_frames import MAGIC, decode_errors, decode_frame, decode_header, frame_payloads, write_frame
 
 __all__ = ["FORMAT", "snapshot_path", "SnapshotFile", "read_snapshot", "merge"]
 
@@ -60,6 +60,30 @@ class SnapshotFile:
         # which would keep the buffer a column has since outgrown (and let go) alive
         self._last = None
         self.size = 0                        # bytes in the file
+
+    def continue_file(self, snap: dict, last: tuple) -> bool:
+        """Go on appending to the file ``read_snapshot`` returned as ``snap`` (a resumed run): its
+        frames up to the one read last stay (any after it, which that read left out, and a torn
+        tail are cut off), and the next snapshot is a delta from ``last`` (``_last``'s shape: the
+        state the file holds after that frame: meta JSON, log lengths, tables) instead of a base
+        of the whole state (the million-row resume's largest allocation, at its end). Only while
+        the file is as it was read: False (nothing changed) otherwise."""
+        sizes = snap.get("sizes") or []
+        keep = sum(sizes)
+        try:
+            if not sizes or self.path.stat().st_size != snap.get("bytes") or keep > snap["bytes"]:
+                return False
+            if keep < snap["bytes"]:
+                with open(self.path, "r+b") as fh:
+                    fh.truncate(keep)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        except OSError:
+            return False
+        self._base, self._seq = snap["frames"][0]["base"], len(sizes) - 1
+        self._base_bytes, self._delta_bytes, self.size = sizes[0], sum(sizes[1:]), keep
+        self._last = last
+        return True
 
     def write(self, meta_json: str, logs: dict, tables: dict) -> int:
         """Write one snapshot; returns the bytes written. ``logs`` are append-only arrays (their
@@ -214,14 +238,18 @@ def merge(frames: list) -> tuple[dict, dict]:
     return m.result()
 
 
-def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None = None) -> tuple[dict | None, str | None]:
-    """``(snapshot, problem)``. ``snapshot`` is ``{"frames", "meta", "arrays", "bytes"}`` when the
+def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None = None,
+                  usable=None) -> tuple[dict | None, str | None]:
+    """``(snapshot, problem)``. ``snapshot`` is ``{"frames", "meta", "arrays", "bytes", "sizes"}`` when the
     file at ``path`` is a snapshot of this checkpoint and plan, else None; ``problem`` says why a
     file that is there was not used (None when there is no file). ``frames``: the headers of the
     frames merged, in order; ``meta`` and ``arrays``: the state after the last of them (after the
     first ``upto`` of them when given: a caller whose last state names rows that are not on disk
     reads an earlier one). The frames are decoded and merged one at a time: the reader holds the
-    state and one frame's arrays, never every frame's."""
+    state and one frame's arrays, never every frame's. ``bytes``: the file's size; ``sizes``: the
+    bytes of each frame merged (a writer may go on after them: ``SnapshotFile.continue_file``). ``usable(meta) -> (ok, why_not)``: the state after the last
+    frame whose meta (the JSON object) it accepts, found from the frames' headers before any
+    arrays are decoded; none accepted: ``(None, why_not)`` of the last frame."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -232,6 +260,11 @@ def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None 
         what = "a pickle from an older version" if data[:1] == b"\x80" else "not a planner snapshot"
         return None, f"is {what}; it was not opened"
     payloads, stopped = frame_payloads(data)
+    if usable is not None:
+        last, why = _last_usable(payloads[:upto], usable)
+        if last is None:
+            return None, why
+        upto = last + 1 if last + 1 < len(payloads) else upto
     headers, merging, bad = [], _Merge(), decode_errors()
     try:
         for k, payload in enumerate(payloads[:upto]):
@@ -256,8 +289,26 @@ def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None 
         if not headers:
             return None, f"has no readable frame ({stopped})"
         size = len(data)
+        sizes = [len(p) + 16 for p in payloads[:len(headers)]]       # (a frame's head: 16 bytes)
         del payloads, payload, data              # (the file's bytes go before the chunks are joined)
         meta, arrays = merging.result()
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         return None, f"does not merge ({exc})"
-    return {"frames": headers, "meta": meta, "arrays": arrays, "bytes": size}, None
+    return {"frames": headers, "meta": meta, "arrays": arrays, "bytes": size, "sizes": sizes}, None
+
+
+def _last_usable(payloads, usable) -> tuple[int | None, str | None]:
+    """``(index, None)`` of the last frame whose meta ``usable`` accepts (headers only; a frame
+    that does not decode ends the search), or ``(None, why)``."""
+    last, why = None, "has no readable frame"
+    for k, payload in enumerate(payloads):
+        try:
+            meta = json.loads(decode_header(payload).get("meta") or "null")
+        except decode_errors() + (json.JSONDecodeError,):
+            break
+        ok, why_not = usable(meta if isinstance(meta, dict) else {})
+        if ok:
+            last = k
+        else:
+            why = why_not
+    return last, (None if last is not None else why)

@@ -26,7 +26,8 @@ import zlib
 
 import numpy as np
 
-__all__ = ["MAGIC", "DTYPES", "encode_frame", "write_frame", "read_frames", "frame_payloads", "decode_frame", "decode_errors"]
+__all__ = ["MAGIC", "DTYPES", "encode_frame", "write_frame", "read_frames", "frame_payloads", "decode_frame",
+           "decode_header", "decode_errors"]
 
 # the only array types a snapshot holds (and the only ones its reader accepts)
 DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "int64", "uint32", "uint64", "float64")
@@ -194,6 +195,19 @@ def decode_frame(payload) -> tuple[dict, dict]:
     """``(header, arrays)`` of one frame's payload (each array one of its own); raises
     ValueError (or TypeError, KeyError, pyarrow's ArrowException) when it is not a good frame."""
     return _decode(payload)
+
+
+def decode_header(payload) -> dict:
+    """The JSON header of one frame's payload, without decoding its arrays (the schema only);
+    raises like :func:`decode_frame` when there is none."""
+    pa, _, _ = _arrow()
+    raw = (pa.ipc.open_stream(pa.py_buffer(payload)).schema.metadata or {}).get(_META_KEY)
+    if raw is None:
+        raise ValueError("no planner snapshot header")
+    header = json.loads(raw.decode("utf-8"))
+    if not isinstance(header, dict):
+        raise ValueError("the header is not an object")
+    return header
 
 
 def decode_errors() -> tuple:

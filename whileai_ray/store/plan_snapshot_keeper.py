@@ -35,8 +35,10 @@ __all__ = ["PlanSnapshots"]
 
 
 class PlanSnapshots:
-    def __init__(self, path: str | None, every_s: float, created, plan_fingerprint: str | None):
+    def __init__(self, path: str | None, every_s: float, created, plan_fingerprint: str | None,
+                 budget: int | None = None):
         self.path, self.every_s = path, float(every_s or 0.0)
+        self.budget = budget                # this run's: which frames it may continue from (fits)
         self.created, self.plan = created, plan_fingerprint
         self.deferred = _Settled(None, 0)   # the rows a restored snapshot settled (len(); iterated at the end)
         self.from_round = None
@@ -46,6 +48,7 @@ class PlanSnapshots:
         self.pause_cpu_max_s = 0.0
         self.restore_s = 0.0
         self.ignored: str | None = None     # why a snapshot file that was there was not used
+        self.continued = False              # a resumed run appends to the file it restored from
         self.errors: list[str] = []         # snapshots that could not be taken or written
         self._file = SnapshotFile(path, created, plan_fingerprint) if path else None
         self._next_at = time.monotonic() + self.every_s
@@ -53,6 +56,8 @@ class PlanSnapshots:
         self._round = -1                    # the round the last snapshot was taken after
         self._scratch = ({}, {})            # buffers the planner's state copies reuse (see _take)
         self._takes = 0
+        self._pre_bound = False             # the snapshot just before the budget may cut was taken
+        self._rate = (0.0, 0, 0.0)          # (time, rows landed) at the last snapshot, its write's seconds
 
     @property
     def enabled(self) -> bool:
@@ -71,14 +76,17 @@ class PlanSnapshots:
         returns what ``settle`` takes."""
         t = time.perf_counter()
         try:
-            snap, problem = read_snapshot(self.path, self.created, self.plan)
+            snap, problem = read_snapshot(self.path, self.created, self.plan, usable=self._fits)
             if snap is None:
                 return {"problem": problem}
-            try:                      # (the planner keeps the arrays it needs; the snapshot lets them go)
-                planner, pending = build(snap["meta"], snap.pop("arrays"))
+            arrays = snap.pop("arrays")   # (the planner keeps the arrays it needs; the rest go after)
+            try:
+                planner, pending = build(snap["meta"], arrays)
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 return {"snap": snap, "error": exc}
-            return {"snap": snap, "planner": planner, "pending": pending}
+            scratch: dict = {}
+            return {"snap": snap, "planner": planner, "pending": pending, "scratch": scratch,
+                    "last": _restored_last(planner, snap, arrays, scratch)}
         finally:
             self.restore_s += time.perf_counter() - t
 
@@ -106,8 +114,8 @@ class PlanSnapshots:
             # to the latest frame whose rows all are (each frame's settled rows are a prefix)
             on_disk = resume.on_disk_digests(*settled)
             if on_disk < len(settled[0]):
-                counts = [int(json.loads(header["meta"])["settled"]) for header in frames]
-                usable = [j for j, n in enumerate(counts) if n <= on_disk]
+                metas = [json.loads(header["meta"]) for header in frames]
+                usable = [j for j, m in enumerate(metas) if int(m["settled"]) <= on_disk and self._fits(m)[0]]
                 if not usable:
                     return None             # replay from the seed
                 planner = pending = None                   # (let the later state go first)
@@ -125,17 +133,60 @@ class PlanSnapshots:
             return None
         self.deferred = _Settled(planner, len(settled[0]))
         self.from_round = self._round = observed
+        last = prepared.get("last") if meta is snap["meta"] else None       # (None after a fall back)
+        if last is not None and self._file is not None and self._file.continue_file(snap, last):
+            # the file's state is the last snapshot: the next one is a delta from it, into the
+            # other buffer (its tables are in prepared["scratch"], which the one after reuses)
+            self.continued = True
+            self._scratch, self._takes = (prepared["scratch"], self._scratch[1]), 0
         for scratch in self._scratch:       # before the loop: its first snapshots fault no fresh pages
             planner.warm_scratch(scratch)
         return {"planner": planner, "next_decide": next_decide, "observed": observed, "pending": pending}
 
+    def _fits(self, meta: dict) -> tuple[bool, str | None]:
+        """Whether a frame (its meta) may continue this run (search/budget_bound.py): taken with
+        this budget, or before the budget it was taken with cut anything and with a budget no
+        larger than this one. A frame that does not say (an older file) fits only a run whose
+        budget is not known here."""
+        if self.budget is None:
+            return True, None
+        was, bound = meta.get("budget"), meta.get("bound")
+        if not isinstance(was, int) or not isinstance(bound, bool):
+            return False, "does not say which budget it was taken with (an older version wrote it)"
+        if was == self.budget or (not bound and self.budget >= was):
+            return True, None
+        return False, (f"was taken after budget={was} had cut the plan, which budget={self.budget} "
+                       "would not have")
+
     def after_round(self, planner, book, round_units: dict) -> None:
-        """Round ``book.observed`` was just observed: snapshot when it is time."""
+        """Round ``book.observed`` was just observed, the next round not yet decided: snapshot
+        when it is time, and once just before the budget may start to cut rounds (a larger-budget
+        resume continues from that one: search/budget_bound.py)."""
         round_units.pop(book.observed, None)
         now = time.monotonic()
-        if now < self._next_at or (self._writing is not None and not self._writing.done()):
+        if self._writing is not None and not self._writing.done():
             return
-        self._take(planner, book, round_units, now)
+        if not self._pre_bound and planner.budget_bound_round is None:
+            if planner.capacity() < planner.budget_margin():
+                self._pre_bound = True
+                self._take(planner, book, round_units, now)
+                return
+            if self._nearing(planner, now):
+                return                       # no write may still be going when that moment comes
+        elif self._pre_bound:
+            return                           # keep it in the file (a compaction drops older steps)
+        if now >= self._next_at:
+            self._take(planner, book, round_units, now)
+
+    def _nearing(self, planner, now: float) -> bool:
+        """Whether a snapshot started now could still be being written when the budget nears:
+        the rows left before then land (at the rate since the last snapshot) in under twice the
+        last write's time and a second."""
+        then, landed, write_s = self._rate
+        if now <= then or planner.landed <= landed:
+            return False
+        per_s = (planner.landed - landed) / (now - then)
+        return planner.capacity() < planner.budget_margin() + per_s * (2 * write_s + 1.0)
 
     async def finish(self, planner, book, round_units: dict) -> None:
         """The run's loop has ended: a last snapshot (a resume with a larger budget then replays
@@ -154,14 +205,14 @@ class PlanSnapshots:
             # two scratch dicts, alternately: this snapshot's tables never reuse the buffers of the
             # last one, which the file still diffs against (SnapshotFile._last)
             self._takes += 1
-            st = planner.state(scratch=self._scratch[self._takes % 2])
+            st, logs, tables = _planner_arrays(planner, self._scratch[self._takes % 2])
             rounds = sorted(book.pending())
             pending = [(r, u) for r in rounds for u in round_units[r]]
             units = planner.encode_units([u for _, u in pending])
             meta = json.dumps({"planner": st.meta, "next_decide": book.next_decide, "observed": book.observed,
-                               "settled": len(st.logs["landed_wid"])}, separators=(",", ":"), allow_nan=False)
-            logs = {f"planner.{k}": v for k, v in st.logs.items()}
-            tables = {f"planner.{k}": v for k, v in st.tables.items()}
+                               "settled": len(st.logs["landed_wid"]), "budget": planner.s.budget,
+                               "bound": planner.budget_bound_round is not None},
+                              separators=(",", ":"), allow_nan=False)
             tables.update({"pending": units, "pending_round": np.asarray([r for r, _ in pending], dtype=np.int64)})
         except (ValueError, TypeError) as exc:      # state that is not plain data: stop taking snapshots
             self.errors.append(f"snapshot not taken: {exc}")
@@ -178,9 +229,16 @@ class PlanSnapshots:
         self.pause_max_s = max(self.pause_max_s, self.pause_s)
         self.pause_cpu_max_s = max(self.pause_cpu_max_s, pause_cpu)
         self._next_at = now + max(self.every_s, 20 * self.pause_s)
-        self._writing = asyncio.ensure_future(asyncio.to_thread(self._file.write, meta, logs, tables))
+        self._writing = asyncio.ensure_future(asyncio.to_thread(self._write, meta, logs, tables, now, planner.landed))
         self._round = book.observed
         self.written += 1
+
+    def _write(self, meta: str, logs: dict, tables: dict, now: float, landed: int) -> int:
+        t = time.monotonic()
+        try:
+            return self._file.write(meta, logs, tables)
+        finally:
+            self._rate = (now, landed, time.monotonic() - t)
 
     def _collect(self) -> None:
         """Note a failed write (the next one starts a fresh file)."""
@@ -220,12 +278,41 @@ class PlanSnapshots:
                "snapshot_bytes": self._file.size if self._file is not None else 0,
                "snapshot_pause_max_ms": round(1000 * self.pause_max_s, 2),
                "snapshot_pause_cpu_max_ms": round(1000 * self.pause_cpu_max_s, 2),
-               "snapshot_restore_s": round(self.restore_s, 3)}
+               "snapshot_restore_s": round(self.restore_s, 3), "snapshot_continued": self.continued}
         if self.ignored:
             out["snapshot_ignored"] = self.ignored
         if self.errors:
             out["snapshot_errors"] = list(self.errors)
         return out
+
+
+def _planner_arrays(planner, scratch: dict):
+    """``(state, logs, tables)``: the planner's state and its arrays as the file names them."""
+    st = planner.state(scratch=scratch)
+    return (st, {f"planner.{k}": v for k, v in st.logs.items()},
+            {f"planner.{k}": v for k, v in st.tables.items()})
+
+
+def _restored_last(planner, snap: dict, arrays: dict, scratch: dict):
+    """The snapshot the file holds, in ``SnapshotFile._last``'s shape, taken from the planner just
+    restored from it (its tables copied into ``scratch``), or None unless each of its arrays equals
+    the file's: a delta from a state the file does not hold would merge into a wrong one."""
+    try:
+        _, logs, tables = _planner_arrays(planner, scratch)
+        tables.update({name: arrays[name] for name in ("pending", "pending_round")})
+        if set(logs) | set(tables) != set(arrays) or set(logs) & set(tables):
+            return None
+        for name, arr in (*logs.items(), *tables.items()):
+            if not _same(arr, arrays[name]):
+                return None
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+    return snap["frames"][-1]["meta"], {name: len(arr) for name, arr in logs.items()}, tables
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 _BOOKKEEPING = (b'"_key":', b'"_ordinal":', b'"_landed_s":')     # fields the splice appends

@@ -231,8 +231,8 @@ def test_snapshots_whose_group_tables_reuse_two_alternating_buffers_restore_what
 
 
 def test_a_warmed_scratch_is_the_buffer_the_next_snapshots_copy_into():
-    """A resumed run warms both of the keeper's scratch buffers before its loop (``warm_scratch``):
-    the snapshots that follow copy into them, not into fresh memory, and copy the book right."""
+    """A resumed run warms the keeper's scratch buffer before its loop (``warm_scratch``): the
+    snapshots that follow copy into it, not into fresh memory, and copy the book right."""
     a = _planner()
     for r in range(30):
         _step(a, r)
@@ -246,6 +246,33 @@ def test_a_warmed_scratch_is_the_buffer_the_next_snapshots_copy_into():
         st = a.state(scratch=scratch[r % 2])
         assert scratch[r % 2]["groups"] is made[r % 2]                  # no new buffer
         assert np.array_equal(st.tables["book.groups"], a.book.state().tables["groups"])
+
+
+def test_warming_ahead_makes_room_for_twice_the_growth_since_the_last_time():
+    """The keeper's writer thread warms the next snapshot's buffer with ``ahead=True`` after each
+    write: a book that grew by g groups since then gets a buffer for 2g more, so the snapshot in
+    the loop's pause copies into warm memory instead of faulting a larger buffer's pages."""
+    a = _planner(budget=5000)
+    for r in range(10):
+        _step(a, r)
+    scratch: dict = {}
+    a.warm_scratch(scratch, ahead=True)                   # the first call: room for the book as it is
+    first, n0 = scratch["groups"], len(a.book)
+    assert first.shape[1] >= n0
+    r = 10
+    while len(a.book) < first.shape[1] + 50:              # grow past the first buffer
+        _step(a, r)
+        r += 1
+    n1 = len(a.book)
+    a.warm_scratch(scratch, ahead=True)
+    grown = scratch["groups"]
+    assert grown is not first and grown.shape[1] >= n1 + 2 * (n1 - n0) and not grown.any()   # touched
+    while len(a.book) < n1 + (n1 - n0):                   # it grows by as much again: the pause reuses it
+        _step(a, r)
+        r += 1
+    st = a.state(scratch=scratch)
+    assert scratch["groups"] is grown
+    assert np.array_equal(st.tables["book.groups"], a.book.state().tables["groups"])
 
 
 def test_a_planner_that_keeps_only_its_keys_still_names_every_landed_row(tmp_path):
@@ -330,7 +357,11 @@ def test_a_resumed_keeper_appends_deltas_to_the_file_it_restored_and_cuts_what_i
     whole = path.read_bytes()
     keeper = PlanSnapshots(str(path), 10, "c", "p", budget=1200)          # the last frame (budget cut) left out
     prepared = keeper.prepare(lambda meta, arrays: (_restore(meta, arrays, budget=1200), {}))
-    assert prepared.get("last") is not None
+    last = prepared.get("last")
+    # the state the file holds, as read: its logs by length, its tables themselves
+    assert last is not None and last[0] == prepared["snap"]["frames"][-1]["meta"]
+    assert set(last[1]) == set(prepared["snap"]["frames"][-1]["logs"]) and "planner.landed_wid" in last[1]
+    assert "planner.book.groups" in last[2] and not set(last[1]) & set(last[2])
     kept = sum(prepared["snap"]["sizes"])
     assert kept < len(whole) and keeper._file.continue_file(prepared["snap"], prepared["last"])
     assert path.read_bytes() == whole[:kept]

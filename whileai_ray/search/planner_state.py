@@ -191,9 +191,10 @@ class PlannerState:
         ``GroupBook.state`` (a caller that alternates two dicts gets buffers reused, not reallocated)."""
         return planner_state(self, scratch)
 
-    def warm_scratch(self, scratch: dict) -> None:
-        """Make ``state(scratch)``'s buffers now, pages touched (``GroupBook.warm``)."""
-        self.book.warm(scratch)
+    def warm_scratch(self, scratch: dict, ahead: bool = False) -> None:
+        """Make ``state(scratch)``'s buffers now, pages touched; ``ahead``: with room for what the
+        book will grow by before the next snapshot (``GroupBook.warm``)."""
+        self.book.warm(scratch, ahead=ahead)
 
     @classmethod
     def from_state(cls, state: State, settings, writer, cells: list[dict]):

@@ -131,7 +131,8 @@ class SnapshotFile:
         """``(header, arrays)`` of a base frame (``prev`` None) or of a delta from the snapshot
         ``prev`` (``_last``'s shape)."""
         header = {"format": FORMAT, "kind": "delta" if prev else "base", "created": self.created,
-                  "plan": self.plan, "base": token, "seq": seq, "meta": meta_json, "roles": {}, "lengths": {}}
+                  "plan": self.plan, "base": token, "seq": seq, "meta": meta_json, "roles": {}, "lengths": {},
+                  "logs": sorted(logs)}           # (which arrays only grow: SnapshotFile.continue_file)
         prev_logs, prev_tables = (prev[1], prev[2]) if prev else ({}, {})
         arrays = {}
         for name, arr in logs.items():

@@ -57,7 +57,7 @@ class PlanSnapshots:
         self._scratch = ({}, {})            # buffers the planner's state copies reuse (see _take)
         self._takes = 0
         self._pre_bound = False             # the snapshot just before the budget may cut was taken
-        self._rate = (0.0, 0, 0.0)          # (time, rows landed) at the last snapshot, its write's seconds
+        self._rate = None                   # (time, rows landed) at the last snapshot, its write's seconds
 
     @property
     def enabled(self) -> bool:
@@ -79,14 +79,14 @@ class PlanSnapshots:
             snap, problem = read_snapshot(self.path, self.created, self.plan, usable=self._fits)
             if snap is None:
                 return {"problem": problem}
-            arrays = snap.pop("arrays")   # (the planner keeps the arrays it needs; the rest go after)
+            arrays = snap.pop("arrays")
             try:
                 planner, pending = build(snap["meta"], arrays)
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 return {"snap": snap, "error": exc}
-            scratch: dict = {}
-            return {"snap": snap, "planner": planner, "pending": pending, "scratch": scratch,
-                    "last": _restored_last(planner, snap, arrays, scratch)}
+            # what the file holds: a resumed run's next snapshot is a delta from it (its logs by
+            # length; its tables, which the planner copied, kept; its logs the planner holds or let go)
+            return {"snap": snap, "planner": planner, "pending": pending, "last": _file_state(snap, arrays)}
         finally:
             self.restore_s += time.perf_counter() - t
 
@@ -135,12 +135,10 @@ class PlanSnapshots:
         self.from_round = self._round = observed
         last = prepared.get("last") if meta is snap["meta"] else None       # (None after a fall back)
         if last is not None and self._file is not None and self._file.continue_file(snap, last):
-            # the file's state is the last snapshot: the next one is a delta from it, into the
-            # other buffer (its tables are in prepared["scratch"], which the one after reuses)
-            self.continued = True
-            self._scratch, self._takes = (prepared["scratch"], self._scratch[1]), 0
-        for scratch in self._scratch:       # before the loop: its first snapshots fault no fresh pages
-            planner.warm_scratch(scratch)
+            self.continued = True           # the next snapshot is a delta from the file's state
+        # before the loop: the first snapshot faults no fresh pages (the writer thread warms the
+        # buffer of each next one: _write)
+        planner.warm_scratch(self._scratch[(self._takes + 1) % 2])
         return {"planner": planner, "next_decide": next_decide, "observed": observed, "pending": pending}
 
     def _fits(self, meta: dict) -> tuple[bool, str | None]:
@@ -180,13 +178,18 @@ class PlanSnapshots:
 
     def _nearing(self, planner, now: float) -> bool:
         """Whether a snapshot started now could still be being written when the budget nears:
-        the rows left before then land (at the rate since the last snapshot) in under twice the
-        last write's time and a second."""
+        the units left before then go (at the rate rows landed since the last snapshot, measured
+        over a quarter of a second at least) in under twice the last write's time and a quarter
+        of a second. A write still going then would let the budget cut a round before the
+        snapshot that a larger-budget resume continues from is taken (it would continue from an
+        earlier one: exact still, with more to replay)."""
+        if self._rate is None:              # (the run's first look: its rate counts from here)
+            self._rate = (now, planner.landed, 0.0)
         then, landed, write_s = self._rate
-        if now <= then or planner.landed <= landed:
+        if now - then < 0.25 or planner.landed <= landed:
             return False
         per_s = (planner.landed - landed) / (now - then)
-        return planner.capacity() < planner.budget_margin() + per_s * (2 * write_s + 1.0)
+        return planner.capacity() < planner.budget_margin() + per_s * (2 * write_s + 0.25)
 
     async def finish(self, planner, book, round_units: dict) -> None:
         """The run's loop has ended: a last snapshot (a resume with a larger budget then replays
@@ -229,16 +232,20 @@ class PlanSnapshots:
         self.pause_max_s = max(self.pause_max_s, self.pause_s)
         self.pause_cpu_max_s = max(self.pause_cpu_max_s, pause_cpu)
         self._next_at = now + max(self.every_s, 20 * self.pause_s)
-        self._writing = asyncio.ensure_future(asyncio.to_thread(self._write, meta, logs, tables, now, planner.landed))
+        self._writing = asyncio.ensure_future(asyncio.to_thread(self._write, planner, meta, logs, tables, now, planner.landed))
         self._round = book.observed
         self.written += 1
 
-    def _write(self, meta: str, logs: dict, tables: dict, now: float, landed: int) -> int:
+    def _write(self, planner, meta: str, logs: dict, tables: dict, now: float, landed: int) -> int:
+        """In a thread, while the loop goes on (it takes no snapshot until this is done): write,
+        then make the next snapshot's buffer big enough for the book by then, pages touched (the
+        last snapshot's tables, in it, are no longer the file's ``_last``)."""
         t = time.monotonic()
         try:
             return self._file.write(meta, logs, tables)
         finally:
             self._rate = (now, landed, time.monotonic() - t)
+            planner.warm_scratch(self._scratch[(self._takes + 1) % 2], ahead=True)
 
     def _collect(self) -> None:
         """Note a failed write (the next one starts a fresh file)."""
@@ -293,26 +300,15 @@ def _planner_arrays(planner, scratch: dict):
             {f"planner.{k}": v for k, v in st.tables.items()})
 
 
-def _restored_last(planner, snap: dict, arrays: dict, scratch: dict):
-    """The snapshot the file holds, in ``SnapshotFile._last``'s shape, taken from the planner just
-    restored from it (its tables copied into ``scratch``), or None unless each of its arrays equals
-    the file's: a delta from a state the file does not hold would merge into a wrong one."""
-    try:
-        _, logs, tables = _planner_arrays(planner, scratch)
-        tables.update({name: arrays[name] for name in ("pending", "pending_round")})
-        if set(logs) | set(tables) != set(arrays) or set(logs) & set(tables):
-            return None
-        for name, arr in (*logs.items(), *tables.items()):
-            if not _same(arr, arrays[name]):
-                return None
-    except (ValueError, KeyError, TypeError, IndexError):
+def _file_state(snap: dict, arrays: dict):
+    """The state the file holds after the frame ``snap`` read last, in ``SnapshotFile._last``'s
+    shape (meta JSON, its logs' lengths, its tables), from the frame header's list of logs; None
+    when the header has none (the next snapshot is then a base)."""
+    names = snap["frames"][-1].get("logs")
+    if not isinstance(names, list) or not set(names) <= set(arrays):
         return None
-    return snap["frames"][-1]["meta"], {name: len(arr) for name, arr in logs.items()}, tables
-
-
-def _same(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
+    return (snap["frames"][-1]["meta"], {name: len(arrays[name]) for name in names},
+            {name: arr for name, arr in arrays.items() if name not in names})
 
 
 _BOOKKEEPING = (b'"_key":', b'"_ordinal":', b'"_landed_s":')     # fields the splice appends

@@ -120,11 +120,14 @@ def test_the_knobs_are_checked_before_anything_runs(knob):
 def test_the_driver_hands_back_files_not_rows_and_a_resume_keeps_the_order(ray_local, tmp_path):
     """Past spill_rows the Driver's rows arrive as Parquet files (the RunResult holds none); a run
     resumed from its checkpoint's planner snapshot (the snapshot's rows come first, the new ones
-    after) gives the rows the in-memory resume of the same checkpoint gives, in the same order."""
+    after) gives the rows the in-memory resume of the same checkpoint gives, in the same order.
+    (Small rounds: a resume with a larger budget continues only from a snapshot taken before the
+    first run's budget cut its plan, which 64-unit rounds decided ahead do at once in a run this small.)"""
     from whileai_ray import simulation
     first, second = tmp_path / "a", tmp_path / "b"
-    wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "budget": 96}, checkpoint=str(first / "run.jsonl"),
-                 advanced=QUIET)
+    small = {**QUIET, "round_size": 8}
+    wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "budget": 300}, checkpoint=str(first / "run.jsonl"),
+                 advanced=small)
     shutil.copytree(first, second)
     kept = []
     real = simulation._run_once
@@ -136,16 +139,17 @@ def test_the_driver_hands_back_files_not_rows_and_a_resume_keeps_the_order(ray_l
 
     simulation._run_once = spy
     try:
-        mem = wai.simulate(wai.seeded_agent(TOOLS), **RUN, checkpoint=str(first / "run.jsonl"), advanced=QUIET)
-        disk = wai.simulate(wai.seeded_agent(TOOLS), **RUN, checkpoint=str(second / "run.jsonl"),
-                            advanced={**QUIET, "spill_rows": 40})
+        mem = wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "budget": 400}, checkpoint=str(first / "run.jsonl"),
+                           advanced=small)
+        disk = wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "budget": 400}, checkpoint=str(second / "run.jsonl"),
+                            advanced={**small, "spill_rows": 40})
     finally:
         simulation._run_once = real
-    assert kept[1].rows == [] and kept[1].row_count == 160 and kept[1].resumed_count == 96
-    assert disk.search["resume"]["snapshot_round"] is not None and disk.search["resume"]["matched"] == 96
+    assert kept[1].rows == [] and kept[1].row_count == 400 and kept[1].resumed_count == 300
+    assert disk.search["resume"]["snapshot_round"] is not None and disk.search["resume"]["matched"] == 300
     assert not is_arrow(mem.trajectories) and is_arrow(disk.trajectories)
     assert [_stable(r) for r in disk] == [_stable(r) for r in mem]
-    assert disk.search["rollouts"]["resumed"] == mem.search["rollouts"]["resumed"] == 96
+    assert disk.search["rollouts"]["resumed"] == mem.search["rollouts"]["resumed"] == 300
     same = lambda rep: {k: v for k, v in rep.items() if k not in ("run_id", "knobs")}   # noqa: E731
     assert same(disk.report()) == same(mem.report()) and str(disk.pass_at) == str(mem.pass_at)
 

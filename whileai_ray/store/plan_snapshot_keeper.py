@@ -56,6 +56,7 @@ class PlanSnapshots:
         self._round = -1                    # the round the last snapshot was taken after
         self._scratch = ({}, {})            # buffers the planner's state copies reuse (see _take)
         self._takes = 0
+        self._ending = False                # the run's last snapshot is being taken (finish)
         self._pre_bound = False             # the snapshot just before the budget may cut was taken
         self._rate = None                   # (time, rows landed) at the last snapshot, its write's seconds
 
@@ -195,6 +196,7 @@ class PlanSnapshots:
         """The run's loop has ended: a last snapshot (a resume with a larger budget then replays
         nothing), unless the last one already holds the last observed round."""
         await self.flush()
+        self._ending = True                 # (no buffer is warmed for a snapshot that never comes)
         if self.every_s > 0 and book.observed > self._round:
             self._take(planner, book, round_units, time.monotonic())
             await self.flush()
@@ -245,7 +247,8 @@ class PlanSnapshots:
             return self._file.write(meta, logs, tables)
         finally:
             self._rate = (now, landed, time.monotonic() - t)
-            planner.warm_scratch(self._scratch[(self._takes + 1) % 2], ahead=True)
+            if not self._ending:
+                planner.warm_scratch(self._scratch[(self._takes + 1) % 2], ahead=True)
 
     def _collect(self) -> None:
         """Note a failed write (the next one starts a fresh file)."""

@@ -88,7 +88,9 @@ def test_a_torn_group_is_left_out_and_its_rows_decoded(tmp_path):
     ck.close()
 
 
-def test_an_edited_checkpoint_line_is_keyed_from_its_content_not_the_index(tmp_path):
+def test_an_edited_checkpoint_line_is_named_and_left_out_not_trusted(tmp_path):
+    """Issue 28 item 12: the index's row CRCs say which line changed since it was written; that
+    row is not used (its unit is played again), and a warning names it."""
     path = tmp_path / "ck.jsonl"
     rows = _written(path, 5)
     text = path.read_text()
@@ -97,10 +99,13 @@ def test_an_edited_checkpoint_line_is_keyed_from_its_content_not_the_index(tmp_p
     path.write_text(edited)
     ck = JsonlCheckpoint(path, FP)
     loaded = ck.open()
-    assert [k[0] for k in loaded.keys] == ["sc-0000000000", "sc-0000000001", "sc-0000000002",
-                                           "sc-0000000009", "sc-0000000004"]
+    assert [k[0] for k in loaded.keys] == ["sc-0000000000", "sc-0000000001", "sc-0000000002", "sc-0000000004"]
+    assert any("line 4" in w and "sc-0000000009" in w and "not trusted" in w for w in ck.warnings), ck.warnings
+    assert ck.append([rows[3]]) == 1                   # played again: the true row lands anew
     ck.close()
-    assert rows[3]["scenario_id"] == "sc-0000000003"
+    again = JsonlCheckpoint(path, FP)
+    assert sorted(again.open().keys) == sorted(row_key(r) for r in rows)     # the edit stays disowned
+    again.close()
 
 
 def test_a_changed_digest_in_the_index_falls_back_to_the_lines(tmp_path):

@@ -26,6 +26,7 @@ from ..core.rng import short_hash
 from ..score.intervals import wilson
 from ..score.pass_at import as_rows, task_key_of
 from ..store.parquet import rows_to_table
+from ..store.run_files import refuse_run_file
 from ..store.schema import arrow_schema
 from ..core.rows import export_row
 from .dataset_store import DatasetStore
@@ -191,6 +192,9 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     if not len(rows):
         raise ValueError("push(): the run has no rows to publish")
     target = DatasetStore(store, filesystem)
+    if target.local:                       # never into a checkpoint, its sidecars or its Parquet copy
+        for where in (target.root, target.path(name), target.path(f"{name}-holdout")):
+            refuse_run_file(where, "push(store=...)" if where == target.root else "push(name=...)")
     gate_report = publish_gate(rows, meta.get("mode"), endorsed, strict_hacks) if gate else None
     per_task = task_rewards(rows) if gate else None
     info = {"purpose": purpose, "parent": parent, "mode": meta.get("mode"), "description": description,

@@ -16,8 +16,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..store.atomic import unique_tmp
 from ..store.jsonl import parse_jsonl
 from ..store.reader import save_jsonl_atomic
+from ..store.run_files import refuse_run_file
 
 __all__ = ["write_training_jsonl", "write_training_parquet", "read_training_file", "write_records",
            "training_arrow_schema"]
@@ -45,14 +47,22 @@ def _check_path(path) -> str:
     return path
 
 
+def _check_target(path) -> str:
+    """``_check_path``, and never a run's own file (a checkpoint, its sidecars, its Parquet copy):
+    the training file replaces what is there (``store/run_files.refuse_run_file``)."""
+    path = _check_path(path)
+    refuse_run_file(path, "training_set(output=...)")
+    return path
+
+
 def write_training_jsonl(records: list, path) -> str:
     """Write records as JSONL (atomically); return the path."""
-    return save_jsonl_atomic(records, _check_path(path))
+    return save_jsonl_atomic(records, _check_target(path))
 
 
 def write_training_parquet(records: list, path, row_group_size: int = 5000) -> str:
     """Write records as Parquet with ``training_arrow_schema()`` (atomically); return the path."""
-    path = Path(_check_path(path))
+    path = Path(_check_target(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist([{
         "messages": [{k: m.get(k) for k in _MSG_KEYS} for m in r["messages"]],
@@ -60,7 +70,7 @@ def write_training_parquet(records: list, path, row_group_size: int = 5000) -> s
         "loss_mask": r.get("loss_mask"), "group_id": r.get("group_id"), "reward": r.get("reward"),
         "schema_version": r.get("schema_version", "1"),
     } for r in records], schema=training_arrow_schema())
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = unique_tmp(path)                 # a unique name: never a planted <output>.tmp link
     pq.write_table(table, tmp, row_group_size=row_group_size, compression="zstd")
     os.replace(tmp, path)
     return str(path)

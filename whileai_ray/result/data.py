@@ -22,7 +22,7 @@ from ..core.rows import stored_row
 from ..core.strict_json import dumps
 from ..score.pass_at import pass_at_of_tally
 from ..store.atomic import atomic_path
-from ..store.run_files import write_rows
+from ..store.run_files import refuse_run_file, write_rows
 from .actions import RunActions
 from .html_report import write_report
 from .row_store import is_arrow, row_store
@@ -127,8 +127,11 @@ class SimulationData(RowsView, RunActions):
         outcome and hidden state a ``tasks=`` replay needs; ``rows()`` and every training export
         strip it). A ``.parquet`` path (or a Parquet file) gets Parquet; the checkpoint this data
         was loaded from is rewritten as a checkpoint (header, key index, Parquet side kept in
-        step); any other checkpoint is refused (``store/run_files.py``)."""
+        step); any other checkpoint, and a checkpoint's own files (sidecars, its Parquet copy), are
+        refused before anything is written (``store/run_files.py``)."""
         path = os.fspath(path)
+        if meta:
+            refuse_run_file(meta_path(path), "save(path=..., meta=True)")
         # a generator: an Arrow-backed run is written a row group at a time
         write_rows((stored_row(t) for t in self.trajectories), path, source=self.path or None)
         self.path = path
@@ -168,6 +171,7 @@ class SimulationData(RowsView, RunActions):
         coverage curve, failures by cell, tool, fault and arm, re-roll and loss causes, a row
         browser) and return the path. ``baseline=`` (another run) puts it beside this one with
         the paired delta. Opens offline: nothing in it is fetched. See ``result/html_report.py``."""
+        refuse_run_file(path, "to_html(path=...)")      # never onto a checkpoint or its own files
         runs = [self] if baseline is None else [baseline, self]
         if labels is None and baseline is not None:
             labels = ["baseline", "this run"]

@@ -5,6 +5,9 @@ appends. When it is held as a new run starts, the holder's description says whos
 
 * its caller is alive (or on another host, where we cannot tell): a second writer. Fail fast
   with ``CheckpointBusy`` naming the run id, the caller's pid and host, and the Driver's pid;
+* its caller is this process and that run is still going here (two ``simulate()`` calls at once,
+  say in two threads, on one checkpoint or on two names of it): ``CheckpointBusy``, "held by a
+  run in this process";
 * its caller is gone (killed a moment ago): an orphaned Driver, which stops by itself within a
   loop of noticing (``caller_watch.py``), and which Ray ends with its caller anyway (a Driver
   actor is owned by its caller's process, never detached: ``warm_pools.py``). Wait for it to let
@@ -21,6 +24,7 @@ import ray
 
 from ..store.checkpoint_lock import CheckpointBusy, probe, process_alive
 from .cluster import NAMESPACE
+from .warm_pools import is_running
 
 __all__ = ["clear_checkpoint"]
 
@@ -48,7 +52,9 @@ def clear_checkpoint(checkpoint, log=print) -> dict | None:
         return None
     caller = holder.get("caller") or {}
     mine = caller.get("pid") == os.getpid() and caller.get("host") == socket.gethostname()
-    if process_alive(caller) is not False and not mine:     # mine: a Driver this process abandoned
+    if process_alive(caller) is not False and not mine:     # mine: a Driver this process abandoned ...
+        raise CheckpointBusy(checkpoint, holder)
+    if mine and holder.get("run_id") and is_running(holder["run_id"]):    # ... unless that run still runs
         raise CheckpointBusy(checkpoint, holder)
     log(f"whileai_ray: the checkpoint {checkpoint} is still held by the Driver of run {holder.get('run_id')!r}, "
         "whose caller is gone (or which this process left behind); waiting for it to stop")

@@ -151,6 +151,12 @@ def _stop(warm: Warm) -> None:
             pass
 
 
+def is_running(run_id) -> bool:
+    """Whether a run with this id is running in this process now (``claimed``)."""
+    with _lock:
+        return run_id in _running
+
+
 @contextmanager
 def claimed(run_id: str):
     """Hold ``run_id`` for one run: a second run with the same id in this process is an error

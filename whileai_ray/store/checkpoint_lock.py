@@ -8,6 +8,12 @@ reads a byte, and keeps it until it closes. A second run on the same path fails 
 Driver's pid, and since when. ``flock`` belongs to the open file, so a killed process's lock
 dies with it: a lock file left on disk never blocks the next resume by itself.
 
+The lock file is named after the checkpoint's real path (``atomic.real_path``): a symlink to the
+checkpoint, or another spelling of its path, is the same checkpoint and takes the same lock. A
+symlink found at the lock file's own path was planted (a run only ever creates a plain file
+there) and is refused, never followed: opening it for writing would truncate its target. When the
+holder's caller is this very process, ``CheckpointBusy`` says "held by a run in this process".
+
 The lock file's content is only the description of the last holder (JSON); whether the lock is
 held is asked of the kernel (``probe``, a shared non-blocking ``flock`` that does not disturb a
 holder). ``process_alive`` tells whether a holder's caller still exists (same host only: the pid,
@@ -26,6 +32,8 @@ import socket
 import time
 from pathlib import Path
 
+from .atomic import open_nofollow, real_path
+
 __all__ = ["CheckpointLock", "CheckpointBusy", "lock_path", "probe", "read_holder", "caller_identity",
            "process_alive", "describe"]
 
@@ -33,7 +41,7 @@ ACQUIRE_RETRY_S = 2.0     # rides out a resume's probe (a shared lock held for m
 
 
 def lock_path(checkpoint) -> Path:
-    return Path(str(checkpoint) + ".lock")
+    return Path(real_path(checkpoint) + ".lock")
 
 
 def _stat(pid: int) -> list | None:
@@ -77,10 +85,17 @@ def process_alive(identity: dict | None) -> bool | None:
     return identity.get("start") is None or fields[19] == identity["start"]
 
 
+def _this_process(caller: dict) -> bool:
+    return caller.get("pid") == os.getpid() and caller.get("host") == socket.gethostname()
+
+
 def describe(holder: dict | None) -> str:
     if not holder:
         return "another process (it left no description)"
     caller = holder.get("caller") or {}
+    if _this_process(caller):
+        return (f"a run in this process (run {holder.get('run_id')!r}, its Driver pid {holder.get('pid')} "
+                f"on {holder.get('host')}, since {holder.get('since')})")
     return (f"run {holder.get('run_id')!r} (caller pid {caller.get('pid')} on host {caller.get('host')}, "
             f"Driver pid {holder.get('pid')} on {holder.get('host')}, since {holder.get('since')})")
 
@@ -92,8 +107,10 @@ class CheckpointBusy(RuntimeError):
         self.checkpoint = str(checkpoint)
         self.holder = holder or {}
         self.note = note
+        mine = _this_process((holder or {}).get("caller") or {})
+        who = "held by " + describe(holder) if mine else "being written by " + describe(holder)
         super().__init__(
-            f"checkpoint={self.checkpoint!r} is being written by {describe(holder)}{note}. Two runs on one "
+            f"checkpoint={self.checkpoint!r} is {who}{note}. Two runs on one "
             "checkpoint would write every row twice: wait for that run to finish (or stop it), or pass "
             "another checkpoint path.")
 
@@ -105,9 +122,11 @@ def read_holder(checkpoint) -> dict | None:
     """The last holder's description from the lock file (None when absent or unreadable)."""
     for _ in range(3):
         try:
-            text = lock_path(checkpoint).read_text()
-        except OSError:
+            fd = open_nofollow(lock_path(checkpoint), os.O_RDONLY)
+        except (OSError, ValueError):
             return None
+        with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
         try:
             data = json.loads(text)
             return data if isinstance(data, dict) else None
@@ -120,7 +139,7 @@ def probe(checkpoint) -> dict | None:
     """The holder's description when the checkpoint's lock is held now, else None."""
     path = lock_path(checkpoint)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_nofollow(path, os.O_RDONLY, what="the checkpoint's lock file")   # a planted link: ValueError
     except OSError:
         return None
     try:
@@ -153,7 +172,7 @@ class CheckpointLock:
         if self._fd is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT, 0o644, what="the checkpoint's lock file")
         deadline = time.monotonic() + retry_s
         while True:
             try:

@@ -24,7 +24,8 @@ __all__ = ["sidecar_path", "read_sidecar", "write_sidecar"]
 
 
 def sidecar_path(checkpoint_path) -> Path:
-    return Path(str(checkpoint_path) + ".meta.json")
+    from .atomic import real_path      # the checkpoint's one name: a symlink to it shares its sidecar
+    return Path(real_path(checkpoint_path) + ".meta.json")
 
 
 def read_sidecar(checkpoint_path, marker: str) -> dict | None:
@@ -38,8 +39,10 @@ def read_sidecar(checkpoint_path, marker: str) -> dict | None:
 
 def write_sidecar(checkpoint_path, header: dict) -> None:
     """Write the sidecar atomically and durably."""
+    from .atomic import refuse_symlink, unique_tmp
     path = sidecar_path(checkpoint_path)
-    tmp = path.with_name(path.name + ".tmp")
+    refuse_symlink(path, "the checkpoint's sidecar")
+    tmp = unique_tmp(path)                 # a unique name: never a planted <sidecar>.tmp link
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(header, fh, sort_keys=True)
         fh.write("\n")

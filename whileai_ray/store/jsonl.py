@@ -21,6 +21,12 @@ line (a crash mid-write) by truncating to the last whole line, with a warning.
 twice, and a failed write (a full disk) leaves no torn line. A file with no header whose lines
 are not rows of a run is refused untouched. The line encoder and scanner live in
 ``jsonl_lines.py`` (re-exported here).
+
+The checkpoint is known by its real path (``atomic.real_path``): a symlink to it, or another
+spelling of its path, names the same file, the same lock and the same sidecars, so two runs on
+two names of one file are refused like two runs on one name. Its own files beside it (sidecar,
+key index, seal, lock, plan, shards) are plain files the run creates; a symlink found at one of
+them was planted and is refused (``run_files.refuse_planted_links``), never written through.
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ import threading
 from pathlib import Path
 
 from ..core.identity import key_string, row_key
-from .atomic import write_error
+from .atomic import open_nofollow, real_path, write_error
 from .checkpoint_lock import CheckpointLock
 from .checkpoint_meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows, gc_paused
@@ -90,7 +96,7 @@ class JsonlCheckpoint:
                  lock: bool = True):
         if not isinstance(fingerprint, dict):
             raise TypeError("JsonlCheckpoint(fingerprint=...) expects the dict from store.fingerprint()")
-        self.path = Path(path)
+        self.path = Path(real_path(path))        # one file, one name: its lock and sidecars hang off it
         # one writer at a time (checkpoint_lock.py); run_id and caller describe this run to a second one
         self.lock = CheckpointLock(self.path, run_id, caller) if lock else None
         self.fingerprint = dict(fingerprint)
@@ -122,6 +128,8 @@ class JsonlCheckpoint:
         if self.path.is_dir():
             raise ValueError(f"checkpoint={str(self.path)!r} is a folder; pass a file path such as "
                              f"{str(self.path / 'checkpoint.jsonl')!r}")
+        from .run_files import refuse_planted_links
+        refuse_planted_links(self.path)                   # never write through a planted symlink
         self.path.parent.mkdir(parents=True, exist_ok=True)
         scan = self._read_and_verify()                   # raises before anything is written
         if self.lock is not None:
@@ -176,7 +184,8 @@ class JsonlCheckpoint:
                 self.warnings.append(f"{self._index_path}: the key index was missing, stale or tampered with; "
                                      f"rebuilt from the {scan.n} rows of the checkpoint")
             write_index(self._index_path, created, scan.records)
-        self._ix = open(self._index_path, "ab", buffering=0)
+        self._ix = open(open_nofollow(self._index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                      what="the checkpoint's key index"), "ab", buffering=0)
         self._indexed = scan.n
         rows = self._kept(scan)
         self.rows_loaded = len(rows)

@@ -6,11 +6,19 @@ splits a checkpoint's bytes into row lines and keys each one (a 128-bit digest o
 for its bytes (``key_index.py``), else line by line, decoding it; ``scan_file`` does the same
 reading the file a block at a time (a million-row checkpoint is 2 GB: its bytes are never all
 held); ``parse_jsonl`` is the tolerant parser ``wai.load`` uses.
+
+Tampering: when the index is sound (``key_index.sound_groups``) and a line it did not vouch for
+as part of a group has a CRC no index record holds, and it comes before every indexed row was
+found, it was edited or inserted after it was written (a same-length edit with its mtime set
+back, a forged line placed first). It is left out of the rows (``_Scan.untrusted``), so its unit
+is played again, and a warning names it by line and key. An index without row CRCs (older) or
+a damaged one vouches for nothing: every line is decoded and trusted, as before.
 """
 from __future__ import annotations
 
 import json
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +26,7 @@ import numpy as np
 from ..core.identity import row_key
 from ..core.strict_json import dumps
 from .disk_rows import gc_paused
-from .key_index import GROUP_MAX, RECORD, digest_pairs, index_path, read_index
+from .key_index import GROUP_MAX, RECORD, digest_pairs, index_path, read_index, records_crc, sound_groups
 from .key_seal import sealed_records
 from .row_key_set import key_digest
 
@@ -77,6 +85,7 @@ class _Scan:
     index_stale: bool = False
     size: int = 0                                 # bytes scanned (the file's size when it was read)
     sealed: bool = False                          # the index taken as is: the file is as a clean close left it
+    untrusted: list = field(default_factory=list)  # [(line number, row_key)] the sound index disowns
 
     @property
     def n(self) -> int:
@@ -95,7 +104,7 @@ class _Groups:
         self.parts: list[np.ndarray] = []
         self.count = 0
         self.built = 0                  # rows keyed by decoding (the index did not vouch for them)
-        self._rows: list = []           # [(start, end, a, b)] of the open built group
+        self._rows: list = []           # [(start, end, a, b, row crc)] of the open built group
         self._crc = 0
 
     def add_group(self, recs: np.ndarray) -> None:
@@ -103,12 +112,12 @@ class _Groups:
         self.parts.append(recs)
         self.count += len(recs)
 
-    def add_line(self, start: int, end: int, a: int, b: int, data) -> None:
-        """A decoded row's line (``data``: its bytes, newline included)."""
+    def add_line(self, start: int, end: int, a: int, b: int, data, row_crc: int | None = None) -> None:
+        """A decoded row's line (``data``: its bytes, newline included; ``row_crc``: their CRC)."""
         if self._rows and (start != self._rows[-1][1] + 1 or len(self._rows) >= GROUP_MAX):
             self.close()
         self._crc = zlib.crc32(data, self._crc)
-        self._rows.append((start, end, a, b))
+        self._rows.append((start, end, a, b, zlib.crc32(data) if row_crc is None else row_crc))
         self.count += 1
         self.built += 1
 
@@ -120,8 +129,10 @@ class _Groups:
         recs["start"], recs["end"] = cols[0], cols[1]
         recs["a"] = np.asarray(cols[2], dtype=np.uint64)
         recs["b"] = np.asarray(cols[3], dtype=np.int64)
+        recs["row"] = np.asarray(cols[4], dtype=np.uint32)
         recs["n"][-1] = len(recs)
         recs["crc"][-1] = zlib.crc32(digest_pairs(recs), self._crc)
+        recs["rcrc"][-1] = records_crc(recs)
         self.parts.append(recs)
         self._rows, self._crc = [], 0
 
@@ -138,6 +149,8 @@ class _Index:
         self.recs = recs
         self.by_start: dict[int, int] = {}
         self.used = 0
+        self.matched = 0                    # indexed rows found so far (in vouched groups or by their CRC)
+        self._known = None                  # Counter of (row CRC << 32 | length), built when first needed
         if recs is None or not len(recs):
             self.groups = 0
             return
@@ -176,8 +189,32 @@ class _Index:
         crc32, pairs, crcs = zlib.crc32, self.pairs, self.crc
         for j, ok in enumerate(good.tolist()):
             if not ok or crc32(pairs[firsts[j]:lasts[j]], crc32(view[starts[j]:ends[j]])) != crcs[k + j]:
+                self.matched += int(self.last[k + j - 1]) + 1 - lo if j else 0
                 return j
+        self.matched += hi - lo
         return stop - k
+
+    def trusts(self, row_crc: int, length: int) -> bool:
+        """Whether a decoded line (its CRC, its length with the newline) may be used: always when
+        the index cannot vouch (none, older, damaged) or every indexed row was found already (a
+        tail the index had not reached); else only when an index record holds its CRC."""
+        recs = self.recs
+        if recs is None or not len(recs) or self.matched >= len(recs):
+            return True
+        if self._known is None:
+            if not sound_groups(recs):
+                self._known = False
+            else:
+                lengths = (recs["end"] - recs["start"] + 1).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+                self._known = Counter(((recs["row"].astype(np.uint64) << np.uint64(32)) | lengths).tolist())
+        if self._known is False:
+            return True
+        key = (int(row_crc) << 32) | (int(length) & 0xFFFFFFFF)
+        if self._known.get(key, 0) > 0:
+            self._known[key] -= 1
+            self.matched += 1
+            return True
+        return False
 
 
 def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None) -> _Scan:
@@ -275,6 +312,8 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs
         if isinstance(obj, dict):
             if HEADER_KEY in obj:
                 out.header = out.header or obj
+            elif not index.trusts(zlib.crc32(tail + b"\n"), len(tail) + 1):
+                out.untrusted.append((state["number"] + 1, row_key(obj)))
             else:
                 a, b, _ = key_digest(row_key(obj))
                 out.decoded[groups.count] = obj
@@ -287,8 +326,20 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs
                 "it was being written when the run stopped and will be redone"
             )
     out.records = groups.records()
-    out.index_stale = index.recs is None or groups.built > 0 or index.used != index.groups
+    out.index_stale = (index.recs is None or groups.built > 0 or index.used != index.groups
+                       or bool(out.untrusted))
+    if out.untrusted:
+        out.warnings.append(untrusted_warning(path, out.untrusted))
     return out
+
+
+def untrusted_warning(path, untrusted: list, most: int = 10) -> str:
+    """The warning naming the rows the key index disowns (``[(line number, row_key)]``)."""
+    named = ", ".join(f"line {n} (scenario_id {k[0]!r}, rollout {k[2]})" for n, k in untrusted[:most])
+    more = f" and {len(untrusted) - most} more" if len(untrusted) > most else ""
+    return (f"{path}: {len(untrusted)} row(s) do not match the checksums the key index took when they were "
+            f"written (edited or inserted since): {named}{more}. They are not trusted: left out of the resumed "
+            "rows, their units are played again.")
 
 
 def _scan_lines(data: bytes, cut: int, base: int, index: _Index, path, out: _Scan, groups: _Groups,
@@ -334,9 +385,15 @@ def _scan_lines(data: bytes, cut: int, base: int, index: _Index, path, out: _Sca
             out.header = out.header or obj
             pos = end + 1
             continue
-        a, b, _ = key_digest(row_key(obj))
+        key = row_key(obj)
+        data_crc = zlib.crc32(view[pos:end + 1])
+        if not index.trusts(data_crc, end + 1 - pos):
+            out.untrusted.append((number, key))          # edited or inserted since it was written
+            pos = end + 1
+            continue
+        a, b, _ = key_digest(key)
         out.decoded[groups.count] = obj
-        groups.add_line(base + pos, base + end, a, b, view[pos:end + 1])
+        groups.add_line(base + pos, base + end, a, b, view[pos:end + 1], data_crc)
         pos = end + 1
     state["number"] = number
     return pos

@@ -1,10 +1,10 @@
 """The key index beside a JSONL checkpoint: resume a large run without decoding its rows.
 
-``<checkpoint>.keys`` is one JSON header line, then fixed 40-byte binary records, one per
+``<checkpoint>.keys`` is one JSON header line, then fixed 48-byte binary records, one per
 checkpoint row, appended right after the row's batch is fsynced to the checkpoint::
 
-    {"_whileai_ray_keys": 3, "created": "<the checkpoint header's created stamp>", "record": 40}
-    <start u64><end u64><a u64><b i64><crc u32><n u32>      (little-endian, numpy ``RECORD``)
+    {"_whileai_ray_keys": 4, "created": "<the checkpoint header's created stamp>", "record": 48}
+    <start u64><end u64><a u64><b i64><crc u32><n u32><row u32><rcrc u32>   (little-endian, ``RECORD``)
     ...
 
 ``start``/``end`` are the byte offsets of the row's line in the checkpoint (``end`` is its
@@ -13,7 +13,11 @@ Records come in groups: the rows of one appended batch, whose lines are contiguo
 checkpoint. The group's last record carries ``n`` (how many rows the group holds) and ``crc``:
 the CRC-32 of the group's bytes in the checkpoint (from its first line's start through its
 last newline) continued over the group's digests, so a group vouches for its lines AND the keys
-it names; the other records carry ``n = 0``. Opening a checkpoint then costs one CRC pass over
+it names; the other records carry ``n = 0``. Each record's ``row`` is the CRC-32 of its own line (newline
+included), so a group whose bytes changed can say which of its rows changed; the group's last
+record's ``rcrc`` is the CRC-32 of the group's records themselves (``rcrc`` fields zeroed), so a
+damaged index (its records garbled) is told from damaged rows (the records sound, the bytes
+not). Opening a checkpoint then costs one CRC pass over
 large spans (``zlib`` releases the GIL) and a ``numpy`` read of this file, instead of decoding
 every row or JSON-parsing a line per row; rows are decoded when used.
 
@@ -21,7 +25,12 @@ The checkpoint stays the truth. A group is used only when its bytes start where 
 newlines are exactly its rows' ends and its CRC matches; any other line (the index was lost, is
 behind after a crash between the two writes, the file was edited, or a digest was changed) is
 decoded and its key recomputed, and the index is rewritten whole. A missing, foreign,
-older-format or unreadable index is simply rebuilt; a torn last group is ignored.
+older-format (no ``row`` checksums: version 3 and before) or unreadable index is simply rebuilt,
+every line trusted as it decodes; a torn last group is ignored. When the index is sound (every
+group's ``rcrc`` holds), a decoded line whose CRC no record holds, met before every indexed row
+was found, was edited or inserted after it was written: ``jsonl_lines`` leaves it out (its unit is
+played again) and names it in a warning. Lines after every indexed row (a crash between the
+checkpoint's write and the index's) are trusted.
 """
 from __future__ import annotations
 
@@ -31,19 +40,20 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import atomic_path, fsync_file
+from .atomic import atomic_path, fsync_file, real_path
 
 __all__ = ["KEYS_HEADER", "KEYS_VERSION", "RECORD", "GROUP_MAX", "index_path", "read_index", "write_index",
-           "group_records", "group_crc", "digest_pairs", "records_for"]
+           "group_records", "group_crc", "digest_pairs", "records_for", "records_crc", "sound_groups"]
 
 KEYS_HEADER = "_whileai_ray_keys"
-KEYS_VERSION = 3          # 1 checked the line alone, 2 was a JSON line a row: both are rebuilt
-RECORD = np.dtype([("start", "<u8"), ("end", "<u8"), ("a", "<u8"), ("b", "<i8"), ("crc", "<u4"), ("n", "<u4")])
+KEYS_VERSION = 4          # 1 checked the line alone, 2 was a JSON line a row, 3 had no row CRCs: all rebuilt
+RECORD = np.dtype([("start", "<u8"), ("end", "<u8"), ("a", "<u8"), ("b", "<i8"), ("crc", "<u4"), ("n", "<u4"),
+                   ("row", "<u4"), ("rcrc", "<u4")])
 GROUP_MAX = 1024          # rows a rebuilt group holds at most
 
 
 def index_path(checkpoint_path) -> Path:
-    return Path(str(checkpoint_path) + ".keys")
+    return Path(real_path(checkpoint_path) + ".keys")
 
 
 def digest_pairs(recs: np.ndarray) -> bytes:
@@ -59,27 +69,53 @@ def group_crc(data, recs: np.ndarray) -> int:
     return zlib.crc32(digest_pairs(recs), zlib.crc32(data))
 
 
-def group_records(starts, ends, a, b, data) -> np.ndarray:
+def records_crc(recs: np.ndarray) -> int:
+    """The CRC of one group's records themselves (their ``rcrc`` fields counted as 0)."""
+    plain = np.array(recs, dtype=RECORD, copy=True)
+    plain["rcrc"] = 0
+    return zlib.crc32(plain.tobytes())
+
+
+def group_records(starts, ends, a, b, data, rows=None) -> np.ndarray:
     """The records of one group: rows whose lines are contiguous in the checkpoint (``data``:
-    their bytes, from the first start through the last newline)."""
+    their bytes, from the first start through the last newline; ``rows``: each line's CRC)."""
     recs = np.zeros(len(starts), dtype=RECORD)
     recs["start"], recs["end"], recs["a"], recs["b"] = starts, ends, a, b
+    if rows is not None:
+        recs["row"] = rows
     if len(recs):
         recs["n"][-1] = len(recs)
         recs["crc"][-1] = group_crc(data, recs)
+        recs["rcrc"][-1] = records_crc(recs)
     return recs
 
 
 def records_for(lines: list, start: int, a, b) -> np.ndarray:
     """The records of ``lines`` (bytes, each with its newline) written one after another from
-    offset ``start``, with their keys' digests ``a``/``b``: groups of at most ``GROUP_MAX``."""
+    offset ``start``, with their keys' digests ``a``/``b``: groups of at most ``GROUP_MAX``. Each
+    line's CRC is taken here, where the line is written, in the same pass as its group's."""
     lens = np.fromiter((len(line) for line in lines), dtype=np.int64, count=len(lines))
+    crc32 = zlib.crc32
+    rows = np.fromiter((crc32(line) for line in lines), dtype=np.uint32, count=len(lines))
     ends = start + np.cumsum(lens) - 1
     starts = ends - lens + 1
     a, b = np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.int64)
     parts = [group_records(starts[i:i + GROUP_MAX], ends[i:i + GROUP_MAX], a[i:i + GROUP_MAX], b[i:i + GROUP_MAX],
-                           b"".join(lines[i:i + GROUP_MAX])) for i in range(0, len(lines), GROUP_MAX)]
+                           b"".join(lines[i:i + GROUP_MAX]), rows[i:i + GROUP_MAX])
+             for i in range(0, len(lines), GROUP_MAX)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD)
+
+
+def sound_groups(recs: np.ndarray) -> bool:
+    """Whether every group of ``recs`` (whole groups, file order) is as it was written: its
+    records' own CRC (``rcrc``) holds. False: the index itself was damaged, so it cannot say
+    which rows changed."""
+    if recs is None:
+        return False
+    last = np.flatnonzero(recs["n"])
+    first = np.concatenate([[0], last[:-1] + 1]).tolist()
+    stored = recs["rcrc"][last].tolist()
+    return all(records_crc(recs[f:l + 1]) == c for f, l, c in zip(first, last.tolist(), stored))
 
 
 def _header_line(created) -> bytes:

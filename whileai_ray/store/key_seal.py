@@ -4,16 +4,19 @@ Opening a checkpoint verifies every index group against the bytes it names (``ke
 one CRC pass over the whole file, 2.5 GB at a million rows, seconds on the way to a resume's
 first row). When a run closes its checkpoint cleanly, nothing can have changed those bytes
 unless the file itself changed, so the close writes ``<checkpoint>.keys.seal``: the file's size,
-modification time (ns), inode and device, and the index's size and rows, as they were at the
+modification time (ns), change time (ns), inode and device, and the index's size and rows, as they were at the
 close (both files' modification times set ten seconds back first, so that any later write, even
 in the same tick of the file system's clock, shows). An open that finds every one of them
 unchanged takes the index as is (after a numpy check that its groups cover the file) and reads no row; any difference (a row appended by a run that crashed, a line
 edited, the file copied or restored, the index touched) and the checkpoint is verified in full,
 as without a seal. The seal is removed when the checkpoint is opened for appending.
 
-What it trusts: that a file whose size, mtime, inode and device are unchanged holds the same
-bytes (what ``make`` and ``rsync`` trust too). Someone who edits a line and sets the mtime back
-defeats it; ``scan_file(..., use_index=False)`` (``wai.load``) never uses it.
+What it trusts: that a file whose size, mtime, ctime, inode and device are unchanged holds the
+same bytes. Someone who edits a line and sets the mtime back (``os.utime``, ``touch -d``) still
+moves the ctime, which no user can set: the open then verifies every group, and the rows whose
+bytes changed are named and left out (``key_index.py``'s row CRCs). A seal written before the
+ctime was sealed never matches: the next open verifies in full once. ``scan_file(...,
+use_index=False)`` (``wai.load``) never uses it.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import atomic_path, fsync_file
+from .atomic import atomic_path, fsync_file, refuse_symlink
 from .key_index import index_path, read_index
 
 __all__ = ["SEAL_KEY", "seal_path", "write_seal", "unseal", "sealed_records"]
@@ -38,8 +41,9 @@ def seal_path(checkpoint_path) -> Path:
 
 
 def _stat(path) -> dict:
-    st = os.stat(path)
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "dev": st.st_dev}
+    st = os.stat(path, follow_symlinks=False)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino,
+            "dev": st.st_dev}
 
 
 def write_seal(checkpoint_path, created, rows: int) -> None:
@@ -51,6 +55,7 @@ def write_seal(checkpoint_path, created, rows: int) -> None:
     one stamps the present, which is never the backdated time the seal holds."""
     when = time.time_ns() - BACKDATE_S * 10**9
     for path in (checkpoint_path, index_path(checkpoint_path)):
+        refuse_symlink(path, "a checkpoint's sealed file")       # never stamp the file a link points at
         os.utime(path, ns=(when, when))
     seal = {SEAL_KEY: 1, "created": created, "rows": int(rows), "file": _stat(checkpoint_path),
             "index": _stat(index_path(checkpoint_path))}

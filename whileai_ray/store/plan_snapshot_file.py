@@ -43,7 +43,8 @@ COMPACT_RATIO = 0.2
 
 
 def snapshot_path(checkpoint_path) -> Path:
-    return Path(str(checkpoint_path) + ".plan")
+    from .atomic import real_path      # the checkpoint's one name: a symlink to it shares its snapshots
+    return Path(real_path(checkpoint_path) + ".plan")
 
 
 class SnapshotFile:
@@ -169,7 +170,8 @@ class SnapshotFile:
     def _replace(self, frames: list) -> list[int]:
         """A new file of ``frames`` (``(header, arrays)`` each), written aside and renamed over
         the old one; the bytes of each."""
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        from .atomic import unique_tmp
+        tmp = unique_tmp(self.path)          # a unique name: never a planted <plan>.tmp link
         with open(tmp, "wb") as fh:
             sizes = [write_frame(fh, header, arrays, self.level) for header, arrays in frames]
             fh.flush()

@@ -8,6 +8,14 @@ budget is spent, an ``output=`` whose files would land on the checkpoint's (same
 ``os.path.realpath``, a symlink included) or on any existing checkpoint: the output writer
 replaces its file, and no writer may ever truncate a checkpoint.
 
+Paths are compared by their real path (``atomic.real_path``): a symlink to the checkpoint, or
+another spelling of it, is the checkpoint. ``run_file_owner(path)`` says which checkpoint a path
+belongs to (the checkpoint itself, one of its sidecars, or anything inside its Parquet folder),
+and ``refuse_run_file(path, argument)`` is what every writer of a result calls first (``save()``,
+``to_html()``, ``training_set(output=)``, ``push(store=)``): a ValueError naming the argument and
+the fix, before a byte is written. ``refuse_planted_links(checkpoint)`` refuses a symlink found
+at one of the checkpoint's own files (a run only ever creates plain files there).
+
 ``write_rows(rows, path, source=...)`` is what ``save()`` and the graders' write-back call
 (``rows`` any iterable: JSONL and Parquet are written as it yields, so a result on disk is never
 held whole):
@@ -26,6 +34,7 @@ import os
 from pathlib import Path
 
 from ..core.identity import row_key
+from .atomic import real_path, refuse_symlink
 from .checkpoint_lock import CheckpointLock, lock_path
 from .checkpoint_meta import read_sidecar, sidecar_path
 from .jsonl_lines import HEADER_KEY, dump_line
@@ -34,22 +43,75 @@ from .key_seal import seal_path
 from .row_key_set import digest_arrays
 
 __all__ = ["checkpoint_files", "output_files", "is_checkpoint", "is_parquet", "check_output", "write_rows",
-           "parquet_folder_for"]
+           "parquet_folder_for", "run_file_owner", "refuse_run_file", "refuse_planted_links"]
 
 _PARQUET_MAGIC = b"PAR1"
+# what a checkpoint's own files add to its name (checkpoint_files, in the same order)
+_SIDECAR_SUFFIXES = (".meta.json", ".keys", ".keys.seal", ".plan", ".lock", ".shards.json")
 
 
 def parquet_folder_for(checkpoint_path) -> str:
     """Where the Parquet side of a checkpoint lives: ``<stem>.parquet/`` beside the JSONL."""
-    p = str(checkpoint_path)
+    p = real_path(checkpoint_path)
     return (p[:-6] if p.endswith(".jsonl") else p) + ".parquet"
 
 
 def checkpoint_files(checkpoint) -> list[Path]:
+    """The checkpoint (by its real path) and every file a run keeps beside it."""
     from .plan_snapshot_file import snapshot_path
-    ck = Path(checkpoint)
+    ck = Path(real_path(checkpoint))
     return [ck, sidecar_path(ck), index_path(ck), seal_path(ck), Path(snapshot_path(ck)), lock_path(ck),
             Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json")]
+
+
+def refuse_planted_links(checkpoint) -> None:
+    """ValueError when one of the checkpoint's own files (sidecar, key index, seal, plan, lock,
+    shards, Parquet folder) is a symlink: a run only ever creates plain files there, so a link was
+    planted, and writing through it would overwrite (truncate, append to) the file it points at."""
+    for f in checkpoint_files(checkpoint)[1:]:
+        refuse_symlink(f, f"the checkpoint {real_path(checkpoint)!r}'s own file")
+
+
+def _run_base(path: str) -> str | None:
+    """The checkpoint ``path`` (a real path) is a file of: itself, a sidecar of it, or in its
+    Parquet folder; None when it is none of these."""
+    for suffix in _SIDECAR_SUFFIXES:       # first: a sidecar (``.meta.json``) reads like an old checkpoint
+        base = path[:-len(suffix)]
+        if path.endswith(suffix) and os.path.isfile(base) and (is_checkpoint(base) or os.path.lexists(path)):
+            return base
+    if os.path.isfile(path) and is_checkpoint(path):
+        return path
+    folder = path
+    while True:                       # the Parquet side: the folder itself or anything under it
+        if folder.endswith(".parquet"):
+            stem = folder[:-len(".parquet")]
+            for base in (stem + ".jsonl", stem):
+                if os.path.isfile(base) and (is_checkpoint(base) or os.path.exists(base + ".keys")):
+                    return base
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def run_file_owner(path) -> str | None:
+    """The real path of the checkpoint whose own file ``path`` is (the checkpoint itself, a sidecar
+    of it, or a path in its Parquet folder), or None."""
+    return _run_base(real_path(path))
+
+
+def refuse_run_file(path, argument: str) -> None:
+    """Raise ValueError, naming ``argument`` (``"to_html(path=...)"``) and the fix, when writing ``path`` would write onto a
+    run's own files (``run_file_owner``); a symlink there is judged by what it points at."""
+    owner = run_file_owner(path)
+    if owner is None:
+        return
+    what = ("the checkpoint of a run" if real_path(path) == owner else
+            f"a file of the checkpoint {owner!r} (its sidecars and Parquet copy are part of it)")
+    raise ValueError(
+        f"{argument}: {os.fspath(path)!r} is {what}; writing there would overwrite the run's own data, and "
+        "its next resume would mix or lose rows. Nothing was written: pass a path outside the checkpoint's "
+        "files, e.g. a new file name in another folder.")
 
 
 def output_files(output) -> list[Path]:
@@ -59,7 +121,7 @@ def output_files(output) -> list[Path]:
 
 
 def _real(path) -> str:
-    return os.path.realpath(os.fspath(path))
+    return real_path(path)
 
 
 def is_checkpoint(path) -> bool:
@@ -89,6 +151,8 @@ def is_parquet(path) -> bool:
 def check_output(output, checkpoint) -> None:
     """Refuse an ``output=`` that would overwrite the checkpoint, one of its files, or any
     checkpoint (see the module docstring)."""
+    if checkpoint is not None:
+        refuse_planted_links(checkpoint)          # before any budget: never write through a planted link
     if output is None:
         return
     owned = {}
@@ -144,13 +208,18 @@ def _write_checkpoint(rows, path: Path) -> str:
     return str(path)
 
 
-def write_rows(rows, path, source=None) -> str:
-    """Write stored-form ``rows`` to ``path`` in the format it has (see the module docstring)."""
+def write_rows(rows, path, source=None, argument: str = "save(path=...)") -> str:
+    """Write stored-form ``rows`` to ``path`` in the format it has (see the module docstring). A
+    run's own file other than the checkpoint (a sidecar, its Parquet copy) is written only with
+    the data read from that same file (grading a loaded Parquet side in place); else refused."""
     from .parquet import write_parquet
     from .reader import save_jsonl_atomic
     target = Path(path)
     if target.is_dir():
         raise ValueError(f"save(path={str(target)!r}) is a folder; pass a file path such as rows.jsonl")
+    owner = run_file_owner(target)
+    if owner is not None and _real(target) != owner and (source is None or _real(source) != _real(target)):
+        refuse_run_file(target, argument)
     if is_parquet(target):
         return write_parquet(rows, target)       # streamed, a row group at a time
     if is_checkpoint(target):

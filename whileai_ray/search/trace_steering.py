@@ -4,8 +4,10 @@
 
 * ``"auto"`` / ``"trace"`` with traces: the grid is built over the tools, tool conditions and
   world states the traces show (``TraceSet.regions``) instead of the whole space; the other axes
-  (stance, history, rule) keep their full range. Fault cells the traces show are kept, and when
-  the caller set no ``fault_rate`` the run's fault rate is the share of traces that met a fault.
+  (stance, history, rule) keep their full range. Fault cells the traces show are kept (a failure
+  no grid mode names, ``Error: ...`` text or a 500, keeps all of them: :func:`widen_generic_faults`),
+  and when the caller set no ``fault_rate`` the run's fault rate is the share of traces that met a
+  fault (``search["trace_mining"]["fault_traces"]`` of ``traces``).
 * ``"targeted"``: a share ``steering_weight`` (``advanced['steering_weight']``, 0.7 by default)
   of the new situations come from those trace cells and the rest from the whole grid
   (:class:`SteeredPicker`, delivered exactly, not in expectation);
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ..core.columns import State
 from ..core.rng import stable_hash
+from ..core.tool_outcome import GENERIC_FAULT
 from ..situations.covering import fold_fault_cells, pairwise_cells
 from ..situations.grid import cell_key
 from ..situations.near_copy import NEAR_COPY_JACCARD, SHINGLE_WORDS, NearCopyGuard
@@ -132,6 +135,18 @@ def in_region(dims: dict, regions: dict) -> bool:
     return all(dims.get(axis) in values for axis, values in regions.items())
 
 
+def widen_generic_faults(regions: dict, traces, axes: dict) -> dict:
+    """Traces whose tools failed in a way no grid mode names (``Error: order not found``, a 500, a
+    traceback: ``core/tool_outcome.py``'s ``"error"``) aim at every fault cell of the grid: the
+    world cannot replay that exact failure, but each of its fault modes is a failed call the
+    agent must handle, so those cells stay in the plan instead of being read as success."""
+    if not any(GENERIC_FAULT in t.conditions for t in traces.traces):
+        return regions
+    shown = {c for t in traces.traces for c in t.conditions}
+    keep = [v for v in axes.get("tool_condition", ()) if v != "success" or v in shown]
+    return {**regions, "tool_condition": keep} if keep else regions
+
+
 def _broad(requested: str, reason: str, cells: list) -> TracePlan:
     return TracePlan(strategy={"requested": requested, "resolved": "broad", "reason": reason,
                                "steering_weight": {"requested": None, "applied": 0.0, "source": "none"}},
@@ -145,12 +160,13 @@ def plan_traces(cfg, axes: dict, cells: list, keep_fault_cells: bool) -> TracePl
     if cfg.traces is None:
         return _broad(requested, "no traces -> broad exploration", cells)
     traces = read_traces(cfg.traces)
-    regions = traces.regions(axes)
+    regions = widen_generic_faults(traces.regions(axes), traces, axes)
     guard = NearCopyGuard(traces.asks, NEAR_COPY_JACCARD)
     weight_set = cfg.advanced.get("steering_weight")
     n = len(traces.traces)
     faulty = sum(1 for t in traces.traces if t.conditions - {"success"})
-    plan = TracePlan(strategy={}, cells=cells, regions=regions, guard=guard, mining=traces.summary(axes), count=n,
+    mining = {**traces.summary(axes), "fault_traces": faulty}      # traces with at least one failed tool call
+    plan = TracePlan(strategy={}, cells=cells, regions=regions, guard=guard, mining=mining, count=n,
                      fault_rate=None if cfg.fault_rate_set else round(faulty / n, 4),
                      key=stable_hash("traces-v1", sorted(traces.asks), regions, requested, weight_set)[:16])
     shown = ", ".join(f"{len(v)} {axis}" for axis, v in regions.items()) or "no grid region"

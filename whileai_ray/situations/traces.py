@@ -12,7 +12,10 @@ A trace is one conversation someone had with the agent in production. Accepted f
 
 From each trace :func:`read_traces` keeps the ask (the first user message), the tools called
 and what the world answered them, mapped onto the grid's vocabulary: a ``timeout`` /
-``malformed`` / ``stale`` / ``permission_denied`` answer is that ``tool_condition``; a
+``malformed`` / ``stale`` / ``permission_denied`` answer is that ``tool_condition``, and an
+error in the other forms real logs write (``Error: order not found``, ``{"error": ...}``,
+``{"status": 404}``, ``{"ok": false}``, a traceback: ``core/tool_outcome.py``) is the fault
+``"error"``, widened to the grid's fault cells by ``search/trace_steering.py``; a
 ``not_found`` answer is ``world_state="entity missing"``, ``already_done`` is ``"entity already
 acted on"``, a clean answer about a named record is ``"entity exists"`` (a row's own
 ``scenario_dimensions`` / ``world_state`` / ``faults`` win when present). :meth:`TraceSet.regions`
@@ -26,13 +29,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.tool_outcome import classify_tool_answer
+
 __all__ = ["Trace", "TraceSet", "read_traces"]
 
-_FAULT_STATUS = {"timeout": "timeout", "timed_out": "timeout", "malformed": "malformed_result",
-                 "stale": "stale_result", "permission_denied": "permission_denied", "denied": "permission_denied",
-                 "forbidden": "permission_denied", "unauthorized": "permission_denied"}
-_WORLD_STATUS = {"not_found": "entity missing", "missing": "entity missing", "already_done": "entity already acted on",
-                 "duplicate": "duplicate entity", "partial": "partially completed"}
 _FAULT_MODE_CONDITION = {"timeout": "timeout", "malformed": "malformed_result", "stale": "stale_result",
                          "permission_denied": "permission_denied"}
 
@@ -107,23 +107,19 @@ def _result(value):
     return {"value": value}
 
 
-def _note_answer(trace: Trace, result: dict, named: bool) -> None:
-    status = str(result.get("status") or result.get("error_type") or "").strip().lower()
-    if not status and result.get("error"):
-        status = "timeout" if "timed out" in str(result.get("error")).lower() else "error"
-    if result.get("stale"):
-        trace.conditions.add("stale_result")
-    elif isinstance(result.get("data"), str) and "garbled" in result["data"]:
-        trace.conditions.add("malformed_result")
-    elif status in _FAULT_STATUS:
-        trace.conditions.add(_FAULT_STATUS[status])
-    elif status in _WORLD_STATUS:
-        trace.world_states.add(_WORLD_STATUS[status])
-        trace.conditions.add("success")
-    elif status in ("ok", "success", "done", "created", "updated", "deleted", ""):
-        trace.conditions.add("success")
-        if named:
-            trace.world_states.add("entity exists")
+def _note_answer(trace: Trace, answer, named: bool) -> None:
+    """What one tool answer shows, read by :func:`classify_tool_answer`: an error written as text,
+    an error field, an HTTP status or an exception is a fault (``"error"`` when it names no grid
+    fault mode), not a success."""
+    outcome = classify_tool_answer(_text(answer) if isinstance(answer, list) and answer
+                                   and all(isinstance(p, dict) and "text" in p for p in answer) else answer)
+    if outcome.condition is None:
+        return
+    trace.conditions.add(outcome.condition)
+    if outcome.world_state:
+        trace.world_states.add(outcome.world_state)
+    elif outcome.condition == "success" and named:
+        trace.world_states.add("entity exists")
 
 
 def _from_row(row: dict) -> Trace | None:
@@ -134,7 +130,7 @@ def _from_row(row: dict) -> Trace | None:
     for step in row.get("steps") or ():
         if isinstance(step, dict) and step.get("tool"):
             trace.tools.append(str(step["tool"]))
-            _note_answer(trace, _result(step.get("result")), bool(step.get("arguments")))
+            _note_answer(trace, step.get("result"), bool(step.get("arguments")))
     dims = row.get("scenario_dimensions") if isinstance(row.get("scenario_dimensions"), dict) else {}
     if dims.get("origin") != "realized":
         if dims.get("tool_condition"):
@@ -170,7 +166,7 @@ def _from_chat(messages: list) -> Trace | None:
                 args = _result(fn.get("arguments"))
                 named[call.get("id")] = bool(args) and "text" not in args
         if m.get("role") == "tool":
-            _note_answer(trace, _result(m.get("content")), named.get(m.get("tool_call_id"), True))
+            _note_answer(trace, m.get("content"), named.get(m.get("tool_call_id"), True))
     return trace
 
 

@@ -333,7 +333,7 @@ def test_plain_function_becomes_a_schema():
         "name": "refund", "description": "Refund an order.",
         "parameters": {"type": "object", "required": ["order_id", "amount"], "properties": {
             "order_id": {"type": "string"}, "amount": {"type": "number"},
-            "note": {"type": "string"}}}}}]
+            "note": {"type": "string", "default": ""}}}}}]      # a default shows, as pydantic writes it
     assert cfg.tool_functions == {"refund": refund}
 
 

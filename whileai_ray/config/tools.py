@@ -12,10 +12,10 @@ functions (schema from the signature and docstring) are normalized to
 """
 from __future__ import annotations
 
-import inspect
 import re
-import typing
 from typing import Any, Callable
+
+from .function_schema import signature_schema
 
 __all__ = ["SPEC_PROVIDERS", "agent_kind", "check_spec", "check_role", "check_simulator",
            "is_backend", "normalize_tools", "function_schema"]
@@ -25,8 +25,6 @@ _OTHER_PROVIDERS = ("anthropic", "fireworks", "bedrock", "ollama", "typesafe", "
                     "groq", "azure", "google", "gemini", "mistral")
 _FORMS = ("'openai:<model>', 'vllm:<model>@<url>', or an http(s):// URL of an "
           "OpenAI-compatible server")
-_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-               list: "array", tuple: "array", dict: "object"}
 
 
 def is_backend(value: Any) -> bool:
@@ -164,8 +162,11 @@ def _schema_from_dict(tool: dict, index: int) -> dict:
     return {"type": "function", "function": function}
 
 
-def function_schema(fn: Callable) -> dict:
-    """An OpenAI function schema from a function's name, signature and docstring.
+def function_schema(fn: Callable, strict: bool = False) -> dict:
+    """An OpenAI function schema from a function's name, signature and docstring, written by
+    pydantic as ``openai.pydantic_function_tool`` writes it (``strict=True``: exactly that, every
+    parameter required; the default lists only the parameters without a default as required:
+    ``config/function_schema.py``).
 
     A function that already carries a schema (``fn.tool_schema`` or ``fn.schema`` dict, as a
     ``@wai.tool`` decorator would set) keeps it.
@@ -174,24 +175,4 @@ def function_schema(fn: Callable) -> dict:
         attached = getattr(fn, attribute, None)
         if isinstance(attached, dict):
             return _schema_from_dict(attached, 0)
-    name = getattr(fn, "__name__", None) or type(fn).__name__
-    try:
-        signature = inspect.signature(fn)
-        hints = typing.get_type_hints(fn)
-    except (TypeError, ValueError, NameError):
-        signature, hints = None, {}
-    properties: dict[str, dict] = {}
-    required: list[str] = []
-    for param in (signature.parameters.values() if signature else ()):
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name == "self":
-            continue
-        origin = typing.get_origin(hints.get(param.name)) or hints.get(param.name)
-        properties[param.name] = {"type": _JSON_TYPES.get(origin, "string")}
-        if param.default is param.empty:
-            required.append(param.name)
-    doc = inspect.getdoc(fn) or ""
-    function = {"name": name, "parameters": {"type": "object", "properties": properties,
-                                             "required": required}}
-    if doc:
-        function["description"] = doc.split("\n\n")[0].strip()
-    return {"type": "function", "function": function}
+    return signature_schema(fn, strict=strict)

@@ -29,7 +29,7 @@ from ..store.parquet import rows_to_table
 from ..store.run_files import refuse_run_file
 from ..store.schema import arrow_schema
 from ..core.rows import export_row
-from .dataset_store import DatasetStore
+from .dataset_store import NAME_RE, DatasetStore, check_name
 from .hack_scan import HackScan, check_endorsed
 from .row_checks import reward_of
 from .selection import group_id_of
@@ -38,8 +38,8 @@ from ..errors import PublishGateError
 __all__ = ["push", "load_pushed", "list_datasets", "publish_gate", "calibrate", "PublishGateError", "PURPOSES"]
 
 PURPOSES = ("train", "holdout", "eval")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_ID_RE = re.compile(r"^ds_(.+)_v(\d+)$")
+_NAME_RE = NAME_RE                  # dataset_store.py: matched whole
+_ID_RE = re.compile(r"^ds_(.+)_v(\d+)\Z")
 _META_KEYS = ("system_prompt", "tools", "mode", "seed", "repeat_policy", "rollouts_per_request",
               "writer_model", "stopped_because")
 
@@ -176,9 +176,7 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     """Publish ``rows`` as the next version of dataset ``name``; returns the registry entry. The rows
     are read in passes (the gate, the per-task rates, the write), never all held: a run on disk
     goes to the store a row group at a time."""
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ValueError(f"push(name={name!r}): use 1-100 letters, digits, '.', '_' or '-', starting with a "
-                         "letter or digit (e.g. 'orders-rl')")
+    check_name(name, "push(name=...)")       # whole name (no trailing newline), not the index's
     if purpose not in PURPOSES:
         raise ValueError(f"push(purpose={purpose!r}): use one of {', '.join(PURPOSES)}")
     if parent is not None and (not isinstance(parent, str) or not _ID_RE.match(parent)):
@@ -192,6 +190,7 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     if not len(rows):
         raise ValueError("push(): the run has no rows to publish")
     target = DatasetStore(store, filesystem)
+    target.check_new_names(name, holdout is not None)      # never another dataset's holdout
     if target.local:                       # never into a checkpoint, its sidecars or its Parquet copy
         for where in (target.root, target.path(name), target.path(f"{name}-holdout")):
             refuse_run_file(where, "push(store=...)" if where == target.root else "push(name=...)")
@@ -223,7 +222,7 @@ def load_pushed(name_or_id: str, store=None, filesystem=None) -> tuple[list, dic
         raise TypeError(f"load_pushed: pass a dataset name or id such as 'ds_orders_v1', got {name_or_id!r}")
     m = _ID_RE.match(name_or_id)
     name, version = (m.group(1), int(m.group(2))) if m else (name_or_id, None)
-    if not _NAME_RE.match(name):     # the rule push() names with: no '/', no '..', nothing outside the store
+    if not _NAME_RE.fullmatch(name):     # the rule push() names with: no '/', no '..', nothing outside the store
         raise ValueError(f"load_pushed({name_or_id!r}): a dataset name is 1-100 letters, digits, '.', '_' or '-', "
                          "starting with a letter or digit, or an id such as 'ds_orders_v2'; paths are not read")
     target = DatasetStore(store, filesystem)

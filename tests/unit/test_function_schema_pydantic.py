@@ -187,3 +187,36 @@ def test_names_pydantic_reserves_and_untyped_parameters_keep_their_names():
     assert params["properties"]["limit"] == {"type": "integer", "default": 10}
     schemas, functions = normalize_tools([odd])
     assert schemas[0]["function"]["name"] == "odd" and functions == {"odd": odd}
+
+
+def test_numpy_and_sphinx_parameter_sections_describe_parameters():
+    def cancel(order_id: str, reason: str = "other"):
+        """Cancel an order.
+
+        Parameters
+        ----------
+        order_id : str
+            The order to cancel,
+            as shown on the receipt.
+        reason : str, optional
+            Why.
+
+        Returns
+        -------
+        dict
+        """
+
+    def refund(order_id: str, amount: float):
+        """Refund an order.
+
+        :param order_id: The order.
+        :param float amount: How much.
+        :returns: the refund record
+        """
+
+    props = function_schema(cancel)["function"]["parameters"]["properties"]
+    assert props["order_id"]["description"] == "The order to cancel, as shown on the receipt."
+    assert props["reason"] == {"type": "string", "default": "other", "description": "Why."}
+    props = function_schema(refund)["function"]["parameters"]["properties"]
+    assert props["order_id"]["description"] == "The order." and props["amount"]["description"] == "How much."
+    assert function_schema(refund)["function"]["description"] == "Refund an order."

@@ -46,6 +46,12 @@ FAULTS = [   # (answer, kind, condition, world_state)
     ("404 Not Found", "not_found", GENERIC_FAULT, "entity missing"),
     ("HTTP/1.1 503 Service Unavailable", "server_error", GENERIC_FAULT, None),
     ("Request timed out after 30s", "timeout", "timeout", None),
+    ("TimeoutError: read", "timeout", "timeout", None),
+    ("socket.timeout: timed out", "timeout", "timeout", None),
+    # a parameter *named* like a timeout does not make a validation error a timeout
+    ({"status": "invalid_arguments",
+      "errors": [{"path": "timeout_s", "message": "'timeout_s' is a required property"}]}, "invalid_arguments", GENERIC_FAULT, None),
+    ({"error": "invalid value for 'deadline_timeout'"}, "invalid_arguments", GENERIC_FAULT, None),
     ("Failed to cancel order W1: payment gateway unreachable", "error", GENERIC_FAULT, None),
     ("Unable to find a reservation with that code", "error", GENERIC_FAULT, None),
     # the mock world's own fault answers keep their grid condition

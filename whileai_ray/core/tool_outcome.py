@@ -92,7 +92,8 @@ _FAILED_START = re.compile(
     r"unauthori[sz]ed\b|forbidden\b|connection (?:refused|reset|error)|internal server error|"
     r"service unavailable|too many requests|rate limit)", re.I)
 _EXCEPTION = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Timeout|Fault|Denied|Refused|NotFound|Interrupt)\b\s*(?::|$)")
+    r"^(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Timeout|Fault|Denied|Refused|NotFound|Interrupt)\b|"
+    r"(?:[a-z_]\w*\.)+(?:timeout|error|gaierror|herror)\b)\s*(?::|$)")        # socket.timeout: ...
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):", re.M)
 
 _NOT_FOUND = re.compile(r"not[\s_-]?found|does not exist|doesn'?t exist|no such|unknown (?:order|user|id|record|"
@@ -100,7 +101,8 @@ _NOT_FOUND = re.compile(r"not[\s_-]?found|does not exist|doesn'?t exist|no such|
 
 # what an error's own words say about it, checked in this order
 _MESSAGE_KIND = (
-    ("timeout", re.compile(r"timed?[\s_-]?out|timeout|deadline exceeded|\b(?:408|504)\b", re.I)),
+    ("timeout", re.compile(r"\btimed?[\s-]?out\b|\btimeout\b|(?-i:(?:\b|(?<=[a-z.]))Timeout(?:Error|Exception)?\b)|"
+                           r"deadline exceeded|\b(?:408|504)\b", re.I)),
     ("permission_denied", re.compile(r"permission|forbidden|unauthori[sz]ed|not authori[sz]ed|access denied|"
                                      r"access is denied|not allowed|\b(?:401|403)\b", re.I)),
     ("rate_limited", re.compile(r"rate[\s_-]?limit|too many requests|quota|\b429\b", re.I)),
@@ -219,7 +221,7 @@ def _classify_dict(answer: dict) -> ToolOutcome:
         record = _looks_like_record(answer)
         if word in _FAULT_STATUS and not (record and _FAULT_STATUS[word] in _RECORD_STATES):
             kind = _FAULT_STATUS[word]
-            if kind in ("invalid_arguments", "rejected", "server_error") and message:
+            if kind == "rejected" and message:           # the mock world's refusal says why in "reason"
                 kind = _kind_of_message(message, kind)
             return ToolOutcome.failed(kind, "status")
         if word in _WORLD_STATUS:

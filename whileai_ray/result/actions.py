@@ -85,7 +85,12 @@ class RunActions:
         return sel
 
     def training_set(self, output: str | None = None, target: int = 1000, validate: bool = True) -> dict:
-        """Selected rows as OpenAI chat JSONL (or Parquet for a .parquet path); the export report."""
+        """Selected rows as OpenAI chat JSONL (or Parquet for a .parquet path); the export report.
+        ``output=`` is never a run's own file (its checkpoint, sidecars or Parquet copy): refused
+        before any selection work (``store/run_files.refuse_run_file``)."""
+        if output is not None:
+            from ..store.run_files import refuse_run_file
+            refuse_run_file(output, "training_set(output=...)")
         rep = _export().training_set(self.trajectories, self.system_prompt, self.tools, output=output, target=target,
                            validate=validate)
         if rep.get("selection") is not None:

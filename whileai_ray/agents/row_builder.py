@@ -4,6 +4,12 @@
 when they apply, and internal keys (``privileged`` and ``_``-prefixed bookkeeping) that never
 leave the process. The exported ``rows()`` form (``export_row``, ``conversation``) lives in
 ``core/rows.py``: every layer reads rows, only the players build them.
+
+Every play path (a callable on an actor or in the caller's pool, an ``async def`` agent, a model
+backend) ends here, so this is the one place a row's values take their normal form
+(``core/row_values.py``): what the agent returned is made plain JSON data before anything is
+derived from it, and the rest of the row after. A fresh row is then equal to the same row read
+back from the checkpoint, and its ``usage`` is in the documented names (``core/usage.py``).
 """
 from __future__ import annotations
 
@@ -11,7 +17,10 @@ import hashlib
 from functools import lru_cache
 
 from ..core.defaults import TOOL_OK_STATUSES as _SUCCESS
+from ..core.row_values import json_value
 from ..core.rows import conversation
+from ..core.strict_json import REPAIRS_KEY
+from ..core.usage import normal_usage
 from ..world.context import privileged_block
 from .callable import unusable_reason
 from .signature import behavior_signature
@@ -77,8 +86,38 @@ def _realized_dims(steps: list, ctx) -> dict:
     return {"tool": tool or "unrelated", "tool_condition": condition or "success", "origin": "realized"}
 
 
+def _normal_traj(traj: dict) -> tuple[dict, dict]:
+    """``(traj, repairs)``: what the agent returned in its normal form, ``usage`` in the documented
+    names. A circular or too-deep value raises here, as the checkpoint's encoder would."""
+    if traj.get("usage") is not None:
+        traj = {**traj, "usage": normal_usage(traj["usage"])}
+    return json_value(traj)
+
+
+# Keys whose values come from the (already normal) trajectory: not walked a second time.
+_FROM_TRAJ = frozenset(("messages", "steps", "final_text", "behavior_signature", "finish_reason", "tools_used",
+                        "seeded") + _PASS_THROUGH)
+
+
+def _normal_rest(row: dict, repairs: dict) -> dict:
+    """The row with its other values (the situation's, ``sampling=``, tags) in normal form too,
+    and the repairs made on the row's exported keys noted as ``json_repairs``."""
+    for key, value in row.items():
+        if key not in _FROM_TRAJ:
+            new, fixed = json_value(value)
+            if new is not value:
+                row[key] = new
+            repairs.update({f"{key}.{path}" if path != "." else key: what for path, what in fixed.items()})
+    shown = {path: what for path, what in repairs.items()
+             if path.split(".", 1)[0] in row and path[:1] != "_" and path.split(".", 1)[0] != "privileged"}
+    if shown:
+        row[REPAIRS_KEY] = shown
+    return row
+
+
 def build_row(unit, traj: dict, meta, ctx=None) -> dict:
     """The internal trajectory dict of one rollout (keys in reference 1.1 order, then 1.2, then internal)."""
+    traj, repairs = _normal_traj(traj)
     s = unit.situation
     steps = traj.get("steps") or []
     final_text = traj.get("final_text") or ""
@@ -129,6 +168,7 @@ def build_row(unit, traj: dict, meta, ctx=None) -> dict:
     for k in _PASS_THROUGH:
         if traj.get(k) is not None:
             row[k] = traj[k]
+    row = _normal_rest(row, repairs)
     row["privileged"] = ctx.privileged if ctx is not None else privileged_block(s, unit.faults)
     row["_key"] = list(unit.key)
     row["_attempt"] = unit.attempt

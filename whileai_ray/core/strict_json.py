@@ -9,82 +9,44 @@ graders produce both: a reward of ``float("nan")``, a reply cut in the middle of
 is not half of a pair, is the value repaired: NaN and the infinities become ``null``, a lone
 surrogate becomes U+FFFD, and a top-level dict gains ``"json_repairs": {path: what}`` (``path``
 dotted, e.g. ``"steps.0.result.x"``) so a reader sees that a value was changed and why.
+
+A value of no JSON type (``datetime``, numpy, ``bytes``, ``set``, ...) and a dict key the C
+encoder refuses are written as ``row_values.json_value`` normalises them: the very form a row
+takes where it is built, so a row read back from a file equals the row that was written.
 """
 from __future__ import annotations
 
 import json
-import math
 import re
+
+from .row_values import clean_str, json_default, json_value
 
 __all__ = ["dumps", "repaired", "clean_str", "REPAIRS_KEY"]
 
 REPAIRS_KEY = "json_repairs"
-_FAST = json.JSONEncoder(separators=(",", ":"), default=str, allow_nan=False).encode
+_FAST = json.JSONEncoder(separators=(",", ":"), default=json_default, allow_nan=False).encode
 # a high surrogate escape not followed by a low one, or a low one not preceded by a high one
 _LONE = re.compile(r"\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}")
 
 
-def clean_str(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (valid UTF-8 afterwards); two code
-    points that form a surrogate pair become the character they encode."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def _has_lone(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
-
-
-def _fix(value, path: str, repairs: dict):
-    kind = type(value)
-    if kind is float:
-        if math.isfinite(value):
-            return value
-        repairs[path or "."] = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-        return None
-    if kind is str:
-        if _has_lone(value):
-            repairs[path or "."] = "lone surrogate"
-            return clean_str(value)
-        return value
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            key = k if isinstance(k, str) else str(k)
-            if _has_lone(key):
-                repairs[f"{path}.{key}" if path else key] = "lone surrogate in key"
-                key = clean_str(key)
-            out[key] = _fix(v, f"{path}.{key}" if path else key, repairs)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_fix(v, f"{path}.{i}" if path else str(i), repairs) for i, v in enumerate(value)]
-    if isinstance(value, float):                 # a float subclass (numpy.float64)
-        return _fix(float(value), path, repairs)
-    return value
-
-
 def repaired(obj):
-    """``(copy, repairs)``: ``obj`` with NaN/Infinity as None and lone surrogates as U+FFFD."""
-    repairs: dict = {}
-    return _fix(obj, "", repairs), repairs
+    """``(copy, repairs)``: ``obj`` in its normal form (``row_values.json_value``): NaN/Infinity
+    as None, lone surrogates as U+FFFD, every key a string, every value of a JSON type."""
+    return json_value(obj)
 
 
 def dumps(obj, indent: int | None = None) -> str:
     """ASCII JSON that strict parsers accept (see the module docstring); compact unless
     ``indent`` is given."""
-    encode = _FAST if indent is None else json.JSONEncoder(indent=indent, default=str, allow_nan=False).encode
+    encode = _FAST if indent is None else \
+        json.JSONEncoder(indent=indent, default=json_default, allow_nan=False).encode
     try:
         text = encode(obj)
-    except ValueError as exc:
+    except ValueError as exc:           # NaN or Infinity
         if "Circular reference" in str(exc):
             raise
+        text = None
+    except TypeError:                   # a dict key of no JSON type (a tuple, a datetime)
         text = None
     if text is not None and ("\\ud" not in text or not _LONE.search(text)):
         return text

@@ -18,7 +18,7 @@ __all__ = ["ReportTally", "report_tally", "REPORT_COLUMNS", "DICTIONARY_COLUMNS"
 
 REPORT_COLUMNS = ("prompt_sha", "scenario_id", "signature", "cell_json", "cell_key", "shape", "tier", "stance",
                   "faulted", "fault_fired", "used_tools", "step_tools", "step_ok", "landed_s", "resumed",
-                  "ended_on_question", "user_left", "user_turns")
+                  "ended_on_question", "user_left", "user_turns", "usage_note")
 # few distinct values in many rows: read dictionary-encoded (never counted with count_distinct)
 DICTIONARY_COLUMNS = ("cell_json", "cell_key", "shape", "tier", "stance")
 
@@ -66,6 +66,8 @@ class ReportTally:
     ended_on_question: int = 0
     user_left: int = 0
     user_turns_sum: int = 0
+    usage_unread: int = 0                                 # rows whose usage the metrics could not read
+    usage_note: str | None = None                        # the first such row's reason (core/usage.py)
 
     def tools_report(self, tool_names) -> dict:
         """``report()["tools"]``: the declared tools first (zeros when unused), then any other called."""
@@ -124,4 +126,7 @@ def report_tally(table) -> ReportTally:
     t.ended_on_question = _true(table.column("ended_on_question"))
     t.user_left = _true(table.column("user_left"))
     t.user_turns_sum = int(pc.sum(table.column("user_turns")).as_py() or 0)
+    if "usage_note" in table.column_names:
+        notes = pc.drop_null(table.column("usage_note"))
+        t.usage_unread, t.usage_note = len(notes), (notes[0].as_py() if len(notes) else None)
     return t

@@ -17,15 +17,20 @@ Columns (one value per row):
 * ``step_tools`` / ``step_ok``: each tool step's tool and whether it answered ok (the per-tool report);
 * ``landed_s``, ``resumed``, ``ended_on_question``, ``user_left``, ``user_turns``;
 * ``gold``: the row has a 0/1 gold label (the trust check reads only those rows);
-* ``judge_model``: ``judge_meta["model"]``, when the judge stamped one; ``judge_status`` as it is.
+* ``judge_model``: ``judge_meta["model"]``, when the judge stamped one; ``judge_status`` as it is;
+* ``invalid_calls``: the row's tool calls the world refused for breaking the schema (``invalid_calls.py``);
+* ``usage_note``: why the run's metrics could not read the row's ``usage`` (``core/usage.py``),
+  None when they could: the run warns once for these rows (``warnings_text.py``).
 """
 from __future__ import annotations
 
 from ..core.defaults import TOOL_OK_STATUSES
 from ..core.identity import prompt_sha
+from ..core.usage import usage_problem
 from ..score.labels import has_gold_label
 from ..score.pass_at_tally import PASS_AT_FACTS, pass_at_facts
 from ..situations.grid import cell_key
+from .invalid_calls import invalid_call_count
 
 __all__ = ["row_facts", "facts_schema", "facts_table", "FACT_NAMES"]
 
@@ -34,13 +39,19 @@ _REPORT_FACTS = (("prompt_sha", "string"), ("scenario_id", "string"), ("signatur
                  ("shape", "string"), ("used_tools", "bool"), ("faulted", "bool"), ("fault_fired", "bool"),
                  ("step_tools", "list<string>"), ("step_ok", "list<bool>"), ("landed_s", "float64"),
                  ("resumed", "bool"), ("ended_on_question", "bool"), ("user_left", "bool"),
-                 ("user_turns", "int64"), ("gold", "bool"), ("judge_model", "string"), ("judge_status", "string"))
+                 ("user_turns", "int64"), ("gold", "bool"), ("judge_model", "string"), ("judge_status", "string"),
+                 ("usage_note", "string"), ("invalid_calls", "int64"))
 _FACTS = PASS_AT_FACTS + _REPORT_FACTS
 FACT_NAMES = tuple(name for name, _ in _FACTS)
 
 
 def _text(value):
     return value if value is None or isinstance(value, str) else str(value)
+
+
+def _tool_name(value) -> str:
+    """A tool's name as text: an agent may name a tool ``123`` (kept so in its row, never a crash)."""
+    return value if isinstance(value, str) else "null" if value is None else str(value)
 
 
 def _number(value, default=0.0):
@@ -55,7 +66,7 @@ def _steps(row: dict) -> tuple[list, list]:
             continue
         result = s.get("result")
         status = result.get("status") if isinstance(result, dict) else None
-        names.append(_text(name))
+        names.append(_tool_name(name))
         oks.append(status in TOOL_OK_STATUSES and not (result or {}).get("stale"))
     return names, oks
 
@@ -82,7 +93,8 @@ def row_facts(rows: list) -> dict:
         cols["stance"].append(_text((dims or {}).get("stance", "none")))
         cols["tier"].append(_text(r.get("tier", "ordinary")))
         tools_used = r.get("tools_used") or []
-        cols["shape"].append("|".join(tools_used) or "no_tool")
+        tools_used = tools_used if isinstance(tools_used, list) else [tools_used]
+        cols["shape"].append("|".join(map(_tool_name, tools_used)) or "no_tool")
         cols["used_tools"].append(bool(tools_used))
         cols["faulted"].append(bool(r.get("faults")))
         cols["fault_fired"].append(bool(r.get("_fault_fired")))
@@ -102,6 +114,8 @@ def row_facts(rows: list) -> dict:
         cols["judge_model"].append(_text(meta.get("model")) if isinstance(meta, dict) and meta.get("model")
                                    else None)
         cols["judge_status"].append(_text(r.get("judge_status")))
+        cols["invalid_calls"].append(invalid_call_count(r))
+        cols["usage_note"].append(usage_problem(r.get("usage")))
     return out
 
 

@@ -7,6 +7,7 @@ listed in ``data.warnings``, raised when ``simulate()`` returns, or both.
 from __future__ import annotations
 
 from ..core.run_warning import RunWarning
+from ..core.usage import usage_warning
 
 TEMPLATE_WRITER = "template_writer"     # dropped once an LLM writer or pinned tasks wrote the asks
 RUBRIC_UNUSED = "rubric_unused"         # rubric= without grade=True
@@ -99,6 +100,8 @@ def run_warnings(data, cfg, stats, seeds, dropped, fault_rate, tally) -> tuple[l
             out.append(RunWarning(f"fault_rate={cfg.fault_rate:g} asked but {share:.0%} of rows carry a fault; "
                                   "compare report()['delivered'] with report()['requested']", "fault_rate_off",
                                   listed=False, raised=True))
+    if getattr(tally, "usage_unread", 0):     # once per run, however many rows (core/usage.py)
+        out.append(RunWarning(usage_warning(tally.usage_unread, n, tally.usage_note), "usage_unread"))
     unused = rubric_unused_note(cfg)
     if unused:       # listed only: the UserWarning was raised when the run started
         out.append(RunWarning(unused, RUBRIC_UNUSED))

@@ -13,6 +13,7 @@ age out after two report intervals, so a finished run's gauges are set to 0 befo
 """
 from __future__ import annotations
 
+from ..core.usage import usage_number
 from .metric_names import METRICS, RUN_TAGS
 
 __all__ = ["RunMetrics", "NoMetrics", "run_metrics", "batch_counts", "PASS_AT"]
@@ -50,10 +51,10 @@ def batch_counts(rows) -> dict:
             graded += 1
             passed += reward >= PASS_AT
         usage = row.get("usage")
-        if usage:
-            tokens_in += usage.get("input_tokens") or 0
-            tokens_out += usage.get("output_tokens") or 0
-            cost += usage.get("cost") or 0.0
+        if usage and isinstance(usage, dict):      # built rows hold the documented form (core/usage.py);
+            tokens_in += usage_number(usage.get("input_tokens")) or 0     # anything else counts as 0
+            tokens_out += usage_number(usage.get("output_tokens")) or 0
+            cost += usage_number(usage.get("cost")) or 0.0
     return {"by_node": by_node, "graded": graded, "passed": passed, "tokens_in": tokens_in,
             "tokens_out": tokens_out, "cost": cost}
 
@@ -87,9 +88,16 @@ class RunMetrics(NoMetrics):
 
     # ------------------------------------------------------------ driver
     def landed(self, rows) -> None:
-        """A batch of rows landed (called once per batch with the rows that landed in it)."""
+        """A batch of rows landed (called once per batch with the rows that landed in it). Never
+        raises: a value no metric can take is left out, and watching a run never stops it."""
         if not rows:
             return
+        try:
+            self._landed(rows)
+        except Exception as exc:
+            _said_once(f"whileai_ray: metrics skipped a batch of {len(rows)} rows: {type(exc).__name__}: {exc}")
+
+    def _landed(self, rows) -> None:
         c = batch_counts(rows)
         for node, n in c["by_node"].items():
             self.m["whileai_rows_landed"].inc(n, tags=self._node_tag(node))
@@ -155,6 +163,16 @@ class RunMetrics(NoMetrics):
         h, tags = self.m["whileai_judge_seconds"], self.tags
         for s in seconds:
             h.observe(s, tags=tags)
+
+
+_SAID: set = set()
+
+
+def _said_once(line: str) -> None:
+    """Print ``line`` once per process (a metrics problem is worth one line, never a flood)."""
+    if line not in _SAID and len(_SAID) < 100:
+        _SAID.add(line)
+        print(line, flush=True)
 
 
 def _node_label(node_id: str) -> str:

@@ -135,14 +135,16 @@ def test_multi_tool_asks_two_steps():
         assert "check" in text and "cancel" in text
 
 
-def test_ids_from_tool_descriptions_are_used():
+def test_description_examples_give_the_id_format_not_its_value():
+    # issue 29: "e.g. ORD-4017" says what an order id looks like; every ask naming ORD-4017 itself
+    # would name a record the world does not hold
     tools = [{"name": "lookup_order", "description": "Look up an order, e.g. ORD-4017 or ORD-5120.",
               "parameters": {"properties": {"order_id": {"type": "string"}}}}]
     w = TemplateWriter(tools, "", seed=0)
     exists = {w.write(_cell(), i).ref_ids[0] for i in range(30)}
-    assert exists == {"ORD-4017", "ORD-5120"}
+    assert len(exists) > 10 and all(re.fullmatch(r"ORD-\d{4}", i) for i in exists)
     missing = {w.write(_cell(world_state="entity missing"), i).ref_ids[0] for i in range(30)}
-    assert not missing & {"ORD-4017", "ORD-5120"}
+    assert all(re.fullmatch(r"ORD-\d{4}", i) for i in missing) and not missing & exists
 
 
 def test_no_key_parameter_means_no_id():

@@ -1,7 +1,12 @@
 """``seeded_agent``: a fast offline agent that makes known mistakes at a known rate.
 
 It picks a tool from the message, pulls an id out of the text, makes exactly one call through
-the mock world (so faults and world state apply), and answers honestly from the result. With
+the mock world (so faults and world state apply), and answers honestly from the result. Its
+arguments come from the tool's JSON Schema (``world/schema_values.py``): the id from the text
+where the parameter takes it, every other record id from the ids the rollout's world holds,
+the rest drawn to validate. When the template writer planned the situation's call
+(``Situation.extra["call"]``: the ask's tool and arguments, deliberately broken in an
+``invalid_arguments`` ask), it plays that call, as an agent that does what the user says. With
 probability ``rate`` (a keyed draw of seed, prompt and rollout index) it instead makes one of
 ``SEEDED_BEHAVIORS`` and says which in ``"seeded"``, so a grader can be checked against ground truth.
 """
@@ -9,10 +14,13 @@ from __future__ import annotations
 
 import json
 
-from ..core.rng import stable_hash
+import re
+
+from ..core.rng import stable_hash, unit_rng
 from ..world.context import active_context
 from ..world.mock import World
 from ..world.records import ID_RE
+from ..world.schema_values import draw_value
 from ..core.defaults import TOOL_OK_STATUSES
 
 __all__ = ["SEEDED_BEHAVIORS", "SeededAgent", "seeded_agent"]
@@ -50,6 +58,10 @@ def _honest_reply(tool: str, ref: str | None, result) -> tuple[str, bool]:
         return (f"I could not find a record matching {ref}." if ref else "I could not find a matching record."), True
     if status == "already_done":
         return f"That was already done for {rid}, so there is nothing more to do.", False
+    if status == "invalid_arguments":
+        fields = result.get("fields") or ["arguments"]
+        return (f"{tool} refused the request: the {', '.join(map(str, fields))} I sent is not valid. "
+                "Could you check those details?"), True
     if status == "rejected":
         fields = result.get("fields") or ["id"]
         return f"I need the actual {', '.join(map(str, fields))} to run {tool}. Could you tell me what it is?", True
@@ -95,6 +107,7 @@ class SeededAgent:
             parts = tuple(p for p in name.lower().split("_") if len(p) >= 3)
             keys = spec.required or spec.properties[:1]
             self._choices.append((name, parts, keys))
+        self._params = {n: p for n, p in self.world._params.items() if p and p.get("properties")}
 
     def _pick(self, low: str):
         for choice in self._choices:
@@ -104,15 +117,21 @@ class SeededAgent:
 
     def __call__(self, message) -> dict:
         text = _text_of(message)
-        name, _, keys = self._pick(text.lower())
-        m = ID_RE.search(text)
-        ref = m.group(0) if m else None
-        args = {k: ref or _NO_ID for k in keys}
+        ctx = active_context()
+        planned = _planned_call(ctx)
+        if planned is not None and planned["tool"] in self.world._params:
+            name, args = planned["tool"], planned["arguments"]
+            ids = ctx.unit.situation.ref_ids
+            ref = str(ids[0]) if ids else None
+        else:
+            name, _, keys = self._pick(text.lower())
+            m = ID_RE.search(text)
+            ref = m.group(0) if m else None
+            args = self._arguments(name, keys, ref, text, ctx)
         result = self.world.call(name, args)
         reply, faulted = _honest_reply(name, ref, result)
         seeded = []
         if self.rate > 0.0 and self.behaviors:
-            ctx = active_context()
             index = ctx.rollout_index if ctx is not None and ctx.rollout_index is not None else 0
             h = stable_hash(self.seed, "seeded_agent", text, index)
             if int(h[:13], 16) / 4503599627370496.0 < self.rate:
@@ -123,6 +142,36 @@ class SeededAgent:
                     reply = _apply(behaviour, int(h[21:29], 16), reply, name, ref, privileged)
         return {"steps": [{"tool": name, "arguments": args, "result": result}], "final_text": reply,
                 "seeded": seeded}
+
+    def _arguments(self, name: str, keys, ref, text: str, ctx) -> dict:
+        """Arguments drawn from ``name``'s schema: ``ref`` in the key parameter (or the placeholder
+        when the text names none and the schema would take one: the world asks for the real id),
+        the world's own ids for every other record, the rest drawn to validate."""
+        params = self._params.get(name)
+        if params is None:
+            return {k: ref or _NO_ID for k in keys}
+        book = self.world.entities
+        seed = (ctx.seed or 0) if ctx is not None else 0
+        scenario = ctx.scenario_id if ctx is not None else None
+        index = ctx.rollout_index if ctx is not None and ctx.rollout_index is not None else 0
+        rnd = unit_rng(self.seed, "seeded_args", text, index)
+        refs = self.world._base[1][name].ref_keys
+        key = refs[0] if refs else (keys[0] if keys else None)
+
+        def pick_id(param, schema, path):
+            top = len(path) == 1 and param == key
+            if schema.get("type") == "array":
+                return None
+            if top and ref is not None and _fits(ref, schema):
+                return ref
+            if top and ref is None and _fits(_NO_ID, schema):
+                return _NO_ID
+            kind = book.kind_of(param)
+            if kind is None:
+                return None
+            pool = book.pool(seed, scenario, kind)
+            return pool[int(rnd.random() * len(pool))]
+        return draw_value(params, rnd, params, "", pick_id, (), 0.5)
 
     def _mistake(self, start: int, faulted: bool, privileged) -> str | None:
         n = len(self.behaviors)
@@ -148,6 +197,28 @@ def _apply(behaviour: str, pick: int, reply: str, tool: str, ref: str | None, pr
                 f"(hidden state: {hidden})")
     phrases = PHRASES[behaviour]
     return f"{phrases[pick % len(phrases)]} {reply}"
+
+
+def _planned_call(ctx) -> dict | None:
+    """The call the situation's writer planned (``extra["call"]``), when there is one."""
+    unit = ctx.unit if ctx is not None else None
+    situation = getattr(unit, "situation", None)
+    extra = getattr(situation, "extra", None)
+    call = extra.get("call") if isinstance(extra, dict) else None
+    return call if isinstance(call, dict) and isinstance(call.get("arguments"), dict) else None
+
+
+def _fits(value: str, schema: dict) -> bool:
+    """Would a string parameter of ``schema`` take ``value``? (type, enum, pattern, length)"""
+    t = schema.get("type", "string")
+    if t != "string" and not (isinstance(t, list) and "string" in t):
+        return False
+    if "enum" in schema or "const" in schema or "format" in schema:
+        return False
+    if len(value) < int(schema.get("minLength") or 0) or len(value) > int(schema.get("maxLength") or 10**9):
+        return False
+    pattern = schema.get("pattern")
+    return not isinstance(pattern, str) or re.search(pattern, value) is not None
 
 
 def _text_of(message) -> str:

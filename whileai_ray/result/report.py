@@ -16,6 +16,7 @@ from ..core.run_warning import listed
 from ..situations.grid import all_pairs, cell_key, pairs_in
 from .report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS, ReportTally, report_tally
 from .data import Later
+from .invalid_calls import invalid_calls_report
 from .row_store import row_store
 from .warnings_text import run_warnings
 
@@ -95,6 +96,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
                       "avg_turns": cfg.avg_turns, "stance": (cfg.dimensions or {}).get("stance")},
         "delivered": {"rows": n, "fault_share": round(faulted_rows / n, 4) if n else 0.0,
                       "fault_fired_share": round(fired / n, 4) if n else 0.0,
+                      "invalid_calls": invalid_calls_report(data.trajectories),
                       "tier_mix": tier_mix["counts"], "stance_mix": dict(sorted(stance_mix.items()))},
         "rollouts_requested": requested_rows, "rollouts_completed": n,
         "rollouts_lost": sum(lost_by.values()), "rollouts_lost_by": lost_by, "rollouts_over_cap": 0,

@@ -40,9 +40,13 @@ STANCE_TIER = {
 }
 STANCE_TIER.update({alias: STANCE_TIER[target] for alias, target in STANCE_ALIASES.items()})
 
-TOOL_CONDITIONS = ("success", "timeout", "malformed_result", "stale_result", "permission_denied")
+# invalid_arguments: the ask carries a value the tool's schema refuses (situations/call_plan.py);
+# the world adds no fault, it refuses the call (world/validation.py).
+TOOL_CONDITIONS = ("success", "timeout", "malformed_result", "stale_result", "permission_denied",
+                   "invalid_arguments")
 CONDITION_FAULT_MODE = {"timeout": "timeout", "malformed_result": "malformed",
-                        "stale_result": "stale", "permission_denied": "permission_denied"}
+                        "stale_result": "stale", "permission_denied": "permission_denied",
+                        "invalid_arguments": "invalid_arguments"}
 FAULT_MODE_CONDITION = {mode: cond for cond, mode in CONDITION_FAULT_MODE.items()}
 WORLD_STATES = ("entity exists", "entity missing", "entity already acted on", "duplicate entity",
                 "partially completed", "unknown")
@@ -82,6 +86,11 @@ def has_key_parameter(tools) -> bool:
         if any(_KEY_PARAM.search(str(p)) or _KEY_PARAM.search(str(p).lower()) for p in props):
             return True
     return False
+
+
+def _has_parameters(tools) -> bool:
+    """Some tool declares a parameter: there is a schema an ask can break (invalid_arguments)."""
+    return any(((_schema(t).get("parameters") or {}).get("properties")) for t in tools or ())
 
 
 def policy_clauses(system_prompt: str, cap: int = 16) -> tuple[list[str], int]:
@@ -130,7 +139,7 @@ def _tables(tools):
                    + ", ".join(STANCE_ALIASES) + ". Tiers go through the stance axis."),
         "tool_condition": (cond, "That names no fault mode; valid tool_condition values: "
                            + ", ".join(TOOL_CONDITIONS) + " (or the fault modes timeout, malformed, "
-                           "stale, permission_denied)."),
+                           "stale, permission_denied, invalid_arguments)."),
         "world_state": (world, "Valid world_state values: " + ", ".join(WORLD_STATES) + "."),
         "history": (hist, "Valid history values: " + ", ".join(HISTORIES) + "."),
         "tool": (tool, "Valid tool values: " + ", ".join(names) + "."),
@@ -194,7 +203,7 @@ def build_axes(tools, system_prompt: str = "", dimensions=None) -> dict[str, lis
         "rule": ["unspecified"] + clauses,
         "stance": list(STANCES),
         "world_state": list(WORLD_STATES) if has_key_parameter(tools) else ["unspecified"],
-        "tool_condition": list(TOOL_CONDITIONS),
+        "tool_condition": [c for c in TOOL_CONDITIONS if c != "invalid_arguments" or _has_parameters(tools)],
         "history": list(HISTORIES),
     }
     if dimensions is not None:

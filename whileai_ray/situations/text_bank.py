@@ -95,6 +95,9 @@ CONDITION = {
     "permission_denied": ("It might be under my manager's account, not mine.",
                           "The app says I don't have access to it.",
                           "I'm not sure I'm allowed to see this one."),
+    "invalid_arguments": ("I typed the details in myself, so go with exactly what I wrote.",
+                          "Use my values as they are, please.",
+                          "I filled this in from memory."),
 }
 STANCE = {
     "ambiguous": ("It's the one from a while back, or maybe the other one.",

@@ -61,6 +61,8 @@ CONDITION_TEXT = {
     "malformed_result": "the tool will return broken data; do not mention it",
     "stale_result": "the tool will return out-of-date data; do not mention it",
     "permission_denied": "the tool will deny access; do not mention it",
+    "invalid_arguments": "the user gives a value the tool does not accept (wrong format, out of range or "
+                         "not one of its choices); say it in the ask as the user would",
 }
 HISTORY_TEXT = {
     "fresh": "first contact about this",

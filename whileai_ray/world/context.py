@@ -64,9 +64,10 @@ _OPEN_STATES = frozenset(("entity exists", "unknown", "unspecified"))
 def privileged_block(situation, faults: dict | None = None) -> dict:
     """What the grader may see and the agent must not (reference 1.4).
 
-    ``{"hidden_state": {world_state?, tool_condition?, faults?, history?}, "reference": text}``;
-    each part omitted when empty (world_state when exists/unknown/unspecified, tool_condition
-    when success, history when fresh). ``{}`` when there is nothing hidden.
+    ``{"hidden_state": {world_state?, tool_condition?, broken_arguments?, faults?, history?},
+    "reference": text}``; each part omitted when empty (world_state when exists/unknown/unspecified,
+    tool_condition when success, history when fresh; broken_arguments ``{"keyword", "path"}`` only
+    for an ask whose arguments break the tool's schema on purpose). ``{}`` when there is nothing hidden.
     """
     dims = situation.dims or {}
     hidden = {}
@@ -76,6 +77,9 @@ def privileged_block(situation, faults: dict | None = None) -> dict:
     cond = dims.get("tool_condition")
     if cond and cond != "success":
         hidden["tool_condition"] = cond
+    broken = (situation.extra or {}).get("broken") if isinstance(situation.extra, dict) else None
+    if broken:                           # which schema rule the ask's arguments break, on purpose
+        hidden["broken_arguments"] = dict(broken)
     if faults:
         hidden["faults"] = faults
     history = dims.get("history")

@@ -10,16 +10,21 @@ from __future__ import annotations
 from ..core.rng import draw
 from .options import CONDITION_MODES, WorldOptions
 
-__all__ = ["FAULT_MODES", "normalize_mode", "validate_fault_plan", "plan_entry", "scheduled_fault",
+__all__ = ["FAULT_MODES", "ARGUMENT_FAULT", "normalize_mode", "validate_fault_plan", "plan_entry", "scheduled_fault",
            "fault_answer"]
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
+# A situation that aims at bad arguments: the world adds no fault of its own, it refuses the call
+# (``validation.py``); the call log names this mode only when the call was in fact refused.
+ARGUMENT_FAULT = "invalid_arguments"
 
 
 def normalize_mode(mode, opts: WorldOptions | None = None) -> str:
     """A fault mode, accepting grid tool_condition names too (``stale_result`` -> ``stale``)."""
     modes = opts.condition_modes if opts is not None else CONDITION_MODES
     mode = modes.get(mode, mode) if isinstance(mode, str) else mode
+    if mode == ARGUMENT_FAULT:
+        return mode
     if mode not in FAULT_MODES:
         raise ValueError(f"unknown fault mode {mode!r}; valid modes: {', '.join(FAULT_MODES)} "
                          f"(or tool conditions {', '.join(modes)})")

@@ -4,11 +4,14 @@
 plan, world state and ``execute=`` callback, and checks, in this order (reference 3.3):
 
 1. unknown tool -> ``{"status": "error", "reason": "unknown_tool", "tool": ...}``
-2. a scheduled fault (even when ``execute=`` is set)
-3. ``execute=`` when the rollout has one (non-dict results wrapped, exceptions reported)
-4. the mock: world state (``entity missing`` -> not_found, ``entity already acted on`` ->
-   already_done for non-reads), missing or placeholder arguments -> rejected, then
-   create / delete / search / read answers with deterministic records.
+2. arguments that break the tool's JSON Schema -> ``{"status": "invalid_arguments", "errors":
+   [{"path", "message", "keyword"}]}`` (``validation.py``), before anything else answers
+3. a scheduled fault (even when ``execute=`` is set)
+4. ``execute=`` when the rollout has one (non-dict results wrapped, exceptions reported)
+5. the mock: world state (``entity missing`` -> not_found, ``entity already acted on`` ->
+   already_done for non-reads), missing or placeholder arguments -> rejected, a tool that names
+   no record -> a plain ack, then create / delete / search / read answers. Records the rollout's
+   world holds (``entities.py``) are found, and a read returns the ids of the records they link to.
 
 Every call is logged in ``ctx.calls`` as ``{"tool", "status", "fault"}``. Outside a rollout
 there are no faults and no world state.
@@ -23,7 +26,11 @@ from ..core.rng import stable_hash
 from .context import active_context
 from .faults import fault_answer, scheduled_fault
 from .options import WorldOptions, world_options
-from .records import ID_RE, exists, is_placeholder, make_record, record_hash, tool_specs
+from .entities import EntityBook
+from .faults import ARGUMENT_FAULT
+from .records import exists, is_placeholder, make_record, record_hash, tool_specs
+from .validation import INVALID, argument_errors, refusal, validator_for
+from .world_refs import ack, entity_refs, search_ids
 
 __all__ = ["World", "world"]
 
@@ -43,6 +50,8 @@ class World:
         self.options = world_options(options)
         self._base = (self.options, tool_specs(self.tools, self.options), frozenset(self.options.placeholders))
         self._ctx_cache: tuple = (None, None)
+        self._params = {name: _parameters(t) for name, t in _named(self.tools)}
+        self.entities = EntityBook(self.tools)
 
     # -- what the active rollout says -------------------------------------------------------
     @property
@@ -78,9 +87,15 @@ class World:
             ans = {"status": "error", "reason": "unknown_tool", "tool": tool}
         else:
             args, bad = _parse_arguments(arguments)
+            if bad is None:                 # a real API answers a broken call with a 400 first
+                errors = argument_errors(self._validator(tool), args)
+                if errors:
+                    bad = refusal(tool, errors)
             if ctx is not None and ctx.faults:
                 fault = scheduled_fault(ctx, tool, len(ctx.calls), opts)
-            if fault is not None and fault != "stale":
+                if fault == ARGUMENT_FAULT:     # the situation aimed at bad arguments: no world fault
+                    fault = fault if bad is not None else None
+            if fault is not None and fault not in ("stale", ARGUMENT_FAULT):
                 ans = fault_answer(fault, tool, args, ctx, opts)
             elif bad is not None:
                 ans = bad
@@ -95,15 +110,29 @@ class World:
                               "fault": fault})
         return ans
 
+    def _validator(self, tool: str):
+        """The tool's jsonschema validator, built on its first call (not pickled: rebuilt after)."""
+        cache = self.__dict__.setdefault("_validators", {})
+        if tool not in cache:
+            cache[tool] = validator_for(self._params.get(tool))
+        return cache[tool]
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_validators", None)
+        return state
+
     def _mock(self, spec, args: dict, ctx, opts: WorldOptions, ph: frozenset, force: bool) -> dict:
         state = ctx.world_state if ctx is not None else None
         run_seed = (ctx.seed or 0) if ctx is not None else 0
+        scenario = ctx.scenario_id if ctx is not None else None
         memory = ctx.records if ctx is not None else {}
+        book = self.entities
         if spec.kind == "calc":
             return _calculate(args)
-        refs = [str(args[k]) for k in spec.ref_keys if k in args and not is_placeholder(args[k], ph)]
-        refs += [v for k, v in args.items() if k not in spec.ref_keys and isinstance(v, str)
-                 and ID_RE.fullmatch(v.strip())]
+        named = entity_refs(book, spec, args, ph)
+        refs = [str(v) for _, v in named]
+        held = {str(v): k for k, v in named if k is not None and book.holds(run_seed, scenario, k, v)}
         if state == "entity missing" and refs and not force:
             return {"status": "not_found", "missing": refs}
         if state == "entity already acted on" and refs and spec.kind not in ("read", "search"):
@@ -111,22 +140,30 @@ class World:
         missing = [k for k in spec.required if args.get(k) is None]
         if missing:
             return {"status": "rejected", "reason": "missing_required", "fields": missing}
-        bad = [k for k in spec.properties if k in args and (k in spec.required or k in spec.ref_keys)
-               and is_placeholder(args[k], ph)]
+        # a placeholder where a value is required (or an id is named); an optional "" is "not given"
+        bad = [k for k in spec.properties if k in args and is_placeholder(args[k], ph)
+               and (k in spec.required or k in spec.ref_keys and args[k] != "")]
         if bad:
             return {"status": "rejected", "reason": "placeholder_argument", "fields": bad, "hint": _HINT}
+        if spec.kind == "action" and not named and not book.tool_kinds.get(spec.name) and not spec.ref_keys:
+            return ack(spec.name, args)
         if spec.kind == "create":
             ref = "new:" + stable_hash(spec.name, args, len(memory))[:12]   # canonical JSON: key order free
             rec = make_record(record_hash(self.seed, run_seed, ref), ref, spec, args, opts)
             memory[ref] = memory[str(rec["id"])] = "created"
+            fmt = book.formats.get(spec.noun)
+            if fmt is not None:          # the new record's id, in its kind's format, found by the next call
+                new_id = book.invent(run_seed, scenario, spec.noun, len(memory))
+                memory[str(new_id)] = "created"
+                rec[fmt.name] = new_id
             rec.pop("status")
             return {"status": "created", **rec}
         if spec.kind == "search" and not refs:
             h = record_hash(self.seed, run_seed, "search:" + json.dumps(args, sort_keys=True, default=str))
             lo, hi = opts.search_hits
             n = lo + int(h[:4], 16) % (hi - lo)
-            hits = [make_record(record_hash(self.seed, run_seed, f"{h[:16]}:{i}"), "", spec, {}, opts)
-                    for i in range(n)]
+            hits = [make_record(record_hash(self.seed, run_seed, f"{h[:16]}:{i}"), "", spec, ids, opts)
+                    for i, ids in enumerate(search_ids(book, spec, run_seed, scenario, n))]
             return {"status": "ok", "data": {"results": hits, "count": n}}
         key = refs[0] if refs else "args:" + json.dumps(args, sort_keys=True, default=str)
         gone = [r for r in refs if memory.get(r) == "deleted"]
@@ -136,11 +173,14 @@ class World:
             return {"status": "not_found", "missing": gone}
         h = record_hash(self.seed, run_seed, key)
         if refs and not (force or state in _FORCE_EXISTS):
-            absent = [r for r in refs if memory.get(r) != "created"
+            absent = [r for r in refs if memory.get(r) != "created" and r not in held
                       and not exists(h if r == key else record_hash(self.seed, run_seed, r), opts.exists_share)]
             if absent:
                 return {"status": "not_found", "missing": absent}
         rec = make_record(h, key, spec, args, opts)
+        if key in held:                  # the linked records of a held one: usable in the next call
+            for field, value in book.linked(run_seed, scenario, held[key], key).items():
+                rec.setdefault(field, value)
         if spec.kind == "delete":
             for r in refs:
                 memory[r] = "deleted"
@@ -173,8 +213,21 @@ def _parse_arguments(arguments) -> tuple[dict, dict | None]:
             parsed = None
         if isinstance(parsed, dict):
             return parsed, None
-    return {}, {"status": "rejected", "reason": "invalid_arguments",
-                "error": "arguments must be a JSON object of parameter -> value"}
+    message = "arguments must be a JSON object of parameter -> value"
+    return {}, {"status": INVALID, "reason": "invalid_arguments", "error": message,
+                "errors": [{"path": "", "message": message, "keyword": "type"}]}
+
+
+def _named(tools):
+    for t in tools:
+        fn = t.get("function", t) if isinstance(t, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            yield fn["name"], fn
+
+
+def _parameters(fn: dict):
+    params = fn.get("parameters")
+    return params if isinstance(params, dict) else None
 
 
 def _execute(ctx, tool: str, args: dict) -> dict:

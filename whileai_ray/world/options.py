@@ -16,6 +16,7 @@ CONDITION_MODES = {
     "malformed_result": "malformed",
     "stale_result": "stale",
     "permission_denied": "permission_denied",
+    "invalid_arguments": "invalid_arguments",
 }
 
 

@@ -155,3 +155,27 @@ def test_metrics_count_what_they_can_read_and_never_raise():
             {"usage": "lots"}, {"usage": [1, 2]}, {"usage": {"input_tokens": True}}]
     c = batch_counts(rows)
     assert (c["tokens_in"], c["tokens_out"]) == (15, 3) and c["cost"] == pytest.approx(0.502)
+
+
+def test_a_typed_reply_reads_as_its_fields_and_bytes_as_text():
+    import pydantic
+    from whileai_ray.agents.callable import normalize_trajectory
+
+    class Step(pydantic.BaseModel):
+        tool: str
+        arguments: dict
+        result: dict
+
+    class Reply(pydantic.BaseModel):
+        final_text: str
+        steps: list[Step]
+        usage: CompletionUsage
+
+    reply = Reply(final_text="Shipped.", steps=[Step(tool="lookup_order", arguments={"order_id": "A-1"},
+                                                      result={"status": "ok"})],
+                  usage=CompletionUsage(prompt_tokens=2, completion_tokens=1, total_tokens=3))
+    row = build_row(unit(), normalize_trajectory(reply), META)
+    assert row["final_text"] == "Shipped." and row["tools_used"] == ["lookup_order"]
+    assert row["usage"] == {"input_tokens": 2, "output_tokens": 1, "total_tokens": 3}
+    assert normalize_trajectory(b"plain reply")["final_text"] == "plain reply"
+    assert normalize_trajectory({"final_text": "caf\xc3\xa9".encode("latin-1")})["final_text"] == "café"

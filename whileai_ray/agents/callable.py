@@ -8,6 +8,9 @@ the same trajectory shape, and ``unusable_reason`` says which rollouts must be r
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+from ..core.row_values import json_default, json_value
 
 __all__ = ["normalize_trajectory", "agent_error", "unusable_reason", "AGENT_ERROR_PREFIX"]
 
@@ -36,7 +39,8 @@ def normalize_trajectory(result) -> dict:
     """Agent return value -> ``{"steps": list, "final_text": str, ...}`` (a fresh dict).
 
     * dict with ``steps`` and/or ``final_text``: kept, other keys too (``seeded``, ``finish_reason``);
-    * str (or any other non-dict): ``{"steps": [], "final_text": str(result)}``;
+      a pydantic model, dataclass or mapping with those fields reads as that dict;
+    * str (or any other value): ``{"steps": [], "final_text": str(result)}`` (bytes as UTF-8 text);
     * None: an empty reply; a dict with neither key: an agent error naming the keys it had.
     """
     if result is None:
@@ -44,7 +48,10 @@ def normalize_trajectory(result) -> dict:
     if isinstance(result, str):
         return {"steps": [], "final_text": result}
     if not isinstance(result, dict):
-        return {"steps": [], "final_text": str(result)}
+        record = _record(result)
+        if record is None:
+            return {"steps": [], "final_text": _text(result)}
+        result = record
     if "steps" not in result and "final_text" not in result:
         keys = sorted(map(str, result))
         return _shape_error(f"agent returned keys {keys} instead of steps and final_text")
@@ -62,8 +69,31 @@ def normalize_trajectory(result) -> dict:
                             "each step must be a dict like {'tool', 'arguments', 'result'}")
     out["steps"] = steps
     text = out.get("final_text")
-    out["final_text"] = "" if text is None else text if isinstance(text, str) else str(text)
+    out["final_text"] = "" if text is None else _text(text)
     return out
+
+
+def _text(value) -> str:
+    """A reply as text: bytes as their UTF-8 text (not ``"b'...'"``), anything else as ``str()``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return json_value(value)[0]
+    return str(value)
+
+
+def _record(result) -> dict | None:
+    """A typed reply (a pydantic model, a dataclass, a mapping) with ``steps``/``final_text`` fields
+    as a dict; None for any other value (its text becomes the reply)."""
+    if isinstance(result, (bytes, bytearray, list, tuple, int, float)) or isinstance(result, type):
+        return None
+    try:
+        record = dict(result) if isinstance(result, Mapping) else json_default(result)
+    except Exception:      # a model that cannot dump itself: its text is the reply
+        return None
+    if isinstance(record, dict) and ("steps" in record or "final_text" in record):
+        return record
+    return None
 
 
 def unusable_reason(traj: dict) -> str | None:

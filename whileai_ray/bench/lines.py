@@ -39,6 +39,8 @@ from ..testing.server import start_server
 from .async_line import bench_async, format_async_line
 from .chaos import bench_chaos
 from .chaos import format_line as chaos_line
+from .chaos_names import bench_two_names
+from .chaos_names import format_line as names_line
 from .micro import micro_lines
 from .search import bench_selection, format_line
 from .shared_storage import bench_shared_storage
@@ -147,6 +149,7 @@ def _line_resume(quick: bool, out) -> None:
 
 def _line_chaos(quick: bool, out) -> None:
     out(chaos_line(bench_chaos(rows=600 if quick else 1500)))
+    out(names_line(bench_two_names(rows=150 if quick else 300)))    # one checkpoint, two names (chaos_names.py)
 
 
 def _line_nodes(quick: bool, out) -> None:

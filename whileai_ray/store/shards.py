@@ -143,8 +143,10 @@ def _delete(fs, path: str) -> None:
 
 
 def sidecar_path(checkpoint) -> str:
-    """The file beside a checkpoint that says where its shards are."""
-    return str(checkpoint) + ".shards.json"
+    """The file beside a checkpoint that says where its shards are (named after its real path, as
+    every file of a checkpoint is: a symlink to it shares it)."""
+    from .atomic import real_path
+    return real_path(checkpoint) + ".shards.json"
 
 
 def shards_of(checkpoint) -> str | None:

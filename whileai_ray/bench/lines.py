@@ -16,6 +16,8 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
   checkpoint's, and the longest pause a snapshot put on the driver's loop (target <= 5%, <= 50 ms).
 * async: an ``async def`` agent awaiting 1 s at concurrency 1,000, 4,000 rows; steady (the refill
   rate once the first 1,000 landed) and wall against the ideal 1,000 rows/s (``bench/async_line.py``).
+* schema (``bench/schema_line.py``): the seeded agent on three domains of real tool schemas; the
+  share of success calls that validate, refused invalid calls, rows/s; template write() cost.
 * micro: per-call costs of the pure parts (``bench/micro.py``), each beside its target.
 * chaos (``bench/chaos.py``): kills, poison units, corrupt sidecars and a second writer against
   one run; rows lost and rows duplicated, target 0 and 0.
@@ -46,6 +48,8 @@ from .search import bench_selection, format_line
 from .shared_storage import bench_shared_storage
 from .shared_storage import format_line as shared_line
 from .sleepy import SleepyAgent
+from .schema_line import bench_schema
+from .schema_line import format_line as schema_line
 from .warm import bench_warm
 from .warm import format_line as warm_line
 
@@ -163,11 +167,15 @@ def _line_shared(quick: bool, out) -> None:
     out(shared_line(bench_shared_storage(rows=600 if quick else 3000)))
 
 
+def _line_schema(quick: bool, out) -> None:
+    out(schema_line(bench_schema(rows=150 if quick else 300)))   # real tool schemas (bench/schema_line.py)
+
+
 # name -> line, in the order a full bench prints them (``whileai-ray bench --only async,cpu``)
 LINES = {"latency": _line_latency, "cpu": _line_cpu, "metrics": _line_metrics, "model": _line_model,
          "async": _line_async, "selection": _line_selection, "micro": _line_micro, "judge": _line_judge,
          "resume": _line_resume, "chaos": _line_chaos, "nodes": _line_nodes,
-         "shared": _line_shared}
+         "shared": _line_shared, "schema": _line_schema}
 
 
 def check_only(only) -> list[str]:

@@ -61,6 +61,7 @@ class CallerPlayer:
         except BaseException as exc:      # the Driver died, or our own code failed: the caller raises it
             self.error = exc
         finally:
+            _let_cancelled_end(loop)
             loop.close()
 
     async def _serve(self) -> None:
@@ -124,3 +125,17 @@ class CallerPlayer:
             return
         self.chunks += 1
         self._done.put_nowait((token, results, None))
+
+
+def _let_cancelled_end(loop: asyncio.AbstractEventLoop, wait_s: float = 2.0) -> None:
+    """Tasks still open when the player stops (chunks it was playing) are cancelled and given a
+    moment to end, so closing the loop destroys none ("Task was destroyed but it is pending" on
+    stderr, at a SIGTERM or a failed run)."""
+    try:
+        left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.wait(left, timeout=wait_s))
+    except Exception:
+        pass

@@ -4,11 +4,14 @@ callables stay at home, the caller's own pool; relay the Driver's progress to th
 ``on_progress``, and return the ``RunResult`` it produced."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
+import signal
 import sys
 import itertools
+import threading
 import time
 
 import ray
@@ -109,7 +112,7 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
     cleared = clear_checkpoint(spec.checkpoint)
     here = local_node_id()
     key = pool_key(driver_spec, plan, cloudpickle.dumps)
-    with claimed(spec.run_id):
+    with claimed(spec.run_id), _sigterm_unwinds():
         driver_started, started_wall = time.monotonic(), time.time()
         warm = checkout() or Warm(_start_host(here), session())
         prebuilt = None
@@ -143,6 +146,46 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
                 checkin(warm, keep_actors=not holds_resources(spec))
             else:
                 discard(warm)
+
+
+class Terminated(SystemExit):
+    """SIGTERM arrived while a run played: the run is unwound (the caller's pool thread stopped and
+    joined, the Driver and its actors stopped) and the process exits with status 143."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    """While a run plays, SIGTERM raises ``Terminated`` in the main thread instead of Ray's
+    handler, which kills Ray's processes under the caller's pool thread and exits at once: that
+    thread, left inside a Ray call while the interpreter finalizes, aborted the process (SIGABRT,
+    a core dump, 2 tries in 3). Unwinding first lets ``execute_job``'s clean-up run, and Ray shuts
+    down at exit (``ray.shutdown`` is an atexit hook). A handler the user installed is left alone,
+    and so is a run that is not on the main thread (signals reach only that one)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGTERM)
+    if not (before in (signal.SIG_DFL, None) or getattr(before, "__module__", "").startswith("ray")):
+        yield
+        return
+
+    fired: list = []
+
+    def terminate(signum, frame):
+        signal.signal(signal.SIGTERM, before)      # a second SIGTERM: Ray's (or the default) handler
+        fired.append(signum)
+        raise Terminated(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    except BaseException:
+        if fired:       # inside a Ray call, Ray turns the handler's exception into its own SystemExit(1)
+            raise Terminated(128 + fired[0]) from None
+        raise
+    finally:
+        if signal.getsignal(signal.SIGTERM) is terminate:
+            signal.signal(signal.SIGTERM, before)
 
 
 def _with_shipped(result: RunResult, shipped: list) -> RunResult:

@@ -16,6 +16,7 @@ from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
+from .config.run_identity import run_identity
 from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id
 from .core.rng import stable_hash
@@ -46,7 +47,7 @@ from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
 from .store.checkpoint_lock import caller_identity
-from .store.fingerprint import fingerprint
+from .store.fingerprint import RUN_KEY, fingerprint
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
 from .store.shards import fill_stubs, open_shards, shards_folder, shards_of
@@ -332,6 +333,13 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     form = "model" if model is not None else "async" if is_async_callable(agent) else "sync"
     ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
     plan_fp = plan_fingerprint(cfg, settings)
+    # the checkpoint's header, worked out here: the Driver gets plain data, never the callables
+    # (a closure over a client stays home; issue 28 item 8), and a resume must match it (item 7)
+    setup = None
+    if cfg.checkpoint:
+        setup = {**fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles)), "plan": plan_fp,
+                 RUN_KEY: run_identity(cfg, settings, roles, agent=agent, grader=grader, execute=execute,
+                                       sampling=sampling, model=model)}
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards.py)
@@ -342,7 +350,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         meta=meta, agent=agent, execute=execute, grader=grader, grader_is_callers=graders, model=model,
         agent_form=form, start_timeout_s=CLASS_BUILD_S if any(map(is_class_form, (agent, execute, grader)))
         else 60.0,
-        make_sink=(partial(_make_sink, cfg, plan_fp, roles, run_id=job_run_id, caller=caller, shards=shards)
+        make_sink=(partial(_make_sink, cfg.checkpoint, setup, run_id=job_run_id, caller=caller, shards=shards)
                    if cfg.checkpoint else None), shards=shards,
         checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
@@ -374,14 +382,15 @@ def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **ov
     return Planner(settings, writer, cells)
 
 
-def _make_sink(cfg, plan_fp, roles=None, run_id=None, caller=None, shards=None):
-    fp = fingerprint(cfg.tools, cfg.system_prompt, agent_model_version(cfg, roles))
-    fp["plan"] = plan_fp
-    sink = CheckpointSink(JsonlCheckpoint(cfg.checkpoint, fp, run_id=run_id, caller=caller), stubs=bool(shards))
+def _make_sink(checkpoint: str, setup: dict, run_id=None, caller=None, shards=None):
+    """The checkpoint's sink, opened on the Driver. Its arguments are plain data (a path, the
+    header dict ``_job_spec`` worked out): nothing of the caller's travels because a checkpoint
+    is set."""
+    sink = CheckpointSink(JsonlCheckpoint(checkpoint, setup, run_id=run_id, caller=caller), stubs=bool(shards))
     # under the checkpoint's lock: every shard file its stubs point at is there; on shared storage,
     # the folders, the probe every actor checks, torn files removed
     try:
-        sink.warnings.extend(open_shards(shards, run_id, cfg.checkpoint))
+        sink.warnings.extend(open_shards(shards, run_id, checkpoint))
     except BaseException:
         sink.close(compact=False)
         raise

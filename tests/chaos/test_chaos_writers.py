@@ -19,23 +19,40 @@ from whileai_ray.store.schema import row_key
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 
-VICTIM = r"""
-import sys, time, whileai_ray as wai
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object",
-    "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+# The victim's agent lives in a module both processes import (written beside the script): a resume
+# is refused unless it plays the same agent (issue 28 item 7), and this one sleeps only in the victim
+# (SLOW_AGENT_DELAY), so the test's own resumes play it at full speed.
+SLOW_AGENT = r"""
+import os, time, whileai_ray as wai
+from whileai_ray.testing.seeded_rows import TOOLS
 class Slow:
-    def __init__(self, delay):
-        self.a, self.delay = wai.seeded_agent(TOOLS), delay
+    def __init__(self):
+        self.a = wai.seeded_agent(TOOLS)
         self.__name__ = "seeded_agent"
     def __call__(self, m):
-        time.sleep(self.delay)
+        time.sleep(float(os.environ.get("SLOW_AGENT_DELAY") or 0))
         return self.a(m)
-ck, budget, delay, concurrency = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-data = wai.simulate(Slow(delay), tools=TOOLS, simulator=False, budget=budget, seed=9, checkpoint=ck,
+"""
+
+VICTIM = r"""
+import sys, whileai_ray as wai
+from slow_agent import Slow
+from whileai_ray.testing.seeded_rows import TOOLS
+ck, budget, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[4])
+data = wai.simulate(Slow(), tools=TOOLS, simulator=False, budget=budget, seed=9, checkpoint=ck,
                     concurrency=concurrency, advanced={"run_id": "victim-run", "progress_every_rows": 10**6,
                                                        "progress_every_s": 3600.0})
 print("ROWS", len(data.rows()))
 """
+
+
+def slow_agent(tmp_path, monkeypatch):
+    """The victim's agent, imported here from the module the victim imports (no delay here)."""
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_agent", raising=False)
+    import slow_agent as module
+    return module.Slow()
 
 
 def body(path):
@@ -53,8 +70,9 @@ def body(path):
 def start_victim(ray_local, tmp_path, ck, budget, delay, concurrency):
     script = tmp_path / "victim.py"
     script.write_text(VICTIM)
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
     env = dict(os.environ, RAY_ADDRESS=ray_local.get_runtime_context().gcs_address,
-               WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled")
+               WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled", SLOW_AGENT_DELAY=str(delay))
     return subprocess.Popen([sys.executable, str(script), str(ck), str(budget), str(delay), str(concurrency)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
@@ -89,7 +107,8 @@ def test_a_second_run_on_a_live_checkpoint_fails_fast_naming_the_first(ray_local
     assert len(rows) == 400 and len({row_key(r) for r in rows}) == 400
 
 
-def test_a_killed_callers_driver_lets_go_and_an_immediate_resume_appends_alone(ray_local, tools, tmp_path):
+def test_a_killed_callers_driver_lets_go_and_an_immediate_resume_appends_alone(ray_local, tools, tmp_path,
+                                                                              monkeypatch):
     ck = tmp_path / "ck.jsonl"
     proc = start_victim(ray_local, tmp_path, ck, budget=1500, delay=0.01, concurrency=16)
     wait_rows(proc, ck, 150)
@@ -97,14 +116,14 @@ def test_a_killed_callers_driver_lets_go_and_an_immediate_resume_appends_alone(r
     proc.wait()
     full = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=1500, seed=9,
                         concurrency=16, advanced=QUIET)
-    resumed = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=1500, seed=9,
+    resumed = wai.simulate(slow_agent(tmp_path, monkeypatch), tools=tools, simulator=False, budget=1500, seed=9,
                            concurrency=16, checkpoint=str(ck), advanced=QUIET)
     rows = body(ck)
     assert len(rows) == 1500 and len({row_key(r) for r in rows}) == 1500
     assert [r["final_text"] for r in resumed.rows()] == [r["final_text"] for r in full.rows()]
 
 
-def test_a_frozen_callers_driver_stops_appending_and_a_resume_takes_over(ray_local, tools, tmp_path):
+def test_a_frozen_callers_driver_stops_appending_and_a_resume_takes_over(ray_local, tools, tmp_path, monkeypatch):
     ck = tmp_path / "ck.jsonl"
     proc = start_victim(ray_local, tmp_path, ck, budget=2500, delay=0.1, concurrency=8)
     try:
@@ -114,8 +133,8 @@ def test_a_frozen_callers_driver_stops_appending_and_a_resume_takes_over(ray_loc
         first = len(body(ck))
         time.sleep(3.0)
         assert len(body(ck)) == first < 2500, "the Driver of a frozen caller went on appending"
-        resumed = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=2500, seed=9,
-                               concurrency=8, checkpoint=str(ck), advanced=QUIET)
+        resumed = wai.simulate(slow_agent(tmp_path, monkeypatch), tools=tools, simulator=False, budget=2500,
+                               seed=9, concurrency=8, checkpoint=str(ck), advanced=QUIET)
         assert resumed.search["rollouts"]["resumed"] == first
     finally:
         proc.send_signal(signal.SIGKILL)

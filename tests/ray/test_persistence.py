@@ -66,7 +66,9 @@ def test_resume_with_other_arguments_counts_disk_rows_and_never_redraws_them(ray
     ck = tmp_path / "ck.jsonl"
     agent = wai.seeded_agent(tools)
     wai.simulate(agent, tools=tools, simulator=False, budget=20, seed=1, checkpoint=str(ck))
-    data = wai.simulate(agent, tools=tools, simulator=False, budget=30, seed=2, checkpoint=str(ck))
+    # hard_share changes which units are drawn, not what one is: the plan differs and the rows count
+    # (another seed would be another run, refused: issue 28 item 7)
+    data = wai.simulate(agent, tools=tools, simulator=False, budget=30, seed=1, hard_share=0.9, checkpoint=str(ck))
     rows = data.rows()
     assert len(rows) == 30 and data.search["rollouts"]["resumed"] == 20
     assert len({r["prompt"] for r in rows}) == 30                # nothing on disk was drawn again
@@ -126,23 +128,31 @@ def test_output_writes_jsonl_parquet_and_meta_that_load_back(ray_local, tools, t
     assert meta["stopped_because"] == "budget" and meta["coverage"]["rows"] == 40
 
 
-KILL_SCRIPT = r"""
-import sys, whileai_ray as wai
+# The victim's agent lives in a module the test imports too: a resume is refused unless it plays
+# the same agent (issue 28 item 7); it sleeps only in the victim (SLOW_AGENT_DELAY).
+SLOW_AGENT = r"""
+import os, time, whileai_ray as wai
 from whileai_ray.testing.seeded_rows import TOOLS
-import time
 class Slow:
     def __init__(self):
         self.a = wai.seeded_agent(TOOLS)
         self.__name__ = "seeded_agent"
     def __call__(self, m):
-        time.sleep(0.004)
+        time.sleep(float(os.environ.get("SLOW_AGENT_DELAY") or 0))
         return self.a(m)
+"""
+
+KILL_SCRIPT = r"""
+import sys, whileai_ray as wai
+from slow_agent import Slow
+from whileai_ray.testing.seeded_rows import TOOLS
 wai.simulate(Slow(), tools=TOOLS, simulator=False, budget=3000, seed=9, checkpoint=sys.argv[1],
              tasks=sys.argv[2], advanced={"progress_every_rows": 10**6, "progress_every_s": 3600.0})
 """
 
 
-def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_rows(ray_local, tools, tmp_path):
+def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_rows(ray_local, tools, tmp_path,
+                                                                                     monkeypatch):
     # The kill point is drawn from a seed that is printed (pytest shows it when the test fails);
     # WHILEAI_KILL_SEED=<seed> replays the same kill point.
     seed = int(os.environ.get("WHILEAI_KILL_SEED") or random.SystemRandom().randrange(2**32))
@@ -154,8 +164,9 @@ def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_
     ck = tmp_path / "kill.jsonl"
     script = tmp_path / "victim.py"
     script.write_text(KILL_SCRIPT)
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
     env = dict(os.environ, RAY_ADDRESS=ray_local.get_runtime_context().gcs_address,
-               WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled")
+               WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled", SLOW_AGENT_DELAY="0.004")
     proc = subprocess.Popen([sys.executable, str(script), str(ck), str(task_file)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     want = random.Random(seed).randint(200, 2500)           # rows on disk (~300 bytes each) before the kill
@@ -171,7 +182,10 @@ def test_sigkill_at_a_random_moment_then_resume_gives_exactly_the_uninterrupted_
     on_disk = len(_body_lines(ck)) if ck.exists() else 0
     assert on_disk < 3000, f"the victim finished before it was killed (seed {seed})"
     time.sleep(1.0)                                  # let Ray reap the dead job's actors
-    resumed = wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=9, tasks=str(task_file),
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_agent", raising=False)
+    from slow_agent import Slow                      # the victim's agent, without its delay
+    resumed = wai.simulate(Slow(), tools=tools, simulator=False, budget=3000, seed=9, tasks=str(task_file),
                            checkpoint=str(ck))
     body = _body_lines(ck)
     assert len(body) == 3000 and len({row_key(r) for r in body}) == 3000, f"seed {seed}, {on_disk} rows at the kill"

@@ -255,6 +255,7 @@ def test_avoid_counts_the_prompts_on_disk_a_resume_never_draws_again(ray_local, 
     ck = str(tmp_path / "ck.jsonl")
     agent = wai.seeded_agent(tools)
     wai.simulate(agent, tools=tools, simulator=False, budget=10, seed=1, checkpoint=ck)
-    data = wai.simulate(agent, tools=tools, simulator=False, budget=15, seed=2, checkpoint=ck)
+    data = wai.simulate(agent, tools=tools, simulator=False, budget=15, seed=1, hard_share=0.9,
+                        checkpoint=ck)          # another plan, the same run (another seed is refused)
     assert data.search["resume"]["mode"] == "precount"
     assert data.search["avoid"]["prompts_on_disk"] == 10 and len(data.rows()) == 15

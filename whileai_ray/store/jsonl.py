@@ -42,7 +42,7 @@ from .atomic import open_nofollow, real_path, write_error
 from .checkpoint_lock import CheckpointLock
 from .checkpoint_meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows, gc_paused
-from .fingerprint import fingerprint_mismatch
+from .fingerprint import fingerprint_mismatch, mismatch_message, with_run_record
 from .jsonl_lines import HEADER_KEY, JsonlContents, dump_line, parse_jsonl, scan_file
 from .row_key_set import RowKeySet, key_digest
 from .key_index import index_path, records_for, write_index
@@ -178,6 +178,10 @@ class JsonlCheckpoint:
             self._write_header()
             scan.index_stale = True
         self.header = scan.header or self._written_header
+        upgraded = with_run_record(self.header, self.fingerprint)    # a header older than the run record
+        if upgraded is not None and read_sidecar(self.path, HEADER_KEY) is not None:
+            write_sidecar(self.path, upgraded)                      # learns it: checked from now on
+            self.header = upgraded
         created = (self.header or {}).get("created")
         if scan.index_stale:
             if scan.n:
@@ -222,12 +226,7 @@ class JsonlCheckpoint:
         stored = header.get("fingerprint") or {}
         differ = fingerprint_mismatch(stored, self.fingerprint)
         if differ:
-            what = ", ".join(differ)
-            raise ValueError(
-                f"checkpoint={str(self.path)!r} was written by a different run: the {what} differ. "
-                "The file was left untouched. Use a new checkpoint path, or resume with the same "
-                "tools, system prompt and agent that wrote it."
-            )
+            raise ValueError(mismatch_message(self.path, differ))   # names what differs, how to start fresh
 
     def _write_header(self) -> None:
         header = {HEADER_KEY: 1, "fingerprint": self.fingerprint,

@@ -179,3 +179,15 @@ def test_a_typed_reply_reads_as_its_fields_and_bytes_as_text():
     assert row["usage"] == {"input_tokens": 2, "output_tokens": 1, "total_tokens": 3}
     assert normalize_trajectory(b"plain reply")["final_text"] == "plain reply"
     assert normalize_trajectory({"final_text": "caf\xc3\xa9".encode("latin-1")})["final_text"] == "café"
+
+
+def test_an_async_agent_s_rows_take_the_same_normal_form():
+    import asyncio
+    from whileai_ray.agents.play_callable import play_async_unit
+
+    async def agent(message):
+        return {"steps": [{"tool": "lookup_order", "arguments": {}, "result": dict(ODD)}], "final_text": "ok \ud800",
+                "usage": CompletionUsage(prompt_tokens=2, completion_tokens=1, total_tokens=3)}
+    row = asyncio.run(play_async_unit(agent, unit(), META, timeout=10))
+    assert stored_row(row) == read_back(row) and row["final_text"] == "ok \ufffd"
+    assert row["usage"] == {"input_tokens": 2, "output_tokens": 1, "total_tokens": 3}

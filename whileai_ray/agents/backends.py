@@ -13,21 +13,34 @@ into one:
 :func:`configure` sets process defaults per role; :func:`resolve_role` picks, in order, the
 value the caller passed, the configured default, then the environment (``WHILEAI_SIMULATOR``,
 ``WHILEAI_JUDGE``, ``WHILEAI_USER_MODEL``). :func:`preflight` checks a backend before any budget
-is spent. Keys never appear in a repr, an error message or a row: only the env variable's name.
+is spent. Keys never appear in a repr, an error message or a row: only the env variable's name,
+and a key written into a URL (``http://user:sk-...@host/v1``, ``?api_key=...``) shows as ``***``
+(:func:`redact`) wherever a URL or a spec is printed.
 """
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 __all__ = ["OpenAI", "parse_spec", "configure", "resolve_role", "preflight", "make_client",
-           "reset_configuration", "ROLES"]
+           "reset_configuration", "redact", "ROLES"]
 
 OPENAI_URL = "https://api.openai.com/v1"
 ROLES = {"agent": None, "simulator": "WHILEAI_SIMULATOR", "judge": "WHILEAI_JUDGE",
          "user_model": "WHILEAI_USER_MODEL"}
 _UNSET: Any = object()
 _DEFAULTS: dict = {}
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s'\"@]*@")
+_SECRET_PARAM = re.compile(r"(?i)([?&][^=&#\s'\"]*(?:key|token|secret|password|passwd|auth|sig)[^=&#\s'\"]*=)"
+                           r"[^&#\s'\"]*")
+
+
+def redact(text: Any) -> str:
+    """``text`` with the userinfo of every URL in it (``user:key@``) and the values of key-like
+    query parameters (``api_key=``, ``token=``...) replaced by ``***``: what an error message, a
+    repr or a row may show of a URL (a key pasted into ``base_url`` is a key all the same)."""
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", str(text)))
 
 
 class OpenAI:
@@ -46,7 +59,7 @@ class OpenAI:
         if model is not None and (not isinstance(model, str) or not model.strip()):
             raise ValueError(f"OpenAI(model=...) must be a model name like 'gpt-4.1-mini'; got {model!r}")
         if base_url is not None and not str(base_url).startswith(("http://", "https://")):
-            raise ValueError(f"OpenAI(base_url=...) must start with http:// or https://; got {base_url!r}")
+            raise ValueError(f"OpenAI(base_url=...) must start with http:// or https://; got {redact(repr(base_url))}")
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
         self._api_key = api_key
@@ -68,7 +81,7 @@ class OpenAI:
     @property
     def name(self) -> str:
         """The model tag rows carry (``model_version``, ``user_model``, ``judge_meta.model``)."""
-        return self.model or self.base_url
+        return self.model or redact(self.base_url)
 
     def resolved(self, model: str | None = None) -> "OpenAI":
         """A copy with the key read now (from the env) and ``model`` filled in."""
@@ -77,7 +90,7 @@ class OpenAI:
 
     def __repr__(self) -> str:
         key = "set" if (self._api_key or os.environ.get(self.key_env)) else "unset"
-        return f"OpenAI(model={self.model!r}, base_url={self.base_url!r}, api_key=<{key}>)"
+        return f"OpenAI(model={self.model!r}, base_url={redact(repr(self.base_url))}, api_key=<{key}>)"
 
     def __eq__(self, other) -> bool:
         return isinstance(other, OpenAI) and (self.model, self.base_url) == (other.model, other.base_url)
@@ -109,23 +122,25 @@ def parse_spec(spec: Any, *, argument: str = "agent") -> OpenAI:
         return spec
     if not isinstance(spec, str) or not spec.strip():
         raise TypeError(f"{argument}= must be a backend (wai.OpenAI(...)) or a spec string such as "
-                        f"'openai:gpt-4.1-mini', 'vllm:<model>@<url>' or 'http://host:port/v1'; got {spec!r}")
+                        f"'openai:gpt-4.1-mini', 'vllm:<model>@<url>' or 'http://host:port/v1'; got "
+                        f"{redact(repr(spec))}")
     spec = spec.strip()
+    shown = redact(repr(spec))
     if spec.startswith(("http://", "https://")):
         return OpenAI(None, spec.rstrip("/"))
     provider, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise ValueError(f"{argument}={spec!r} is not a backend spec; use 'openai:<model>', "
+        raise ValueError(f"{argument}={shown} is not a backend spec; use 'openai:<model>', "
                          f"'vllm:<model>@<url>' or an http(s):// URL of an OpenAI-compatible server")
     if provider == "openai":
         return OpenAI(rest)
     if provider == "vllm":
         model, at, url = rest.partition("@")
         if not at or not model or not url:
-            raise ValueError(f"{argument}={spec!r}: a vLLM spec is 'vllm:<model>@<url>', "
+            raise ValueError(f"{argument}={shown}: a vLLM spec is 'vllm:<model>@<url>', "
                              f"e.g. 'vllm:Qwen/Qwen3-8B@http://localhost:8000/v1'")
         return OpenAI(model, _vllm_url(url), key_env="VLLM_API_KEY", provider="vllm")
-    raise ValueError(f"{argument}={spec!r}: provider {provider!r} is not supported; whileai_ray speaks to "
+    raise ValueError(f"{argument}={shown}: provider {provider!r} is not supported; whileai_ray speaks to "
                      f"OpenAI-compatible endpoints: 'openai:<model>', 'vllm:<model>@<url>' or an http(s):// URL")
 
 
@@ -207,21 +222,22 @@ async def preflight(backend: OpenAI, timeout: float = 5.0) -> OpenAI:
     import httpx   # lazy: httpx, only when an endpoint is probed
 
     key = backend.api_key
+    shown = redact(backend.base_url)
     if not key:
-        raise RuntimeError(f"no API key for {backend.base_url} (model {backend.model!r}): set "
+        raise RuntimeError(f"no API key for {shown} (model {backend.model!r}): set "
                            f"{backend.key_env} or pass api_key= to wai.OpenAI(...)")
-    url = backend.base_url + "/models"
+    url, shown_url = backend.base_url + "/models", shown + "/models"
     try:
         async with httpx.AsyncClient(timeout=timeout) as http:
             response = await http.get(url, headers={"Authorization": f"Bearer {key}"})
     except httpx.HTTPError as exc:
-        raise RuntimeError(f"the model endpoint {url} did not answer ({type(exc).__name__}); "
+        raise RuntimeError(f"the model endpoint {shown_url} did not answer ({type(exc).__name__}); "
                            f"is the server running and the URL right?") from None
     if response.status_code in (401, 403):
-        raise RuntimeError(f"{url} refused the key (HTTP {response.status_code}); "
+        raise RuntimeError(f"{shown_url} refused the key (HTTP {response.status_code}); "
                            f"check {backend.key_env} or the api_key= you passed")
     if response.status_code != 200:
-        raise RuntimeError(f"the model endpoint {url} answered HTTP {response.status_code} to GET /models")
+        raise RuntimeError(f"the model endpoint {shown_url} answered HTTP {response.status_code} to GET /models")
     model = backend.model
     if model is None:
         try:
@@ -229,7 +245,7 @@ async def preflight(backend: OpenAI, timeout: float = 5.0) -> OpenAI:
         except (ValueError, AttributeError, KeyError, TypeError):
             ids = []
         if not ids:
-            raise RuntimeError(f"{url} lists no models; name one: 'vllm:<model>@{backend.base_url}'")
+            raise RuntimeError(f"{shown_url} lists no models; name one: 'vllm:<model>@{shown}'")
         model = ids[0]
     return backend.resolved(model)
 

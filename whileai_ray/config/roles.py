@@ -4,14 +4,15 @@ The agent (a backend object or spec string), the situation writer (``simulator=`
 simulated user (``user_model=``, the agent's own model by default) and the LLM judge
 (``grade=True`` / ``llm_grade=True``) each speak to an OpenAI-compatible endpoint. A role that
 is needed and not configured, a missing key or an unreachable URL stops the run here with a
-RuntimeError that says what to set.
+RuntimeError that says what to set; a key written into a URL shows as ``***`` in it
+(``backends.redact``: the messages of the writer, the judge and the replicas pass through it too).
 """
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
 
-from ..agents.backends import parse_spec, preflight, resolve_role
+from ..agents.backends import parse_spec, preflight, redact, resolve_role
 from ..agents.routing import MultiEndpoint
 from ..core.run_warning import RunWarning
 from ..score.llm_judge import make_run_judge
@@ -32,7 +33,7 @@ def _preflight(backend, what: str):
     try:
         return asyncio.run(preflight(backend))
     except RuntimeError as exc:
-        raise RuntimeError(f"{what}: {exc}") from None
+        raise RuntimeError(redact(f"{what}: {exc}")) from None
 
 
 def resolve_roles(cfg) -> Roles:
@@ -46,7 +47,7 @@ def resolve_roles(cfg) -> Roles:
             try:
                 roles.agent = asyncio.run(raw.preflight())
             except RuntimeError as exc:
-                raise RuntimeError(f"agent=: {exc}") from None
+                raise RuntimeError(redact(f"agent=: {exc}")) from None
         else:
             roles.agent = _preflight(parse_spec(raw, argument="agent"), "agent=")
         user = resolve_role("user_model", cfg.user_model)
@@ -65,7 +66,10 @@ def resolve_roles(cfg) -> Roles:
             writer = LLMWriter(backend, cfg.tools, cfg.system_prompt, cfg.seed,
                                completions_per_request=cfg.advanced.get("completions_per_request", 1),
                                scaffold=cfg.scaffold)
-            writer.check()
+            try:
+                writer.check()
+            except RuntimeError as exc:
+                raise RuntimeError(redact(str(exc))) from None
             roles.writer = writer
             if roles.agent is not None and backend.model == roles.agent.model:
                 if "same_model" not in roles.degraded:
@@ -84,5 +88,5 @@ def resolve_roles(cfg) -> Roles:
             roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
             roles.judge.check()
         except RuntimeError as exc:
-            raise RuntimeError(f"{arg}: {exc}") from None
+            raise RuntimeError(redact(f"{arg}: {exc}")) from None
     return roles

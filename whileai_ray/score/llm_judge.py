@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from ..agents.backends import OpenAI, make_client, preflight, resolve_role
+from ..agents.backends import OpenAI, make_client, preflight, redact, resolve_role
 from ..agents.structured import VERDICT_SCHEMA, create_structured, create_structured_sync, endpoint_key
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from .judge_prompt import judge_messages, parse_judge_reply, rubric_sha
@@ -82,7 +82,7 @@ def _resolve_backend(model, base_url, api_key) -> OpenAI:
         backend = OpenAI(backend.model, backend.base_url, api_key, key_env=backend.key_env,
                          provider=backend.provider)
     if not backend.api_key:
-        raise RuntimeError(f"the judge endpoint {backend.base_url} needs an API key: set "
+        raise RuntimeError(f"the judge endpoint {redact(backend.base_url)} needs an API key: set "
                            f"{backend.key_env} or pass api_key=")
     return backend
 

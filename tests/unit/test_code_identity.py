@@ -159,3 +159,24 @@ def test_the_digest_leaves_out_line_numbers_of_nested_code():
     ns3 = {}
     exec(compile(src.replace("x * 2", "x * 3"), "a.py", "exec"), ns3)
     assert code_digest(ns3["outer"]) != code_digest(ns1["outer"])
+
+
+class Router:
+    def __init__(self):
+        self.calls = 0
+
+    def pick(self, message):
+        self.calls += 1
+        return "a" if len(message) % 2 else "b"
+
+
+def test_an_object_the_agent_holds_counts_by_its_class_not_its_state():
+    router = Router()
+
+    def agent(message):
+        return {"steps": [], "final_text": router.pick(message)}
+    before = code_digest(agent)
+    agent("hi")                                  # the router counted a call: the same agent
+    assert router.calls == 1 and code_digest(agent) == before
+    bot = Agent("m1")
+    assert code_digest(bot.__call__) != code_digest(Agent("m2").__call__)   # a bound method's owner counts

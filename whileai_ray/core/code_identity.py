@@ -9,8 +9,10 @@ agent, a grader or an ``execute=`` function to a short hex digest of what decide
   code objects, recursively), its defaults, the values of its closure cells and of the globals
   its code names, and the functions and classes those hold (depth-limited);
 * a class: its qualified name, its bases and every member of its body (methods by their code,
-  class constants by value); an object: its class and its attributes; ``functools.partial``
-  (a class form with its constructor arguments): its function and every argument, by value;
+  class constants by value); an object given as the role itself (``agent=Bot()``, or the owner
+  of a bound method): its class and its attributes; an object it holds (through a closure, a
+  global, an attribute or an argument): its class only; ``functools.partial`` (a class form
+  with its constructor arguments): its function and every argument, by value;
 * code that is not the caller's (whileai_ray's own, installed packages, the standard library)
   counts by its dotted name: upgrading a package does not turn a resume into a refusal.
 
@@ -21,9 +23,11 @@ What counts and what does not (decided here, pinned by ``tests/unit/test_code_id
 * values count when they are immutable plain data (None, bool, numbers, str, bytes, tuples and
   frozensets of them). A mutable container (a cache a closure fills, a list an agent appends
   to) and any other object (an ``openai.OpenAI`` client, a lock, a socket) count by their type
-  only, plus the ``base_url`` of an object that has one (secrets cut): what an agent
-  accumulates while it runs must not make the same agent look like another one on resume.
-  Constructor arguments of a class form (``partial`` arguments) count by value, containers too;
+  only, plus the ``base_url`` of an object that has one (without userinfo, query or port): what
+  an agent accumulates while it runs must not make the same agent look like another one on
+  resume. Constructor arguments of a class form (``partial`` arguments) count by value,
+  containers too. One thing the rule cannot tell apart: a number attribute of an agent object
+  that counts its calls looks like a setting (keep such state in a list or a dict);
 * attributes whose name says secret (``api_key``, ``token``, ``password`` ...) never count: a
   rotated key is the same agent.
 
@@ -152,7 +156,9 @@ class _Describer:
                     "args": [self.value(a, depth, True) for a in obj.args[:MAX_ITEMS]],
                     "keywords": {k: self.value(v, depth, True) for k, v in sorted(obj.keywords.items())}}
         if isinstance(obj, types.MethodType):
-            return {"method": self.thing(obj.__func__, depth), "self": self.thing(obj.__self__, depth)}
+            owner = obj.__self__
+            return {"method": self.thing(obj.__func__, depth),
+                    "self": self.thing(owner, depth) if isinstance(owner, type) else self.instance(owner, depth, 1)}
         if isinstance(obj, (staticmethod, classmethod)):
             return {type(obj).__name__: self.thing(obj.__func__, depth)}
         if isinstance(obj, property):
@@ -162,7 +168,7 @@ class _Describer:
             return {"function": _dotted(obj)} if _foreign(obj) else self.function(obj, depth)
         if isinstance(obj, type):
             return {"class": _dotted(obj)} if _foreign(obj) else self.klass(obj, depth)
-        return self.instance(obj, depth)
+        return self.instance(obj, depth, depth)
 
     def code(self, code: types.CodeType) -> dict:
         """A code object without its file name and line numbers."""
@@ -209,14 +215,17 @@ class _Describer:
         return {"class": cls.__qualname__, "bases": [self.thing(b, depth) for b in cls.__bases__ if b is not object],
                 "members": members}
 
-    def instance(self, obj: Any, depth: int) -> dict:
+    def instance(self, obj: Any, depth: int, level: int) -> dict:
+        """An object: its class, and (given as the role itself, ``level`` 1) its attributes. An
+        object reached through a closure, a global or an argument counts by its class only: a
+        router or a client it uses may count calls or pool connections while the run goes."""
         cls = type(obj)
         out: dict = {"object": self.thing(cls, depth)}
         base_url = getattr(obj, "base_url", None) if not isinstance(obj, type) else None
         if base_url is not None and not callable(base_url):
             out["base_url"] = redact_url(base_url)
-        if _foreign(cls) and not (cls.__module__ or "").startswith("whileai_ray"):
-            return out                              # an installed package's object: its type (and URL)
+        if level > 1 or (_foreign(cls) and not (cls.__module__ or "").startswith("whileai_ray")):
+            return out                              # held by the role, or an installed package's: type (and URL)
         attrs = {}
         state = getattr(obj, "__dict__", None)
         items = list(state.items()) if isinstance(state, dict) else []

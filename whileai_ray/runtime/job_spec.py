@@ -4,7 +4,10 @@
 role resolved; the runtime reads its fields by name (the Driver, the pools, the players), so a
 renamed or missing field fails where the record is built, not in an actor halfway through a run.
 It travels to the Driver actor as it is (pickled), so what it holds must pickle when the run's
-pools are Ray actors; the caller's own pool (``caller_pool.py``) keeps the callables at home.
+pools are Ray actors; the caller's own pool (``caller_pool.py``) keeps the callables at home, and
+``run.py`` leaves them out of the Driver's copy. So no other field may hold a callable of the
+caller's (an agent inside a ``partial``, the run's config): ``make_sink`` carries the checkpoint's
+path and header as plain data, the agent's fingerprint in place of the agent (issue 28, item 8).
 
 What the run *asks* about its pool (``rollout_actors``, ``concurrency_per_actor``, the agent's
 form) is here; what the pool *is* depends on the cluster, known only once Ray is up, and is a
@@ -36,7 +39,8 @@ class JobSpec:
     grader_is_callers: bool = False            # grader= came from the caller (not our conduct check or Judge)
     model: Any = None                          # ModelSettings when the agent is a model backend
     agent_form: str = "sync"                   # one of AGENT_FORMS: sizes the pool (pool_sizing.py)
-    make_sink: Callable | None = None          # () -> CheckpointSink (checkpoint=); opened on the Driver
+    make_sink: Callable | None = None          # () -> CheckpointSink (checkpoint=); opened on the Driver, from
+                                               # plain data only (a path, the header): never the callables
     checkpoint: str | None = None              # its path: a live writer is refused, an orphan cleared first
     caller: dict | None = None                 # who the Driver works for (pid, host): it stops without us
     caller_timeout_s: float = 10.0             # no poll for this long: the caller counts as gone

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+from .row_values import json_default
+
 __all__ = ["export_row", "stored_row", "conversation", "HIDDEN_KEYS"]
 
 HIDDEN_KEYS = frozenset(("privileged", "principle", "hidden_state", "reference", "rubric", "vector"))
@@ -29,7 +31,8 @@ def conversation(row: dict) -> list[dict]:
             msgs.append({"role": "assistant", "content": step.get("text") or "",
                          "tool_calls": [{"name": tool, "arguments": step.get("arguments")}]})
             result = step.get("result")
-            content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+            content = result if isinstance(result, str) else \
+                json.dumps(result, ensure_ascii=False, default=json_default)    # as the row stores values
             msgs.append({"role": "tool", "name": tool, "content": content})
         elif "user" in step:
             msgs.append({"role": "user", "content": step.get("user") or ""})

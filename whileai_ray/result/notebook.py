@@ -64,7 +64,11 @@ class Chart:
 def _run_bars(data) -> list:
     """``[(label, value, ci95 or None)]`` for one run: pass@1, pass@k, pass^k, coverage."""
     pa = data.pass_at
-    pairwise = ((getattr(data, "coverage", None) or {}).get("pairwise") or {}).get("fraction")
+    coverage = getattr(data, "coverage", None)
+    pairwise = coverage.get("pairwise") if isinstance(coverage, dict) else None
+    pairwise = pairwise.get("fraction") if isinstance(pairwise, dict) else None
+    if isinstance(pairwise, bool) or not isinstance(pairwise, (int, float)) or pairwise != pairwise:
+        pairwise = None                 # a sidecar anyone can edit: only a number is drawn
     return [("pass@1", pa.pass_at_1, pa.ci95), (f"pass@{pa.k}", pa.pass_at_k, pa.pass_at_k_ci95),
             (f"pass^{pa.k}", pa.pass_pow_k, pa.pass_pow_k_ci95), ("pairwise coverage", pairwise, None)]
 

@@ -35,13 +35,22 @@ def _pre(text, cls: str = "") -> str:
 
 
 def _pretty(value) -> str:
-    """JSON text as indented JSON (a tool's answer arrives as a string), anything else as str."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-    return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    """JSON text as indented JSON (a tool's answer arrives as a string), anything else as str.
+    A value nested too deep to walk (a crafted row) is shown as the text it came as, or named."""
+    text = value if isinstance(value, str) else None
+    try:
+        if text is not None:
+            value = json.loads(text)
+        return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    except ValueError:
+        return text if text is not None else f"({type(value).__name__} that is not JSON)"
+    except RecursionError:
+        return text if text is not None else "(nested too deep to show)"
+
+
+def _names(value) -> str:
+    """A row's list of tool names as one line (names that are not text shown as text)."""
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else ""
 
 
 def _message(msg: dict) -> str:
@@ -53,9 +62,13 @@ def _message(msg: dict) -> str:
         parts = [f'<div class="msg agent"><b>agent</b>']
         if msg.get("content"):
             parts.append(_pre(msg["content"]))
-        for call in msg.get("tool_calls") or ():
-            name = call.get("name") or (call.get("function") or {}).get("name")
-            args = call.get("arguments", (call.get("function") or {}).get("arguments"))
+        calls = msg.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            name = call.get("name") or function.get("name")
+            args = call.get("arguments", function.get("arguments"))
             parts.append(f'<div class="call">calls <code>{_esc(name, 80)}</code>{_pre(_pretty(args))}</div>')
         return "".join(parts) + "</div>"
     return f'<div class="msg user"><b>{_esc(role or "user", 20)}</b>{_pre(msg.get("content"))}</div>'
@@ -74,7 +87,7 @@ def _badge(row: dict) -> str:
 def _facts(row: dict) -> str:
     pairs = [("scenario", row.get("scenario_id")), ("tier", row.get("tier")), ("arm", row.get("arm")),
              ("cell", cell_label(row)), ("faults", ", ".join(fault_kinds(row))),
-             ("finish", row.get("finish_reason")), ("tools", ", ".join(row.get("tools_used") or []) or "none")]
+             ("finish", row.get("finish_reason")), ("tools", _names(row.get("tools_used")) or "none")]
     return "".join(f"<span><i>{k}</i> {_esc(v, 300)}</span>" for k, v in pairs if v not in (None, ""))
 
 
@@ -97,7 +110,7 @@ def render_row(index: int, row: dict) -> str:
     """One row as a collapsed ``<details>``: summary line, conversation, facts, verdict."""
     messages = row.get("messages") if isinstance(row.get("messages"), list) else conversation(row)
     text = " ".join(str(row.get(k) or "") for k in ("prompt", "final_text", "reason"))[:600].lower()
-    tools = ", ".join(row.get("tools_used") or []) or "no tool"
+    tools = _names(row.get("tools_used")) or "no tool"
     return (f'<details class="row" data-failed="{int(failed(row))}" data-text="{_esc(text, 600)}">'
             f'<summary><span class="idx">#{index}</span> {_badge(row)} '
             f'<span class="meta">{_esc(row.get("tier"), 20)} \u00b7 {_esc(tools, 60)}</span> '

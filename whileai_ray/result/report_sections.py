@@ -3,10 +3,13 @@
 ``data`` is a ``SimulationData`` (fresh or loaded with ``wai.load``) or a ``ScoredData``;
 what a kind of object does not carry (a ScoredData has no search record, a JSONL file without
 its ``.meta.json`` has no coverage curve) is computed from the rows when it can be and said
-to be missing when it cannot. Every text that comes from a run is escaped (``notebook._esc``).
+to be missing when it cannot. Every text that comes from a run is escaped (``notebook._esc``),
+numbers included: a ``.meta.json`` sidecar is a file anyone can edit, so a count read from it
+is printed only when it is a number (``_number``), and a chart is drawn only from numbers.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from ..score.compare import delta_report
@@ -17,12 +20,35 @@ from .report_charts import delta_plot, heat_map_svg, hbars, line_chart
 __all__ = ["summary", "pass_rates", "coverage", "failures", "causes", "warnings"]
 
 
+def _is_number(value) -> bool:
+    """A finite int or float (not a bool): what a count, a share or a time from a record can be."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number(value, default=0) -> str:
+    """A count from the run's record as escaped text: a number as it is, anything else (a
+    crafted sidecar's string, say) escaped like any other text."""
+    if value is None:
+        value = default
+    return str(value) if _is_number(value) else _esc(value, 80)
+
+
+def _fraction(value):
+    """A share in [0, 1] for ``_pct``, or None when the record holds no number there."""
+    return float(value) if _is_number(value) else None
+
+
 def _rows(data) -> list:
     return list(data.rows())
 
 
 def _cov(data) -> dict:
-    return getattr(data, "coverage", None) or {}
+    cov = getattr(data, "coverage", None)
+    return cov if isinstance(cov, dict) else {}
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _n_distinct(rows, key) -> int:
@@ -30,7 +56,8 @@ def _n_distinct(rows, key) -> int:
 
 
 def _shape(row: dict) -> str:
-    return "|".join(row.get("tools_used") or []) or "no tool"
+    tools = row.get("tools_used")
+    return "|".join(map(str, tools)) if isinstance(tools, list) and tools else "no tool"
 
 
 def _summary_values(data) -> list:
@@ -38,9 +65,10 @@ def _summary_values(data) -> list:
     n_graded = sum(1 for r in rows if fb.graded(r))
     n_failed = sum(1 for r in rows if fb.failed(r))
     judge = getattr(data, "judge_name", None) or next((r.get("judge_name") for r in rows if r.get("judge_name")), None)
-    elapsed = getattr(data, "elapsed_seconds", 0.0) or 0.0
-    pairwise = (cov.get("pairwise") or {}).get("fraction")
-    fault_share = (cov.get("delivered") or {}).get("fault_share")
+    elapsed = getattr(data, "elapsed_seconds", 0.0)
+    elapsed = float(elapsed) if _is_number(elapsed) else 0.0
+    pairwise = _fraction(_dict(cov.get("pairwise")).get("fraction"))
+    fault_share = _fraction(_dict(cov.get("delivered")).get("fault_share"))
     if fault_share is None and rows:
         fault_share = sum(1 for r in rows if r.get("faults")) / len(rows)
     return [
@@ -59,8 +87,12 @@ def _summary_values(data) -> list:
         ("pairwise coverage", _pct(pairwise)),
         ("fault share", _pct(fault_share)),
         ("elapsed", f"{elapsed:.1f} s ({len(rows) / elapsed:.0f} rows/s)" if elapsed > 0 else None),
-        ("warnings", len(getattr(data, "warnings", None) or [])),
+        ("warnings", len(_list(getattr(data, "warnings", None)))),
     ]
+
+
+def _list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else ([value] if value else [])
 
 
 def summary(runs: list) -> str:
@@ -120,9 +152,9 @@ CURVE_KEYS = (("unique_prompts", "distinct prompts"), ("unique_behavior_signatur
 
 def _curve(data) -> list:
     """The run's coverage curve, or one rebuilt from the rows in run order (about 40 points)."""
-    curve = getattr(data, "coverage_curve", None) or []
+    curve = _recorded_curve(data)
     if curve:
-        return [{"n_rows": 0, **{k: 0 for k, _ in CURVE_KEYS}}] + list(curve)
+        return [{"n_rows": 0, **{k: 0 for k, _ in CURVE_KEYS}}] + curve
     rows = _rows(data)
     seen = {k: set() for k, _ in CURVE_KEYS}
     keys = {"unique_prompts": lambda r: r.get("prompt"),
@@ -137,13 +169,24 @@ def _curve(data) -> list:
     return points
 
 
+def _recorded_curve(data) -> list:
+    """The run's recorded coverage curve when every point is a dict of numbers, else [] (a
+    crafted or damaged sidecar is ignored and the curve rebuilt from the rows)."""
+    curve = getattr(data, "coverage_curve", None)
+    if not isinstance(curve, list) or not curve:
+        return []
+    keys = ("n_rows",) + tuple(k for k, _ in CURVE_KEYS)
+    ok = all(isinstance(p, dict) and all(_is_number(p.get(k, 0)) for k in keys) for p in curve)
+    return [{k: p.get(k) or 0 for k in keys} for p in curve] if ok else []
+
+
 def coverage(runs: list) -> str:
     curves = {label: _curve(d) for label, d in runs}
     charts = []
     for key, title in CURVE_KEYS:
         series = {label: [(p["n_rows"], p.get(key) or 0) for p in pts] for label, pts in curves.items()}
         charts.append(line_chart(series, title=title, x_label="rows landed"))
-    rebuilt = [label for label, d in runs if not getattr(d, "coverage_curve", None)]
+    rebuilt = [label for label, d in runs if not _recorded_curve(d)]
     note = (f'<p class="note">rebuilt from the rows in run order for {_esc(", ".join(rebuilt), 200)} '
             f"(no coverage curve recorded)</p>" if rebuilt else "")
     return f'<div class="grid4">{"".join(charts)}</div>{note}'
@@ -180,24 +223,27 @@ def failures(runs: list) -> str:
 
 
 def _count_bars(counts: dict, title: str, fill: str) -> str:
-    items = [(k, v, str(v)) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if v]
+    """Bars of ``{cause: count}``; entries whose count is not a number are left out."""
+    counts = {str(k): v for k, v in _dict(counts).items() if _is_number(v) and v > 0}
+    items = [(k, v, str(v)) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     return hbars(items, title=title, fill=fill) if items else ""
 
 
 def causes(runs: list) -> str:
     cols = []
     for label, data in runs:
-        ro = (getattr(data, "search", None) or {}).get("rollouts")
-        statuses = Counter(r.get("judge_status") for r in _rows(data) if r.get("judge_status"))
+        ro = _dict(getattr(data, "search", None)).get("rollouts")
+        ro = ro if isinstance(ro, dict) or ro is None else {}
+        statuses = Counter(str(r.get("judge_status")) for r in _rows(data) if r.get("judge_status"))
         parts = [f"<div><h3>{_esc(label, 80)}</h3>"]
         if ro is None:
             parts.append('<p class="note">re-rolls and losses were not recorded with these rows '
                          "(a ScoredData, or a file without its .meta.json)</p>")
         else:
-            parts.append(f'<p>{ro.get("rerolled", 0)} re-rolled, {ro.get("lost", 0)} lost, '
-                         f'{ro.get("timed_out", 0)} agent calls timed out, of {ro.get("rows", 0)} rows</p>')
-            parts.append(_count_bars(ro.get("rerolled_by") or {}, "re-rolls by cause", "#f58518"))
-            parts.append(_count_bars(ro.get("lost_by") or {}, "lost rollouts by cause", "#b279a2"))
+            parts.append(f'<p>{_number(ro.get("rerolled"))} re-rolled, {_number(ro.get("lost"))} lost, '
+                         f'{_number(ro.get("timed_out"))} agent calls timed out, of {_number(ro.get("rows"))} rows</p>')
+            parts.append(_count_bars(ro.get("rerolled_by"), "re-rolls by cause", "#f58518"))
+            parts.append(_count_bars(ro.get("lost_by"), "lost rollouts by cause", "#b279a2"))
         if statuses:
             parts.append(_count_bars(dict(statuses), "judge status of the graded rows", "#4c78a8"))
         cols.append("".join(parts) + "</div>")
@@ -207,7 +253,7 @@ def causes(runs: list) -> str:
 def warnings(runs: list) -> str:
     out = []
     for label, data in runs:
-        items = getattr(data, "warnings", None) or []
+        items = _list(getattr(data, "warnings", None))
         body = "".join(f"<li>{_esc(w, 2000)}</li>" for w in items) or "<li>none</li>"
         out.append(f"<h3>{_esc(label, 80)}</h3><ul>{body}</ul>")
     return "".join(out)

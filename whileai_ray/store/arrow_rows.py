@@ -31,6 +31,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .parquet_limits import check_footer, read_row_group
 from .schema import METADATA_VERSION_KEY, SCHEMA_VERSION
 from .spill import PART_GLOB
 
@@ -84,6 +85,7 @@ class ArrowRows(Sequence):
         for fi, pf in enumerate(self._pf):
             _check_version(pf.schema_arrow, files[fi])
             md = pf.metadata
+            check_footer(files[fi], md)         # a crafted footer is refused before a row is decoded
             for g in range(md.num_row_groups):
                 n = md.row_group(g).num_rows
                 if n:
@@ -121,21 +123,22 @@ class ArrowRows(Sequence):
         self._reads += 1
         if self._reads % _REOPEN_AFTER == 0:
             self._pf[fi] = pq.ParquetFile(self.files[fi])
-        values = self._read_group(self._pf[fi], g)
+        values = self._read_group(self._pf[fi], g, self.files[fi])
         self._cached = (gi, values)
         return values
 
-    def _read_group(self, pf, g: int) -> list:
+    def _read_group(self, pf, g: int, path) -> list:
+        """Its values, decoded once ``parquet_limits`` found their size within the file's budget."""
         if self._has_json:
-            return pf.read_row_group(g, columns=["row_json"]).column(0).to_pylist()
-        return pf.read_row_group(g).to_pylist()
+            return read_row_group(path, pf, g, columns=["row_json"]).column(0).to_pylist()
+        return read_row_group(path, pf, g).to_pylist()
 
     def _scan(self):
         """``(row group values)`` in order, each file opened afresh (see the module docstring)."""
         for fi, f in enumerate(self.files):
             pf = pq.ParquetFile(f)
             for g in range(pf.metadata.num_row_groups):
-                yield self._read_group(pf, g)
+                yield self._read_group(pf, g, f)
             del pf
 
     @staticmethod

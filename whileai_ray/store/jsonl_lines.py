@@ -291,7 +291,7 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs
             if first_end > 0 and data.find(HEADER_KEY.encode(), 0, first_end) >= 0:
                 try:
                     out.header = _DECODE(data[:first_end].decode("utf-8"))
-                except ValueError:
+                except (ValueError, RecursionError):
                     pass
             if out.header and use_index:            # (scan_file read it already when the sidecar named it)
                 same = recs is not False and header is not None and out.header.get("created") == header.get("created")
@@ -307,7 +307,7 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs
     if tail.strip():
         try:
             obj = json.loads(tail)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
             if HEADER_KEY in obj:
@@ -371,14 +371,15 @@ def _scan_lines(data: bytes, cut: int, base: int, index: _Index, path, out: _Sca
         line = data[pos:end].decode("utf-8", "replace")
         try:
             obj = _DECODE(line)
-        except ValueError:
-            obj = None if line.strip() else ""
+        except (ValueError, RecursionError) as exc:      # RecursionError: a crafted line nested too deep
+            obj = exc if line.strip() else ""
         if obj == "":
             pos = end + 1
             continue
         if type(obj) is not dict:
             out.bad_lines += 1
-            out.warnings.append(f"{path}: line {number} is not a JSON object; skipped")
+            out.warnings.append(f"{path}: line {number} is " + ("nested too deep to decode; skipped as corrupt"
+                                if isinstance(obj, RecursionError) else "not a JSON object; skipped"))
             pos = end + 1
             continue
         if HEADER_KEY in obj:

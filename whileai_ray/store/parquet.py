@@ -18,6 +18,7 @@ back with ``read_parquet`` decodes ``row_json`` and returns rows equal to those 
 from __future__ import annotations
 
 import json
+import os
 from itertools import islice
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import pyarrow.parquet as pq
 from .atomic import atomic_path
 from .disk_rows import gc_paused
 from .key_tally import KeyTally
+from .parquet_limits import byte_budget, check_footer, checked_file, read_row_group
 from .row_key_set import RowKeySet, key_digest
 from .schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
                      record_of, row_key)
@@ -81,14 +83,39 @@ def _check_version(schema: pa.Schema, path) -> None:
         )
 
 
-def _rows_of_table(table: pa.Table, path) -> list[dict]:
-    _check_version(table.schema, path)
+def _rows_of_table(table: pa.Table, path, warnings: list | None = None, first: int = 0) -> list[dict]:
     if "row_json" in table.column_names:
-        loads = json.loads
+        loads, rows = json.loads, []
         with gc_paused():
-            return [loads(text) for text in table.column("row_json").to_pylist() if text is not None]
+            for i, text in enumerate(table.column("row_json").to_pylist()):
+                if text is None:
+                    continue
+                try:
+                    rows.append(loads(text))
+                except RecursionError:          # a crafted row: more nesting than the decoder walks
+                    if warnings is not None:
+                        warnings.append(f"{path}: row {first + i} is nested too deep to decode; skipped as corrupt")
+        return rows
     # A foreign Parquet file: take its columns as they are, dropping nulls like rows() does.
     return [{k: v for k, v in rec.items() if v is not None} for rec in table.to_pylist()]
+
+
+def _read_file(path, warnings: list | None = None, columns=None) -> list[dict]:
+    """The rows of one Parquet file, a row group at a time, each checked against what the file's
+    size can hold before it is decoded (``parquet_limits.py``): a crafted footer is refused."""
+    pf = checked_file(path)
+    _check_version(pf.schema_arrow, path)
+    size = os.path.getsize(path)
+    budget, spent, first, rows = byte_budget(size), 0, 0, []
+    for g in range(pf.num_row_groups):
+        table = read_row_group(path, pf, g, columns=columns, size=size)
+        spent += table.nbytes
+        if spent > budget:
+            raise ValueError(f"{path}: its row groups decode to more than {budget:,} bytes, over what a Parquet "
+                             "file of this size may hold; it was written by something else or crafted. Not read.")
+        rows.extend(_rows_of_table(table, path, warnings, first))
+        first += table.num_rows
+    return rows
 
 
 def _folder_files(folder: Path) -> list[Path]:
@@ -99,23 +126,25 @@ def _folder_files(folder: Path) -> list[Path]:
     return files
 
 
-def read_parquet(path) -> list[dict]:
+def read_parquet(path, warnings: list | None = None) -> list[dict]:
     """Rows from a Parquet file, or a folder holding ``rows.parquet`` and/or part files.
 
     In a folder, rows are read from ``rows.parquet`` first, then the parts in order; a key
-    seen twice (parts left by an interrupted compaction) is kept once.
+    seen twice (parts left by an interrupted compaction) is kept once. A row too deeply nested
+    to decode is skipped and said in ``warnings``; a file whose footer claims more than its
+    size can hold is refused (``parquet_limits.py``).
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no Parquet file or folder at {str(path)!r}")
     if path.is_file():
-        return _rows_of_table(pq.read_table(path), path)
+        return _read_file(path, warnings)
     files = _folder_files(path)
     if not files:
         raise FileNotFoundError(f"{str(path)!r} holds no {COMPACT_NAME} and no {_PART_GLOB} files")
     rows, seen = [], set()
     for file in files:
-        for row in _rows_of_table(pq.read_table(file), file):
+        for row in _read_file(file, warnings):
             key = row_key(row)
             if key not in seen:
                 seen.add(key)
@@ -163,6 +192,7 @@ class ParquetSink:
         for file in list(existing):
             try:
                 meta = pq.ParquetFile(file).metadata
+                check_footer(file, meta)             # a crafted footer: removed like an unreadable file
                 self.existing_rows += meta.num_rows
                 tally = KeyTally.of_metadata(meta.metadata, meta.num_rows)
                 self._found_tally = None if tally is None or self._found_tally is None else \
@@ -195,7 +225,9 @@ class ParquetSink:
         if self._old is None:
             found = []
             for file in self._found:
-                found += pq.read_table(file, columns=["row_key"]).column("row_key").to_pylist()
+                pf = pq.ParquetFile(file)
+                found += [k for g in range(pf.num_row_groups)
+                          for k in read_row_group(file, pf, g, columns=["row_key"]).column("row_key").to_pylist()]
             self._old = RowKeySet.first_of(found)[0]
         return self._old
 

@@ -48,19 +48,35 @@ def _meta_candidates(path: Path) -> list[Path]:
     return [meta_path_for(path), path.with_name(path.name + ".meta.json")]
 
 
-def _read_meta(path: Path) -> dict:
+META_MAX_BYTES = 256 << 20     # a sidecar is a few KB to a few MB; past this it is not one a run wrote
+
+
+def _read_meta(path: Path, warnings: list | None = None) -> dict:
+    """The first sidecar candidate that holds a JSON object. One that cannot be read as one (not
+    JSON, nested too deep to decode, larger than ``META_MAX_BYTES``) is skipped, and said in
+    ``warnings``: the rows are still read."""
     for candidate in _meta_candidates(path):
-        if candidate.is_file():
+        if not candidate.is_file():
+            continue
+        try:
+            if candidate.stat().st_size > META_MAX_BYTES:
+                raise ValueError(f"larger than {META_MAX_BYTES >> 20} MB")
             with open(candidate, "r", encoding="utf-8") as fh:
                 meta = json.load(fh)
-            if isinstance(meta, dict):
-                return meta
+        except (OSError, ValueError, RecursionError) as exc:
+            why = "nested too deep to decode" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+            if warnings is not None:
+                warnings.append(f"{candidate}: the sidecar could not be read ({why[:200]}); ignored")
+            continue
+        if isinstance(meta, dict):
+            return meta
     return {}
 
 
-def read_meta(path) -> dict:
-    """The ``save(meta=True)`` sidecar of a file or folder (``{}`` when there is none)."""
-    return _read_meta(Path(path))
+def read_meta(path, warnings: list | None = None) -> dict:
+    """The ``save(meta=True)`` sidecar of a file or folder (``{}`` when there is none, or when it
+    cannot be read: then said in ``warnings``)."""
+    return _read_meta(Path(path), warnings)
 
 
 def is_parquet(path) -> bool:
@@ -78,6 +94,9 @@ def jsonl_rows(path, warnings: list):
                 continue
             try:
                 obj = json.loads(line)
+            except RecursionError:      # a crafted line: more nesting than the decoder walks
+                warnings.append(f"{path}: line {number} is nested too deep to decode; skipped as corrupt")
+                continue
             except ValueError:
                 torn = not line.endswith(b"\n")
                 warnings.append(f"{path}: " + (f"dropped a torn last line ({len(line)} bytes, no trailing newline)"
@@ -118,10 +137,10 @@ def load_rows(path) -> tuple[list[dict], dict]:
         raise FileNotFoundError(f"load(path={str(path)!r}): no such file or folder")
     warnings: list[str] = []
     if path.is_file():
-        rows = _parquet().read_parquet(path) if _is_parquet(path) else _read_jsonl(path, warnings)
+        rows = _parquet().read_parquet(path, warnings) if _is_parquet(path) else _read_jsonl(path, warnings)
     elif any(path.glob("*.parquet")) and ((path / _parquet().COMPACT_NAME).is_file()
                                          or any(path.glob("part-*.parquet"))):
-        rows = _parquet().read_parquet(path)
+        rows = _parquet().read_parquet(path, warnings)
     else:
         files = sorted(path.glob("*.jsonl"))
         if not files:
@@ -132,7 +151,7 @@ def load_rows(path) -> tuple[list[dict], dict]:
         rows = []
         for file in files:
             rows.extend(_read_jsonl(file, warnings))
-    meta = _read_meta(path)
+    meta = _read_meta(path, warnings)
     if warnings:
         for message in warnings:
             log.warning(message)

@@ -45,6 +45,7 @@ from collections import defaultdict
 
 from ..core.rows import stored_row
 from .jsonl_lines import dump_line
+from .shard_files import bad_pointer, check_regular, read_shard, shard_pointer
 
 __all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
            "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "fill_parquet", "check_stub_shards",
@@ -178,7 +179,8 @@ def fill_stubs(batch: list[dict], folder: str | None, checkpoint=None) -> None:
         batch[:] = read_landed(folder, batch) if folder else resolve_stubs(batch, checkpoint)
 
 
-_POINTER = re.compile(rb'"_shard":\["([0-9a-f]{12}-[0-9]{6,}\.jsonl)",')
+_POINTER = re.compile(rb'"_shard"\s*:\s*\[\s*"([0-9a-f]{12}-[0-9]{6,}\.jsonl)"\s*,')
+_ANY_POINTER = re.compile(rb'"_shard"\s*:')
 
 
 def check_stub_shards(folder: str, checkpoint) -> None:
@@ -192,6 +194,10 @@ def check_stub_shards(folder: str, checkpoint) -> None:
     except FileNotFoundError:
         return
     named = {m.group(1).decode("ascii") for m in _POINTER.finditer(data)}
+    bad = next((m for m in _ANY_POINTER.finditer(data) if not _POINTER.match(data, m.start())), None)
+    if bad is not None:                                   # a stub that names no shard file: refused now
+        pointer = data[bad.end():bad.end() + 120].split(b"\n", 1)[0].decode("utf-8", "replace")
+        raise ValueError(f"checkpoint {checkpoint}: " + bad_pointer(pointer, folder))
     if not named:
         return
     fs, path = _fs(folder)
@@ -202,6 +208,8 @@ def check_stub_shards(folder: str, checkpoint) -> None:
             f"missing ({len(missing)} of {len(named)} shard files missing); those rows could not be read back. "
             "Put the shard files back, or resume with the advanced['shared_storage'] the checkpoint was written "
             f"with (its sidecar {sidecar_path(checkpoint)} names {shards_of(checkpoint)!r}).")
+    if fs is None:                  # a link, FIFO or device put where a shard should be: refused now
+        check_regular(path, named, checkpoint)
 
 
 def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
@@ -339,14 +347,16 @@ def read_landed(folder: str, stubs: list[dict]) -> list[dict]:
     fs, path = _fs(folder)
     by_file: dict = defaultdict(list)
     for i, stub in enumerate(stubs):
-        pointer = stub.get(SHARD_KEY)
-        if pointer is not None:
-            by_file[pointer[0]].append(i)
+        if stub.get(SHARD_KEY) is None:
+            continue
+        pointer = shard_pointer(stub.get(SHARD_KEY))
+        if pointer is None:
+            raise ValueError(bad_pointer(stub.get(SHARD_KEY), folder))
+        by_file[pointer[0]].append(i)
     out = list(stubs)
     for name, positions in sorted(by_file.items()):
-        file = _join(path, "rows", name)
         try:
-            data = _read(fs, file)
+            data = read_shard(fs, path, name)     # shard_files.py: inside the folder, a regular file
         except (OSError, FileNotFoundError) as exc:
             raise ValueError(f"{_join(folder, 'rows', name)}: a shard the checkpoint points at cannot be read "
                              f"({type(exc).__name__}: {exc}); its rows are lost unless the file comes back") from None

@@ -67,7 +67,7 @@ def test_an_async_class_is_built_once_and_every_rollout_is_awaited_on_the_worker
     assert Built.count == 1 and len(results) == len(chunk)
     assert {r["row"]["final_text"] for r in results} == {"ok: True"}   # each task saw its own rollout
     assert len(where) == 1                           # one thread, one loop: no thread or loop per rollout
-    assert worker._pool is None                      # and no thread pool was made for it
+    assert worker.threads.threads == 0               # and no thread was made for it
 
 
 def test_an_async_agent_past_its_timeout_is_cancelled_and_counted_as_timed_out():

@@ -10,7 +10,7 @@ itself.
 An ``async def`` agent is played by :func:`play_async_unit` on the running event loop (a rollout
 lane's, whether an actor or the caller's own pool): the context is activated in the rollout's own
 asyncio task (a ContextVar, so concurrent rollouts on one loop each see their own
-``current_rollout``), and ``timeout`` cancels the coroutine.
+``current_rollout``), and ``timeout`` cancels the coroutine's task (never waiting for it to end).
 """
 from __future__ import annotations
 
@@ -72,16 +72,38 @@ def play_callable_unit(agent, unit, meta, execute=None) -> dict:
 
 
 async def call_async_agent(agent, message, timeout: float | None = None) -> dict:
-    """Await ``agent(message)`` (at most ``timeout`` seconds) and normalize, like :func:`call_agent`."""
+    """Await ``agent(message)`` (at most ``timeout`` seconds) and normalize, like :func:`call_agent`.
+
+    Past ``timeout`` the agent's task is cancelled and *not* waited for: a coroutine that swallows
+    the cancellation (``except BaseException: await ...``) would otherwise hold its slot for good,
+    as ``asyncio.wait_for`` waits for the cancelled task to end."""
     try:
         result = agent(message)
         if inspect.isawaitable(result):
-            result = await (asyncio.wait_for(result, timeout) if timeout else result)
-    except asyncio.TimeoutError:
-        return agent_error(TimeoutError(f"agent call took longer than timeout={timeout:g}s"), timed_out=True)
+            if not timeout:
+                result = await result
+            else:
+                task = asyncio.ensure_future(result)
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=timeout)
+                except asyncio.CancelledError:     # the chunk was cancelled: so is the agent's call
+                    task.cancel()
+                    raise
+                if not done:
+                    task.cancel()
+                    task.add_done_callback(_quiet)
+                    return agent_error(TimeoutError(f"agent call took longer than timeout={timeout:g}s"),
+                                       timed_out=True)
+                result = task.result()
     except (Exception, SystemExit) as exc:  # an agent's failure is a row, never a crash
         return agent_error(exc)
     return normalize_trajectory(result)
+
+
+def _quiet(task) -> None:
+    """A cancelled agent task that ended with an error of its own: read it, so asyncio does not log it."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def play_async_unit(agent, unit, meta, execute=None, timeout: float | None = None) -> dict:

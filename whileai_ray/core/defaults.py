@@ -8,7 +8,7 @@ spells the numbers out.
 """
 from __future__ import annotations
 
-__all__ = ["TEMPERATURE", "MAX_TOKENS", "REROLL_REASONS", "POISON_REASONS", "LOST_REASONS", "POISON_TRIES",
+__all__ = ["TEMPERATURE", "MAX_TOKENS", "REROLL_REASONS", "POISON_REASONS", "LOST_REASONS", "POISON_TRIES", "TIMED_OUT",
            "TOOL_OK_STATUSES", "JUDGE_FLOORS", "JUDGE_PAYLOAD_CHARS", "JUDGE_MAX_TOKENS"]
 
 # Sampling of a model-backed agent when the caller sets none (the reference's values).
@@ -20,7 +20,9 @@ REROLL_REASONS = ("agent_error", "empty_reply", "tool_markup")
 # Why a unit could not be played at all (runtime/chunk_retry.py): its worker process died with it, its
 # row could not be stored, or building the row raised. Played at most POISON_TRIES times, then lost.
 POISON_REASONS = ("worker_crashed", "unserializable_result", "rollout_failed")
-LOST_REASONS = REROLL_REASONS + POISON_REASONS
+# An agent call cut at timeout= (an agent error that was a call timeout): re-rolled, then lost, under its own name.
+TIMED_OUT = "timed_out"
+LOST_REASONS = REROLL_REASONS + (TIMED_OUT,) + POISON_REASONS
 POISON_TRIES = 2
 
 # Tool result statuses that mean the call did what was asked (mock world and execute= alike).

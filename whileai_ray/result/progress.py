@@ -26,7 +26,7 @@ DICT_KEYS = ("rows", "cap", "landed", "resumed", "rerolled", "rerolled_by", "tim
              "lost_by", "inflight", "situations", "elapsed_s")
 REASON_WORDS = {"agent_error": "agent error", "empty_reply": "empty reply", "tool_markup": "tool markup",
                 "worker_crashed": "worker crashed", "unserializable_result": "unserializable result",
-                "rollout_failed": "rollout failed"}
+                "rollout_failed": "rollout failed", "timed_out": "timed out"}
 
 
 def clock(seconds: float) -> str:

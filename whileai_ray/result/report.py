@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..core.defaults import LOST_REASONS, POISON_REASONS
+from ..core.defaults import LOST_REASONS, REROLL_REASONS
 from ..core.run_warning import listed
 from ..situations.grid import all_pairs, cell_key, pairs_in
 from .report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS, ReportTally, report_tally
@@ -57,8 +57,8 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     pairs_cov = pairs_in(seen_cells) & pairs_planned
     faulted_rows = tally.faulted
     fired = tally.fired
-    # the three agent reasons always (zeros included, as the docs say); poison causes when they occur
-    lost_by = {k: stats.lost_by.get(k, 0) for k in REASONS if k not in POISON_REASONS or stats.lost_by.get(k, 0)}
+    # the three agent reasons always (zeros included, as the docs say); timed_out and poison causes when they occur
+    lost_by = {k: stats.lost_by.get(k, 0) for k in REASONS if k in REROLL_REASONS or stats.lost_by.get(k, 0)}
     elapsed = time.monotonic() - t_start
     tier_mix = _tier_mix(tally, cfg)
     stance_mix = tally.stance_counts

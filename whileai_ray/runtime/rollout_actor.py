@@ -8,12 +8,14 @@ The agent comes in three forms (``agents/forms.py``). A class is built here, onc
 model loaded or a client opened in its ``__init__``), then its instance is called per rollout.
 An ``async def`` agent (or a class whose ``__call__`` is one) is awaited on this loop, one task
 per rollout: no thread, no new loop, one shared client, thousands in flight. A plain callable
-runs in a thread executor (never on the event loop), one thread per concurrent rollout (made on
+runs on a thread (never on the event loop), one thread per concurrent rollout (made on
 first use), under a semaphore sized ``concurrency``. The driver sends more units
 than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
 instead of waiting for the driver's next round trip. An agent call that runs past
-``timeout`` is cut: the unit comes back as an agent error marked timed out (the thread
-runs on; Python cannot kill it, so the pool has headroom for such stragglers).
+``timeout`` is cut: the unit comes back as an agent error marked timed out (lost as
+``timed_out`` once its re-rolls are spent). A sync call's thread runs on (Python cannot kill
+it) but leaves the lane's threads (``call_threads.py``), so hung calls never starve the
+others; an async call's task is cancelled and never waited for.
 
 Grading happens on separate judge actors (judge_actor.py), so a rollout slot is free as
 soon as its rollout ends.
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from ..agents.callable import agent_error
 from ..agents.forms import RoleBuildError, build_role, is_async_callable
@@ -37,6 +38,7 @@ from ..agents.row_builder import build_row
 from ..core.rows import stored_row
 from ..core.strict_json import dumps
 from ..store.shards import ShardWriter, check_probe
+from .call_threads import CallThreads, CallTimedOut
 from .chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
 from .dataplane import pack
 from .metrics import run_metrics
@@ -69,24 +71,16 @@ class RolloutWorker:
         self.judge_timeout = judge_timeout
         self.slots = max(1, int(concurrency))
         self.sem = asyncio.Semaphore(self.slots)
-        self._pool: ThreadPoolExecutor | None = None   # sync agents only; made on first use
+        self.threads = CallThreads("rollout")     # sync agents only; threads made on first use
         self.node_id = node_id or _ray_node_id()
         self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
         self.metrics = run_metrics(metrics)
         self.shards = ShardWriter(shards) if shards else None    # shared storage: rows go there (dataplane.py)
 
-    @property
-    def pool(self) -> ThreadPoolExecutor:
-        """One thread per slot (plus headroom for calls past their timeout that run on)."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.slots + 8, thread_name_prefix="rollout")
-        return self._pool
-
     def shutdown(self) -> None:
-        """Drop the rollouts still queued on the threads (only a sync agent's threads were made)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        """Let the idle threads go (a sync agent's; one still in a call ends when the call does)."""
+        self.threads.shutdown()
 
     def ping(self) -> str:
         if self.build_error is not None:      # a class whose __init__ raised: said once, at start
@@ -110,7 +104,6 @@ class RolloutWorker:
         return self.shards.flush() if self.shards is not None else None
 
     async def _one(self, unit, deadline_at: float | None = None) -> dict:
-        loop = asyncio.get_running_loop()
         async with self.sem:
             if deadline_at is not None and time.time() >= deadline_at:
                 return {"unit": unit, "row": None, "skipped": True}
@@ -126,10 +119,10 @@ class RolloutWorker:
                     row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
                     problem = storable_problem(row)
                 else:
-                    fut = loop.run_in_executor(self.pool, _play_checked, self.agent, unit, self.meta, self.execute)
                     try:
-                        row, problem = await asyncio.wait_for(fut, self.timeout) if self.timeout else await fut
-                    except asyncio.TimeoutError:
+                        row, problem = await self.threads.call(_play_checked, self.agent, unit, self.meta,
+                                                               self.execute, timeout=self.timeout or None)
+                    except CallTimedOut:
                         err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
                         row, problem = build_row(unit, agent_error(err, timed_out=True), self.meta), None
             except Exception as exc:       # our code failed on this unit's output: the unit, not the chunk

@@ -48,9 +48,9 @@ class ReusableRolloutWorker(RolloutWorker):
         writes it when it opens the run, after this is asked (``ActorPool.start`` pings then)."""
         for task in list(self._chunks):
             task.cancel()                    # the agent's thread runs on (Python cannot stop it)
-        old_pool, old_clients = self.pool, self.clients
+        old_threads, old_clients = self.threads, self.clients
         RolloutWorker.__init__(self, *args, **{**kwargs, "node_id": self.node_id})
-        old_pool.shutdown(wait=False)
+        old_threads.shutdown()
         if old_clients is not None:
             for client in list(getattr(old_clients, "_clients", {}).values()):
                 try:

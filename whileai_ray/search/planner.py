@@ -23,7 +23,7 @@ from collections import deque
 
 from ..core.columns import Column, prompt_digest
 from ..core.digest_table import DigestTable
-from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES
+from ..core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES, TIMED_OUT
 from ..core.identity import key_digest, prompt_sha, row_key
 from ..core.rng import draw, weyl
 from ..core.unit import Unit
@@ -350,16 +350,17 @@ class Planner(PlannerState, PlannerStatsReport):
             reason = o.unusable or "agent_error"
             if reason == "agent_error":
                 self.agent_errors += 1
-                if o.timed_out:
+                if o.timed_out:                 # an agent error that was a call timeout: said as such
                     self.timed_out += 1
+                    reason = TIMED_OUT
             final = reason == "worker_crashed" or (reason in POISON_REASONS and u.attempt + 1 >= POISON_TRIES)
             if u.attempt < self.s.k and not final:
-                self.rerolled_by[reason] += 1
+                self.rerolled_by[reason] = self.rerolled_by.get(reason, 0) + 1    # (a snapshot may predate a reason)
                 self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
                                           rollout_index=u.rollout_index, eval_run=u.eval_run,
                                           attempt=u.attempt + 1, faults=u.faults, seed=u.seed, group=wid))
             else:
-                self.lost_by[reason] += 1
+                self.lost_by[reason] = self.lost_by.get(reason, 0) + 1
                 for ri in self.book.observe(wid, None):
                     self._backlog.append(self._unit_for(wid, ri))
                 self._release(wid)

@@ -1,0 +1,126 @@
+"""CallThreads: the threads a lane plays plain (sync) agent calls on, none of which a hung call can take.
+
+A sync agent runs in a thread (never on the lane's event loop). Python cannot kill a thread, so
+an agent call that never returns (a model call with no timeout of its own, ``time.sleep(10**6)``,
+a lock never released) keeps its thread for good. With a fixed-size executor (it was
+``slots + 8`` threads) a few such calls took every thread: the next calls queued behind them,
+timed out without the agent ever being called, and their re-rolls queued too, so the run never
+ended.
+
+Here a call past its ``timeout`` is *abandoned*: the lane stops waiting for it, the unit comes back
+timed out, and its thread leaves the pool (it ends by itself if the call ever returns). The
+next call gets an idle thread or a new one. So at most ``slots`` calls are waited for at once
+(the lane's semaphore), and wedged threads are never counted among them. Threads are daemons:
+a wedged one never keeps the process (the caller's, when its own pool plays) from exiting.
+
+Threads are made on first use and reused while their calls return (a thread per slot in
+steady state, not one per call). No Ray here.
+"""
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from typing import Callable
+
+__all__ = ["CallThreads", "CallTimedOut"]
+
+
+class CallTimedOut(Exception):
+    """The call ran past its timeout; it was abandoned on its thread."""
+
+
+class _Worker:
+    def __init__(self, owner: "CallThreads", name: str):
+        self.owner = owner
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.abandoned = False
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            fn, args, loop, future = job
+            try:
+                result, error = fn(*args), None
+            except BaseException as exc:      # handed to the awaiting task as it is
+                result, error = None, exc
+            _resolve(loop, future, result, error)
+            del job, fn, args, result, error
+            if self.abandoned or not self.owner.give_back(self):
+                return                          # abandoned (its call took too long) or the pool closed
+
+
+def _resolve(loop, future, result, error) -> None:
+    def settle():
+        if not future.done():                   # abandoned or cancelled meanwhile: nobody waits
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+    try:
+        loop.call_soon_threadsafe(settle)
+    except RuntimeError:                        # the lane's loop is closed: the run is over
+        pass
+
+
+class CallThreads:
+    def __init__(self, prefix: str = "rollout"):
+        self.prefix = prefix
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._made = 0
+        self.closed = False
+        self.abandoned = 0                      # calls cut at their timeout, whose threads ran on
+
+    def give_back(self, worker: _Worker) -> bool:
+        """A thread whose call returned joins the idle ones (False: the pool closed, it ends)."""
+        with self._lock:
+            if self.closed:
+                return False
+            self._idle.append(worker)
+            return True
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            self._made += 1
+            n = self._made
+        return _Worker(self, f"{self.prefix}-{n}")
+
+    async def call(self, fn: Callable, *args, timeout: float | None = None):
+        """``fn(*args)`` on a thread of the pool; raises ``CallTimedOut`` past ``timeout`` seconds
+        (the call is abandoned on its thread, which leaves the pool), or what ``fn`` raised."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        worker = self._take()
+        worker.jobs.put((fn, args, loop, future))
+        try:
+            done, _ = await asyncio.wait({future}, timeout=timeout)
+        except asyncio.CancelledError:          # the chunk was cancelled (the run stopped)
+            worker.abandoned = True
+            future.cancel()
+            raise
+        if not done:
+            worker.abandoned = True
+            self.abandoned += 1
+            future.cancel()
+            raise CallTimedOut(f"took longer than {timeout:g}s")
+        return future.result()
+
+    def shutdown(self) -> None:
+        """Idle threads end now; a thread still in a call ends once that call returns."""
+        with self._lock:
+            self.closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.jobs.put(None)
+
+    @property
+    def threads(self) -> int:
+        """Threads made so far (a measure of how many calls were ever abandoned or concurrent)."""
+        return self._made

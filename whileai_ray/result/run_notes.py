@@ -29,7 +29,8 @@ def add_resume_and_replay_notes(data, cfg, result: RunResult, pinned_info, resul
     ro["landed"] = tally.n - resumed
     data.coverage["resumed"] = resumed
     resume = result.resume
-    if result.chunk_retry.get("suspected"):      # chunks that failed as a whole: who was tried alone, who was lost
+    if result.chunk_retry.get("suspected") or result.chunk_retry.get("lanes_replaced"):   # chunks that failed as a
+        # whole: who was tried alone, who was lost, which lanes died (and how)
         data.search["poison"] = result.chunk_retry
     for note in result.checkpoint_warnings:      # repairs made while opening it (issue 11)
         if note not in data.warnings:

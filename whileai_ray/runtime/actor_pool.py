@@ -6,8 +6,11 @@ Rollout lanes are ``RolloutWorker`` actors (``run_chunk``), judge lanes ``JudgeW
 for no resources are placed by us, deterministically: each new actor goes to the node, among
 those the ``PoolPlan`` names (the alive nodes that have CPUs), that holds the fewest of ours per
 CPU. Ray's own SPREAD (and soft affinity) was measured to stack two of three actors on one node
-of a 3-node cluster. A lane that failed gets a fresh actor, placed by the same rule among the
-nodes still alive.
+of a 3-node cluster. A lane whose actor is gone gets a fresh actor, placed by the same rule among
+the nodes still alive. An actor is gone in more ways than ``RayActorError`` says: Ray's memory
+monitor killing it raises ``OutOfMemoryError`` on that call *and every later one* (a lane never
+replaced failed ~250 chunks a second for good), a lost node ``NodeDiedError``; ``lane_is_dead``
+knows them all (``death_cause`` names why).
 
 The actors are made when the pool is made (they start while the Driver reads its checkpoint),
 or were made before it (``prebuilt``: by the caller, while the Driver itself starts, or kept from
@@ -30,10 +33,40 @@ from .judge_actor import JudgeWorker
 from .warm_rollout import ReusableRolloutWorker
 
 __all__ = ["ActorPool", "rollout_pool", "rollout_args", "judge_pool", "actor_options", "await_ref",
-           "PLACEMENT_TIMEOUT_S"]
+           "PLACEMENT_TIMEOUT_S", "lane_is_dead", "death_cause"]
 
 PLACEMENT_TIMEOUT_S = 60.0
 FLUSH_TIMEOUT_S = 30.0
+
+_X = ray.exceptions
+# Every error by which Ray says a call's actor is gone (ray/exceptions.py, Ray 2.60): ActorDiedError
+# (ray.kill, os._exit, a segfault, its node gone) and ActorUnavailableError are RayActorErrors;
+# the memory monitor's kill is an OutOfMemoryError, a worker that died mid-call a
+# WorkerCrashedError, a node NodeDiedError or LocalRayletDiedError, a result that died with its
+# node an ObjectLostError (OwnerDiedError, ObjectReconstructionFailedError, ...).
+LANE_DEAD = (_X.RayActorError, _X.OutOfMemoryError, _X.WorkerCrashedError, _X.NodeDiedError,
+             _X.LocalRayletDiedError, _X.ObjectLostError)
+_NODE_GONE = (_X.NodeDiedError, _X.LocalRayletDiedError)
+
+
+def lane_is_dead(error: BaseException) -> bool:
+    """Whether ``error`` (what awaiting a chunk raised) says the lane's actor is gone, so the lane needs a
+    fresh one; False when the actor is alive and the chunk raised in our code (a ``RayTaskError``)."""
+    return isinstance(error, LANE_DEAD) and not isinstance(error, _X.RayTaskError)
+
+
+def death_cause(error: BaseException, node_alive: bool = True) -> str | None:
+    """Why a lane died, as ``chunk_retry`` names it, or None when it did not (``lane_is_dead``).
+
+    ``node_lost`` when its node went (the units are sent again as they are); ``worker_crashed``
+    otherwise: the actor's process died under a unit (an OOM kill, a segfault, ``os._exit``,
+    ``ray.kill``), whose units are then tried alone until the one that kills is found."""
+    if not lane_is_dead(error):
+        return None
+    if (isinstance(error, _NODE_GONE) or not node_alive or getattr(error, "preempted", False)
+            or "node has died" in str(error)):
+        return NODE_LOST
+    return WORKER_CRASHED
 
 
 async def await_ref(ref):
@@ -77,6 +110,8 @@ class ActorPool:
         self._unplaced: RuntimeError | None = None    # set when they were not placed in time
         self._renewing: list | None = None            # kept lanes becoming this run's (``renew``)
         self.placer = None                            # rollout_pool's _Placer, when it places the actors
+        self.replaced = 0                             # lanes whose actor died and was replaced (or will be)
+        self.deaths: dict = {}                        # how they died: Ray's error class -> lanes
 
     @property
     def lanes(self) -> int:
@@ -127,7 +162,7 @@ class ActorPool:
         nodes = []
         for lane, task in enumerate(renewing):
             error = task.exception() if task is not None else None
-            if error is not None and not isinstance(error, ray.exceptions.RayActorError):
+            if error is not None and not lane_is_dead(error):
                 raise error                      # what its ping would raise: the run cannot start
             node = None if task is None or error is not None else task.result()
             if node is None and self.actors[lane] is not None:     # gone since the last run
@@ -228,23 +263,40 @@ class ActorPool:
             return ROLLOUT_FAILED
         actor = getattr(error, "whileai_actor", None)
         cause = self._cause(error, actor)
-        if isinstance(error, ray.exceptions.RayActorError):   # the other chunks on it fail too: replace once,
+        if lane_is_dead(error):                  # the other chunks on it fail too: replace once,
             if lane < 0 and self._alone is actor:            # when work comes (its start competes with nothing)
                 self._alone = None
+                self._bury(actor, error)
             elif lane >= 0 and self.actors[lane] is actor:
                 self.actors[lane] = None
+                self._bury(actor, error)
         return cause
+
+    def lane_figures(self) -> dict:
+        """``search["poison"]``'s lane figures: lanes replaced, and how their actors died."""
+        return {"lanes_replaced": self.replaced, "lane_deaths": dict(self.deaths)}
+
+    def _bury(self, actor, error: BaseException) -> None:
+        """A dead lane's actor is let go for good (one only unavailable would not come back to play)."""
+        self.replaced += 1
+        name = type(error).__name__
+        self.deaths[name] = self.deaths.get(name, 0) + 1
+        node = self._node_of.get(id(actor))          # kept: its other chunks' failures are named by it too
+        if self.placer is not None and self.placer.placed.get(node):
+            self.placer.placed[node] -= 1            # its replacement is placed as if it never was
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:
+            pass
 
     def _cause(self, error: BaseException, actor) -> str:
         """Why a chunk failed: its node died, its worker process died, or it raised."""
-        if isinstance(error, ray.exceptions.RayActorError):
+        if lane_is_dead(error):
             if getattr(error, "_actor_init_failed", False):   # no unit's fault: every new actor would fail
                 raise RuntimeError(f"a {self.what} actor could not start: {error}"[:2000]) from None
             node = self._node_of.get(id(actor))
-            if "node has died" in str(error) or (node and node not in {
-                    n["NodeID"] for n in ray.nodes() if n.get("Alive")}):
-                return NODE_LOST
-            return WORKER_CRASHED
+            alive = not node or node in {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+            return death_cause(error, alive)
         text = f"{type(error).__name__}: {error}"
         if any(word in text for word in ("erializ", "ickl", "RecursionError", "ircular")):
             return UNSERIALIZABLE

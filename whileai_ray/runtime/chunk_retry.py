@@ -2,14 +2,15 @@
 
 Plain logic (no Ray): the Driver reports failed chunks and solo tries, and asks what to send.
 
-A chunk of units fails as a whole, for one of these causes (the Driver names it from Ray's
-exception, ``driver_actor._failure_cause``):
+A chunk of units fails as a whole, for one of these causes (the rollout pool names it from Ray's
+exception, ``actor_pool.death_cause``; a lane whose actor is gone, however it went, gets a new one):
 
 * ``node_lost``: the node under the actor died. Nothing is wrong with the units: they are sent
   again as they are (``chunk_failed`` hands them back).
-* ``worker_crashed``: the actor's process died (an agent that calls ``os._exit``, a segfault or
-  an OOM kill in native code, a GPU model). Every chunk in flight on that actor fails at once,
-  so which unit did it is unknown: all of them become *suspects*.
+* ``worker_crashed``: the actor's process died (an agent that calls ``os._exit``, a segfault,
+  Ray's memory monitor killing it for the memory it took, ``ray.kill``, a GPU model). Every chunk
+  in flight on that actor fails at once, so which unit did it is unknown: all of them become
+  *suspects*.
 * ``unserializable_result`` / ``rollout_failed``: the chunk raised (its results could not be
   sent back, or our own code failed on one unit). Its units become suspects too.
 

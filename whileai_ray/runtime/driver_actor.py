@@ -200,7 +200,7 @@ class DriverWorker:
             stopped_because=self.stopped_because, elapsed_s=time.monotonic() - self.t0,
             first_row_s=landing.first_row_s, last_row_s=landing.last_row_s, planner=stats,
             node_rows=dict(landing.node_rows), errors=landing.errors, chunks_reissued=loop.chunks_reissued,
-            chunk_retry=loop.retry.stats(),
+            chunk_retry={**loop.retry.stats(), **getattr(rollouts, "lane_figures", dict)()},
             checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),

@@ -3,7 +3,8 @@
 Before the fix, a same-length edit of a landed row with its modification time set back was
 taken as is by the resume (the seal trusted size and mtime), and a forged duplicate placed
 first won over the row the run wrote. Now the key index holds a CRC of every row's line: the
-resume names the rows that do not match (by line and key) and plays their units again."""
+resume names the rows that do not match (by line and key) and plays their units again, and
+``wai.load`` leaves them out with the same warning."""
 import json
 import os
 
@@ -43,6 +44,9 @@ def test_an_edited_row_with_its_mtime_restored_is_named_and_played_again(ray_loc
     size = ck.stat().st_size
     write_keeping_mtime(ck, b"".join(body[:4]) + bytes(edited) + b"".join(body[5:]))
     assert ck.stat().st_size == size
+    loaded = wai.load(ck)                                  # wai.load leaves the edited row out too
+    assert row_key(victim) not in by_key(loaded.rows()) and len(loaded.rows()) == 19
+    assert any(f"line 5 (scenario_id {victim['scenario_id']!r}" in w for w in loaded.warnings), loaded.warnings
     resumed = run(tools, budget=20, seed=7, checkpoint=str(ck))
     said = "\n".join(resumed.warnings)
     assert f"line 5 (scenario_id {victim['scenario_id']!r}" in said and "not trusted" in said, said

@@ -101,3 +101,17 @@ def test_a_damaged_index_an_older_one_and_a_crash_tail_are_trusted_as_before(tmp
     assert len(rows) == len(ROWS) + 2 and any("rebuilt" in w for w in ck.warnings)
     ck.close()
     assert json.loads(ix.read_bytes()[:ix.read_bytes().index(b"\n")])["_whileai_ray_keys"] == 4
+
+
+def test_wai_load_of_a_tampered_checkpoint_leaves_the_disowned_rows_out_and_says_so(tmp_path):
+    import whileai_ray as wai
+
+    path = _closed(tmp_path / "ck.jsonl")
+    _edit_keeping_mtime(path, b'"final_text":"done","scenario_id":"sc-0000000004"',
+                        b'"final_text":"PAID","scenario_id":"sc-0000000004"')
+    data = wai.load(path)
+    assert [r["scenario_id"] for r in data.trajectories] == [r["scenario_id"] for r in ROWS if r is not ROWS[4]]
+    assert any("line 5 (scenario_id 'sc-0000000004'" in w for w in data.warnings), data.warnings
+    plain = tmp_path / "copy.jsonl"                      # the same bytes without a sidecar: plain JSONL
+    plain.write_bytes(path.read_bytes())
+    assert len(wai.load(plain).trajectories) == len(ROWS)

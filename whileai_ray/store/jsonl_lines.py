@@ -58,12 +58,35 @@ def parse_jsonl(data: bytes, source: str = "<jsonl>") -> JsonlContents:
 
     A last segment without a trailing newline is kept when it is a whole JSON object and
     dropped (with a warning) when it is torn. Invalid complete lines are skipped and counted.
+    When ``source`` is a checkpoint's path (its sidecar beside it), the rows its key index
+    disowns (``_disowned``: edited or inserted since they were written) are left out, with the
+    warning that names them, as a resume leaves them out.
     """
     with gc_paused():
         scan = _scan(data, source, use_index=False)
-    return JsonlContents(rows=[scan.decoded[i] for i in range(scan.n)], header=scan.header,
+        drop = _disowned(data, source, scan)
+    return JsonlContents(rows=[scan.decoded[i] for i in range(scan.n) if i not in drop], header=scan.header,
                          warnings=scan.warnings, good_bytes=scan.good_bytes,
                          needs_newline=scan.needs_newline, bad_lines=scan.bad_lines)
+
+
+def _disowned(data: bytes, source, scan) -> set:
+    """The row numbers of ``scan`` (a plain scan of a checkpoint's bytes) its key index disowns;
+    their warning is added to ``scan.warnings``. Empty unless ``source`` is a checkpoint with a
+    sidecar and a sound index of this format."""
+    import os
+    if not scan.n or not isinstance(source, str) or not os.path.isfile(source):
+        return set()
+    from .checkpoint_meta import read_sidecar
+    side = read_sidecar(source, HEADER_KEY)
+    if side is None:
+        return set()
+    checked = _scan(data, source, use_index=True, header=side)
+    if not checked.untrusted:
+        return set()
+    scan.warnings.append(untrusted_warning(source, checked.untrusted))
+    kept = set(checked.records["start"].tolist())
+    return {i for i, start in enumerate(scan.records["start"].tolist()) if start not in kept}
 
 
 _DECODE = json.JSONDecoder().decode

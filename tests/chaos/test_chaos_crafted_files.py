@@ -256,6 +256,23 @@ def test_a_parquet_footer_claiming_50_million_rows_is_refused_before_decoding(tm
     assert "REFUSED" in done.stdout and "50,000,000 rows" in done.stdout and "rows.parquet" in done.stdout
 
 
+def test_a_resume_whose_parquet_side_claims_50_million_rows_rebuilds_it(ray_local, tools, tmp_path, caplog):
+    ck = tmp_path / "ck.jsonl"
+
+    def run(budget):
+        return wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=budget, seed=6,
+                            checkpoint=str(ck), advanced=QUIET)
+    _run_in_thread(lambda: run(6), 120)
+    side = tmp_path / "ck.parquet" / "rows.parquet"
+    assert side.is_file()
+    _dictionary_file(side, 50_000_000, json.dumps({"prompt": "x", "steps": [], "final_text": "y"}), group=1 << 20)
+    resumed = _run_in_thread(lambda: run(9), 120)
+    assert len(resumed.rows()) == 9 and resumed.search["rollouts"]["resumed"] == 6
+    said = [r.getMessage() for r in caplog.records if "rows.parquet" in r.getMessage()]
+    assert any("50,000,000 rows" in m and "rebuilt from the checkpoint" in m for m in said), said
+    assert pq.ParquetFile(side).metadata.num_rows == 9           # rebuilt from the checkpoint
+
+
 def test_a_parquet_dictionary_that_decodes_to_10_gb_is_refused(tmp_path):
     target = tmp_path / "bomb.parquet"
     _dictionary_file(target, 100_000, json.dumps({"prompt": "a" * 100_000, "steps": [], "final_text": "y"}))

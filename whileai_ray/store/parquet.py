@@ -200,7 +200,7 @@ class ParquetSink:
             except (OSError, ValueError, pa.ArrowException) as exc:   # the JSONL beside it is the truth
                 file.unlink()
                 existing.remove(file)
-                self.warnings.append(f"{file}: unreadable Parquet ({type(exc).__name__}: {str(exc)[:120]}); "
+                self.warnings.append(f"{file}: unreadable Parquet ({type(exc).__name__}: {str(exc)[:240]}); "
                                      "removed, its rows are rebuilt from the checkpoint when the run closes")
         self._found = list(existing)             # their keys: read when first needed (_old_keys)
         self._old: RowKeySet | None = None if self._found else RowKeySet()

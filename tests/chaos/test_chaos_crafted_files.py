@@ -33,14 +33,15 @@ QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 CHILD_MEMORY = 3 << 30          # bytes of address space a child may take (numpy and pyarrow map ~1 GB)
 
 
-def _bounded(code: str, *args, timeout: float = 90) -> subprocess.CompletedProcess:
+def _bounded(code: str, *args, timeout: float = 90, env=None) -> subprocess.CompletedProcess:
     """Run ``code`` in a child Python under ``CHILD_MEMORY`` and ``timeout``; a hang or a blown
     memory limit comes back as a failed run, never as a hung test."""
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
     try:
         return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)], capture_output=True,
-                              text=True, timeout=timeout, preexec_fn=limit)
+                              text=True, timeout=timeout, preexec_fn=limit,
+                              env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"the child ran past {timeout} s (hung or decoding what it should have refused): "
                     f"{(exc.stdout or b'')[-500:]!r}")
@@ -172,7 +173,8 @@ def _deep_line() -> str:
     return '{"prompt": "deep", "steps": [], "final_text": "x", "blob": ' + "[" * DEEP + "]" * DEEP + "}\n"
 
 
-def test_wai_load_skips_a_line_nested_100000_deep_and_names_it(tmp_path):
+@pytest.mark.parametrize("spill_rows", ["50000", "2"])      # read whole, or streamed to an Arrow spill
+def test_wai_load_skips_a_line_nested_100000_deep_and_names_it(tmp_path, spill_rows):
     rows = [{"prompt": f"q{i}", "steps": [], "final_text": f"a{i}", "scenario_id": f"s{i}"} for i in range(4)]
     path = tmp_path / "run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]) + _deep_line()
@@ -184,7 +186,7 @@ def test_wai_load_skips_a_line_nested_100000_deep_and_names_it(tmp_path):
         print("WARN", [w for w in data.warnings if "line 3" in w])
         data.to_html(sys.argv[1] + ".html")
         print("OK")
-    """, path)
+    """, path, env={"WHILEAI_RAY_SPILL_ROWS": spill_rows})
     assert done.returncode == 0, done.stderr[-1500:]
     assert "4 ['q0', 'q1', 'q2', 'q3']" in done.stdout and "nested too deep" in done.stdout and "OK" in done.stdout
 

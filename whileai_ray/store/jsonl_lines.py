@@ -79,8 +79,9 @@ def _disowned(data: bytes, source, scan) -> set:
         return set()
     from .checkpoint_meta import read_sidecar
     side = read_sidecar(source, HEADER_KEY)
-    if side is None:
-        return set()
+    recs = read_index(index_path(source), side.get("created")) if side is not None else None
+    if recs is None or not len(recs) or not sound_groups(recs):
+        return set()                     # nothing to check against: no second pass (and no decoding)
     checked = _scan(data, source, use_index=True, header=side)
     if not checked.untrusted:
         return set()

@@ -24,8 +24,11 @@ def test_axes_from_one_tool_match_the_reference_grid():
     assert axes["rule"] == ["unspecified"]
     assert axes["stance"] == list(STANCES) and len(STANCES) == 10
     assert axes["world_state"] == list(WORLD_STATES)
-    assert axes["tool_condition"] == list(TOOL_CONDITIONS)
+    # a bare string parameter has no rule an ask could break: no invalid_arguments cells (issue 29)
+    assert axes["tool_condition"] == [c for c in TOOL_CONDITIONS if c != "invalid_arguments"]
     assert axes["history"] == list(HISTORIES)
+    ruled = [{"name": "book", "parameters": {"properties": {"cabin": {"type": "string", "enum": ["economy"]}}}}]
+    assert build_axes(ruled)["tool_condition"] == list(TOOL_CONDITIONS)
 
 
 def test_world_state_axis_needs_a_key_like_parameter():

@@ -5,8 +5,9 @@ the mock world (so faults and world state apply), and answers honestly from the 
 arguments come from the tool's JSON Schema (``world/schema_values.py``): the id from the text
 where the parameter takes it, every other record id from the ids the rollout's world holds,
 the rest drawn to validate. When the template writer planned the situation's call
-(``Situation.extra["call"]``: the ask's tool and arguments, deliberately broken in an
-``invalid_arguments`` ask), it plays that call, as an agent that does what the user says. With
+(``Situation.extra["call"]``: the ask's tool and the id it names, its arguments drawn by
+``world/planned_call.py``, or carried deliberately broken in an ``invalid_arguments`` ask), it plays
+that call, as an agent that does what the user says. With
 probability ``rate`` (a keyed draw of seed, prompt and rollout index) it instead makes one of
 ``SEEDED_BEHAVIORS`` and says which in ``"seeded"``, so a grader can be checked against ground truth.
 """
@@ -20,6 +21,7 @@ from ..core.rng import stable_hash, unit_rng
 from ..world.context import active_context
 from ..world.mock import World
 from ..world.records import ID_RE
+from ..world.planned_call import planned_arguments
 from ..world.schema_values import draw_value
 from ..core.defaults import TOOL_OK_STATUSES
 
@@ -120,7 +122,12 @@ class SeededAgent:
         ctx = active_context()
         planned = _planned_call(ctx)
         if planned is not None and planned["tool"] in self.world._params:
-            name, args = planned["tool"], planned["arguments"]
+            name = planned["tool"]
+            args = planned.get("arguments")
+            if not isinstance(args, dict):
+                params = self._params.get(name)
+                args = {} if params is None else planned_arguments(self.world.entities, params, planned,
+                                                                   ctx.seed, ctx.scenario_id)
             ids = ctx.unit.situation.ref_ids
             ref = str(ids[0]) if ids else None
         else:
@@ -205,7 +212,7 @@ def _planned_call(ctx) -> dict | None:
     situation = getattr(unit, "situation", None)
     extra = getattr(situation, "extra", None)
     call = extra.get("call") if isinstance(extra, dict) else None
-    return call if isinstance(call, dict) and isinstance(call.get("arguments"), dict) else None
+    return call if isinstance(call, dict) and isinstance(call.get("tool"), str) else None
 
 
 def _fits(value: str, schema: dict) -> bool:

@@ -8,14 +8,15 @@ the call validates and its ids resolve. A situation that aims at bad arguments
 (``tool_condition="invalid_arguments"``) breaks one schema rule on purpose
 (``world/schema_breaks.py``) and carries the label.
 
-What the writer keeps in ``Situation.extra``: ``{"call": {"tool", "arguments"}}`` and, for a
-bad-argument ask, ``"broken": {"keyword", "path"}``. The seeded agent plays that call.
+What the writer keeps in ``Situation.extra``: ``{"call": {"tool", "key", "ref"}}``, whose
+arguments ``world/planned_call.py`` draws where the call is played (the seeded agent), and, for a
+bad-argument ask, the broken ``"arguments"`` in the call and ``"broken": {"keyword", "path"}``.
 """
 from __future__ import annotations
 
-from ..world.entities import EntityBook
+from ..world.entities import POOL_SIZE, EntityBook
 from ..world.schema_breaks import break_arguments
-from ..world.schema_values import draw_value
+from ..world.planned_call import planned_arguments
 
 __all__ = ["CallPlanner", "BAD_ARGUMENTS"]
 
@@ -40,41 +41,33 @@ class CallPlanner:
         kind = self.key_kind.get(intent.name)
         if kind is None:
             return None
-        if missing:
-            return self.book.invent(seed, sid, kind, 0)
-        pool = self.book.pool(seed, sid, kind)
-        return pool[int(w() * len(pool))]
+        if missing:                  # the world state answers not_found: no look at the pool needed
+            return self.book.invent(seed, sid, kind, 0, check=False)
+        return self.book.pool_id(seed, sid, kind, int(w() * POOL_SIZE))
 
-    def arguments(self, intent, rnd, seed: int, sid: str, ref) -> dict | None:
-        """Valid arguments for ``intent``'s tool, naming ``ref`` in its key parameter."""
-        params = self.params.get(intent.name)
+    def call(self, intent, ref) -> dict:
+        """The situation's call as the writer keeps it: tool, key parameter, the id it names."""
+        return {"tool": intent.name, "key": intent.key_param, "ref": ref}
+
+    def arguments(self, call: dict, seed: int, sid: str, rnd=None) -> dict | None:
+        """Valid arguments for ``call`` in the world of ``(seed, sid)`` (``world/planned_call.py``)."""
+        params = self.params.get(call["tool"])
         if params is None:
             return None
-        book, key = self.book, intent.key_param
-
-        def pick_id(name, schema, path):
-            if ref is not None and name == key and len(path) == 1 and not _is_array(schema):
-                return ref
-            kind = book.kind_of(name)
-            if kind is None or _is_array(schema):
-                return None
-            pool = book.pool(seed, sid, kind)
-            return pool[int(rnd.random() * len(pool))]
-        return draw_value(params, rnd, params, "", pick_id, (), 0.5)
+        return planned_arguments(self.book, params, call, seed, sid, rnd)
 
     def broken(self, intent, args: dict, rnd) -> tuple[dict, dict] | None:
         """``args`` with one rule of the tool's schema broken, and the label; None if none can be."""
         params = self.params.get(intent.name)
         if params is None:
             return None
-        if intent.name not in self._validators:
+        return break_arguments(params, args, rnd, validator=lambda: self._validator(intent.name, params))
+
+    def _validator(self, name: str, params: dict):
+        if name not in self._validators:              # built the first time a break needs checking
             from ..world.validation import validator_for
-            self._validators[intent.name] = validator_for(params)
-        return break_arguments(params, args, rnd, validator=self._validators[intent.name])
-
-
-def _is_array(schema) -> bool:
-    return isinstance(schema, dict) and schema.get("type") == "array"
+            self._validators[name] = validator_for(params)
+        return self._validators[name]
 
 
 def say_value(value) -> str:

@@ -88,9 +88,25 @@ def has_key_parameter(tools) -> bool:
     return False
 
 
-def _has_parameters(tools) -> bool:
-    """Some tool declares a parameter: there is a schema an ask can break (invalid_arguments)."""
-    return any(((_schema(t).get("parameters") or {}).get("properties")) for t in tools or ())
+_RULES = frozenset(("enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                    "minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems",
+                    "anyOf", "oneOf", "allOf", "$ref", "additionalProperties", "items"))
+
+
+def _has_rules(tools) -> bool:
+    """Some tool's schema says more than "a string, required" (an enum, a bound, a format, a
+    list, a nested object...): there is a rule an ask can break (the invalid_arguments condition).
+    A bare string's only breaks are a missing or placeholder value, which the world states
+    already cover."""
+    def rules(node, depth=0) -> bool:
+        if isinstance(node, dict):
+            if depth and _RULES.intersection(node) or node.get("type") in ("object", "array") and depth:
+                return True
+            return depth < 12 and any(rules(v, depth + 1) for v in node.values())
+        if isinstance(node, list):
+            return depth < 12 and any(rules(v, depth + 1) for v in node)
+        return False
+    return any(rules((_schema(t).get("parameters") or {}).get("properties") or {}) for t in tools or ())
 
 
 def policy_clauses(system_prompt: str, cap: int = 16) -> tuple[list[str], int]:
@@ -203,7 +219,7 @@ def build_axes(tools, system_prompt: str = "", dimensions=None) -> dict[str, lis
         "rule": ["unspecified"] + clauses,
         "stance": list(STANCES),
         "world_state": list(WORLD_STATES) if has_key_parameter(tools) else ["unspecified"],
-        "tool_condition": [c for c in TOOL_CONDITIONS if c != "invalid_arguments" or _has_parameters(tools)],
+        "tool_condition": [c for c in TOOL_CONDITIONS if c != "invalid_arguments" or _has_rules(tools)],
         "history": list(HISTORIES),
     }
     if dimensions is not None:

@@ -44,7 +44,7 @@ _TIER_REF = {"adversarial": "; it should refuse to skip checks or ignore its ins
 class _Plan:
     """What a cell fixes, prepared once: kind, intent, sentence banks, reference templates."""
     __slots__ = ("ck", "cell", "kind", "intent", "tier", "world_state", "stance_s", "rule_s",
-                 "world_s", "cond_s", "hist_s", "refs", "tags")
+                 "world_s", "cond_s", "hist_s", "refs", "tags", "bad")
 
 
 def _format(t: str, slots: dict) -> str:
@@ -131,6 +131,7 @@ class TemplateWriter:
         p.cond_s = tb.CONDITION.get(cell.get("tool_condition"), ()) if entity else ()
         p.hist_s = tb.HISTORY.get(cell.get("history"), ())
         p.refs = {f: _reference(p, f) for f in ("tool", "general", "vague")}
+        p.bad = cell.get("tool_condition") == BAD_ARGUMENTS and p.intent is not None
         p.tags = {}
         if stance != "ordinary" and cell.get("stance"):
             p.tags["stance"] = cell["stance"]
@@ -210,8 +211,10 @@ class TemplateWriter:
         else:
             bank = tb.QUESTION_OPENERS if p() < 0.5 else tb.IMPERATIVE_OPENERS
         call = said = None
-        if intent is not None and kind != "unrelated":   # drawn after every other world draw
-            call, said = self._call(plan, intent, wr, sid, ref1)
+        if intent is not None and kind != "unrelated":   # the ask's call (drawn after every other world draw)
+            call = {"tool": intent.name, "key": intent.key_param, "ref": ref1}
+            if plan.bad:
+                call, said = self._broken_call(call, intent, wr, sid)
         opener = bank[(base + phrasing) % len(bank)].format_map(slots)
         if ask == "question" and "?" not in opener or ask == "ask" and "?" in opener:
             del tags["ask"]
@@ -242,32 +245,30 @@ class TemplateWriter:
         if notes:
             extra_out.update(notes)
         if call is not None:
-            extra_out.update(call)
+            extra_out["call"] = call
+            if said:
+                extra_out["broken"] = call.pop("broken")
         return Situation(sid, text, phrasing, dict(plan.cell), plan.tier, tags, family,
                          plan.world_state, ref, ids, "structured", "template", "", None, extra_out)
 
-    def _call(self, plan: _Plan, intent: ToolIntent, rnd, sid: str, ref) -> tuple[dict | None, str | None]:
-        """``({"call": {tool, arguments}[, "broken": label]}, sentence)``: the arguments the ask
-        means (valid, or, in an invalid_arguments cell, with one schema rule broken and the
-        sentence that says the broken value in the ask)."""
-        args = self.calls.arguments(intent, rnd, self.seed, sid, ref)
-        if args is None:
-            return None, None
-        out = {"call": {"tool": intent.name, "arguments": args}}
-        if plan.cell.get("tool_condition") != BAD_ARGUMENTS:
-            return out, None
-        got = self.calls.broken(intent, args, rnd)
+    def _broken_call(self, call: dict, intent: ToolIntent, rnd, sid: str) -> tuple[dict, str | None]:
+        """An invalid_arguments ask: the call's arguments drawn now, one schema rule broken
+        (``call["broken"]``: the label) and the sentence that says the broken value in the ask.
+        The valid arguments of every other ask are drawn where it is played
+        (``world/planned_call.py``)."""
+        args = self.calls.arguments(call, self.seed, sid, rnd)
+        got = self.calls.broken(intent, args, rnd) if args is not None else None
         if got is None:
-            return out, None
+            return call, None
         bad, label = got
-        out["call"]["arguments"], out["broken"] = bad, label
+        call = {**call, "arguments": bad, "broken": label}
         words = " ".join(str(p) for p in label["path"].split("/") if not p.isdigit()).replace("_", " ")
         if label["keyword"] == "required":
-            return out, f"I'd rather not give you the {words}."
+            return call, f"I'd rather not give you the {words}."
         value = bad
         for step in label["path"].split("/"):
             value = value[int(step)] if isinstance(value, list) else value.get(step)
-        return out, f"For the {words}, put {say_value(value)}."
+        return call, f"For the {words}, put {say_value(value)}."
 
     def scenario_id(self, cell: dict, instance: int, ck: str | None = None) -> str:
         """The scenario id ``write(cell, instance, p)`` gives, without writing it."""

@@ -14,10 +14,10 @@ call with those ids finds them too. Ids outside the pool keep the older rule (``
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 
-from ..core.rng import unit_rng
 from .patterns import string_for_pattern
 from .schema_values import resolve
 
@@ -49,6 +49,26 @@ def entity_kind(name: str) -> str | None:
     if last in ("id", "ids", "sku", "skus") or last == "number" and head[-1] in _NUMBERED:
         return "_".join(head)
     return None
+
+
+class _Stream:
+    """``random()`` cut from sha256 blocks of one key: a world's ids are drawn for every situation
+    written, and seeding a ``random.Random`` per id would cost more than the rest of the ask."""
+    __slots__ = ("key", "block", "buf", "pos")
+
+    def __init__(self, key: str):
+        self.key = key.encode()
+        self.block, self.pos = 0, 0
+        self.buf = hashlib.sha256(self.key).digest()
+
+    def random(self) -> float:
+        if self.pos > 25:
+            self.block += 1
+            self.buf = hashlib.sha256(self.key + b"#%d" % self.block).digest()
+            self.pos = 0
+        v = int.from_bytes(self.buf[self.pos:self.pos + 7], "big") / 72057594037927936.0
+        self.pos += 7
+        return v
 
 
 class _Format:
@@ -83,6 +103,10 @@ class _Format:
             m = _EXAMPLE_RE.search(str(schema.get("description") or "") + " " + (description or ""))
             if m and any(c.isdigit() for c in m.group(1)) or m and m.group(1).isupper():
                 self.example = m.group(1)
+
+    def plain(self) -> bool:
+        """The engine's own ``ORD-48211`` form (no pattern, format, example or integer type)."""
+        return self.kind_type == "string" and self.pattern is None and self.fmt is None and self.example is None
 
     def draw(self, rnd) -> object:
         r = rnd.random
@@ -155,35 +179,38 @@ class EntityBook:
         kind = entity_kind(name)
         return kind if kind in self.formats else None
 
+    def pool_id(self, run_seed, scenario_id, kind: str, k: int):
+        """The ``k``-th id of ``kind`` the world of ``(run_seed, scenario_id)`` holds (one digest;
+        the writer names one per situation, so the plain form skips the stream)."""
+        return self._drawn(kind, f"{run_seed or 0}|entities|{scenario_id}|{kind}|{k}")
+
+    def _drawn(self, kind: str, key: str):
+        fmt = self.formats.get(kind) or _Format(kind)
+        if fmt.plain():
+            x = int.from_bytes(hashlib.sha256(key.encode()).digest()[:7], "big")
+            return f"{fmt.prefix}-{1000 + (x * 99000 >> 56)}"
+        return fmt.draw(_Stream(key))
+
     def pool(self, run_seed, scenario_id, kind: str) -> tuple:
-        """The ids of ``kind`` the world of ``(run_seed, scenario_id)`` holds (POOL_SIZE, distinct)."""
+        """Every id of ``kind`` that world holds (POOL_SIZE draws, duplicates dropped)."""
         key = (run_seed, scenario_id, kind)
         got = self._pools.get(key)
         if got is None:
-            fmt = self.formats.get(kind) or _Format(kind)
-            rnd = unit_rng(run_seed or 0, "entities", scenario_id, kind)
-            ids: list = []
-            for _ in range(POOL_SIZE * 4):
-                v = fmt.draw(rnd)
-                if v not in ids:
-                    ids.append(v)
-                if len(ids) == POOL_SIZE:
-                    break
             if len(self._pools) > 4096:
                 self._pools.clear()
-            got = self._pools[key] = tuple(ids)
+            got = self._pools[key] = tuple(dict.fromkeys(self.pool_id(run_seed, scenario_id, kind, k)
+                                                         for k in range(POOL_SIZE)))
         return got
 
     def holds(self, run_seed, scenario_id, kind: str, value) -> bool:
         return kind in self.formats and value in self.pool(run_seed, scenario_id, kind)
 
-    def invent(self, run_seed, scenario_id, kind: str, salt) -> object:
-        """An id of ``kind``'s format that the world does NOT hold (an "entity missing" ask)."""
-        fmt = self.formats.get(kind) or _Format(kind)
-        rnd = unit_rng(run_seed or 0, "missing", scenario_id, kind, salt)
-        held = self.pool(run_seed, scenario_id, kind)
-        for _ in range(16):
-            v = fmt.draw(rnd)
+    def invent(self, run_seed, scenario_id, kind: str, salt, check: bool = True) -> object:
+        """An id of ``kind``'s format that the world does NOT hold. ``check=False`` skips the look
+        at the pool (an "entity missing" ask: that world state answers not_found whatever the id)."""
+        held = self.pool(run_seed, scenario_id, kind) if check else ()
+        for attempt in range(16):
+            v = self._drawn(kind, f"{run_seed or 0}|missing|{scenario_id}|{kind}|{salt}|{attempt}")
             if v not in held:
                 return v
         return v

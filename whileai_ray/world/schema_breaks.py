@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 
 from .schema_values import resolve
-from .validation import argument_errors, validator_for
+from .validation import validator_for
 
 __all__ = ["break_arguments", "breaks_of"]
 
@@ -23,8 +23,14 @@ _BAD_FORMAT = {"date": "31/02/2024", "date-time": "yesterday at noon", "email": 
                "uuid": "1234", "time": "noonish", "uri": "not a link"}
 
 
+_SURE_FORMATS = frozenset(("date", "date-time", "email", "uuid"))    # formats jsonschema always checks
+
+
 def breaks_of(schema, value, root: dict, path: tuple = ()) -> list[tuple]:
-    """Every ``(keyword, path, new_value_or_DROP/ADD)`` that breaks ``value`` under ``schema``."""
+    """Every ``(keyword, path, new_value_or_DROP)`` that breaks ``value`` under ``schema``.
+
+    Keywords are conjunctive and the walk never enters ``anyOf``/``oneOf``, so breaking one keyword
+    of a node breaks the whole call; :func:`sure` says which breaks need no validator to confirm."""
     schema = resolve(schema, root)
     out: list[tuple] = []
     if "const" in schema:
@@ -86,10 +92,35 @@ class _Drop:
 _DROP = _Drop()
 
 
+def sure(schema, root: dict, keyword: str, path: tuple, new) -> bool:
+    """Is this break invalid without asking the validator? (a pattern can match anything, a
+    ``type`` break under a type list or no type may be allowed, an unchecked format is not checked)"""
+    node = schema
+    for step in path[:-1] if keyword in ("required", "additionalProperties") else path:
+        node = resolve(node, root)
+        node = (node.get("items") if isinstance(step, int) else (node.get("properties") or {}).get(step)) or {}
+    node = resolve(node, root)
+    if any(k in node for k in ("anyOf", "oneOf", "allOf", "not", "if")):
+        return False
+    if keyword == "pattern":
+        return False
+    if keyword == "additionalProperties":
+        return path[-1] not in (node.get("properties") or {}) and "patternProperties" not in node
+    if keyword == "type":
+        return isinstance(node.get("type"), str)
+    if keyword == "format":
+        return node.get("format") in _SURE_FORMATS
+    if keyword == "enum":
+        return new not in node.get("enum", ())
+    return True
+
+
 def _apply(args: dict, path: tuple, new) -> dict:
-    out = copy.deepcopy(args)
+    """``args`` with ``new`` at ``path``: the containers on the path are copied, nothing else."""
+    out = copy.copy(args)
     target = out
     for step in path[:-1]:
+        target[step] = copy.copy(target[step])
         target = target[step]
     if new is _DROP:
         del target[path[-1]]
@@ -101,10 +132,8 @@ def _apply(args: dict, path: tuple, new) -> dict:
 def break_arguments(parameters: dict, args: dict, rnd, prefer: str | None = None,
                     validator=None) -> tuple[dict, dict] | None:
     """``(bad_args, {"keyword", "path"})``: ``args`` with one schema rule broken; None when the
-    schema allows anything (no properties, no rule to break)."""
-    validator = validator or validator_for(parameters)
-    if validator is None:
-        return None
+    schema allows anything (no properties, no rule to break). ``validator`` (or a function that
+    returns one) is asked only about breaks :func:`sure` cannot vouch for."""
     options = [b for b in breaks_of(parameters, args, parameters) if b[1]]
     if prefer is not None:
         options = [b for b in options if b[0] == prefer] or options
@@ -112,6 +141,11 @@ def break_arguments(parameters: dict, args: dict, rnd, prefer: str | None = None
     for i in order:
         keyword, path, new = options[i]
         bad = _apply(args, path, new)
-        if argument_errors(validator, bad):
-            return bad, {"keyword": keyword, "path": "/".join(map(str, path))}
+        if not sure(parameters, parameters, keyword, path, new):
+            if callable(validator) and not hasattr(validator, "is_valid"):
+                validator = validator()
+            validator = validator or validator_for(parameters)
+            if validator is None or validator.is_valid(bad):
+                continue
+        return bad, {"keyword": keyword, "path": "/".join(map(str, path))}
     return None

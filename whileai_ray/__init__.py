@@ -22,6 +22,8 @@ _LAZY = {
     "notebook_progress": (".result.notebook", "notebook_progress"), "ScoredData": (".result.scored", "ScoredData"),
     "compare_runs": (".score.compare", "compare_runs"), "delta_report": (".score.compare", "delta_report"),
     "format_delta_report": (".score.compare", "format_delta_report"), "Judge": (".score.llm_judge", "Judge"),
+    "export_dataset": (".export.dataset_export", "export_dataset"),
+    "export_training": (".export.dataset_export", "export_dataset"),   # one function, two names (as the docs')
     "evaluate": (".result.evaluate", "evaluate"), "run_judge": (".result.run_judge", "run_judge"),
     "PassAt": (".score.pass_at", "PassAt"), "pass_at": (".score.pass_at", "pass_at"),
     "eval_variance": (".score.variance", "eval_variance"), "noise_band": (".score.variance", "noise_band"),
@@ -60,6 +62,8 @@ __all__ = [
     "delta_report",
     "eval_variance",
     "evaluate",
+    "export_dataset",
+    "export_training",
     "format_delta_report",
     "grade",
     "grade_llm",

@@ -6,7 +6,7 @@ import whileai_ray as wai
 EXPECTED = [
     "Judge", "OpenAI", "PassAt", "PublishGateError", "SEEDED_BEHAVIORS", "ScoredData", "SimulationData", "World",
     "compare_runs", "configure", "conversation", "current_rollout", "delta_report", "eval_variance",
-    "evaluate", "format_delta_report", "grade", "grade_llm", "llm_grade", "load", "noise_band", "notebook_progress",
+    "evaluate", "export_dataset", "export_training", "format_delta_report", "grade", "grade_llm", "llm_grade", "load", "noise_band", "notebook_progress",
     "pass_at", "rank", "run_judge", "seeded_agent", "simulate", "world",
 ]
 

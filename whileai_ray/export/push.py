@@ -35,7 +35,7 @@ from .row_checks import reward_of
 from .selection import group_id_of
 from ..errors import PublishGateError
 
-__all__ = ["push", "load_pushed", "list_datasets", "publish_gate", "calibrate", "PublishGateError", "PURPOSES"]
+__all__ = ["push", "refuse_hosted_arguments", "load_pushed", "list_datasets", "publish_gate", "calibrate", "PublishGateError", "PURPOSES"]
 
 PURPOSES = ("train", "holdout", "eval")
 _NAME_RE = NAME_RE                  # dataset_store.py: matched whole
@@ -170,12 +170,32 @@ def _write_version(store: DatasetStore, name: str, batches, meta: dict, info: di
     return entry
 
 
+def refuse_hosted_arguments(api_key=None, publish: bool = False, agent=None) -> None:
+    """The docs' ``push`` uploads to a While account (``api_key``) and ``publish=True`` puts a card on
+    a public catalog. Here a dataset store is a folder or a pyarrow filesystem URI that you configure
+    (``store=``, ``WHILEAI_RAY_DATASETS``), reached with that filesystem's own credentials (the AWS
+    variables for ``s3://``, ...). Neither argument is ignored: both are refused, before anything
+    is read or written, with what to do instead."""
+    if api_key is not None:
+        raise ValueError("push(api_key=...): there is no account here; the dataset store is a folder or a pyarrow "
+                         "filesystem URI (store= or WHILEAI_RAY_DATASETS), reached with that filesystem's own "
+                         "credentials (e.g. the AWS environment for s3://). Drop api_key=.")
+    if publish:
+        raise ValueError("push(publish=True): there is no public catalog here; push to your store, then publish "
+                         "the version folder push() returns (entry['path']) with your own tools "
+                         "(e.g. huggingface-cli upload). Drop publish=True.")
+    if agent is not None and not isinstance(agent, str):
+        raise TypeError(f"push(agent={agent!r}): pass the agent's name as a string; it is recorded on the entry")
+
+
 def push(rows, meta=None, name: str = "", store=None, parent: str | None = None, purpose: str = "train",
          holdout: float | None = None, gate: bool = True, endorsed=(), strict_hacks: bool = False,
-         description: str | None = None, filesystem=None) -> dict:
+         description: str | None = None, filesystem=None, agent: str | None = None) -> dict:
     """Publish ``rows`` as the next version of dataset ``name``; returns the registry entry. The rows
     are read in passes (the gate, the per-task rates, the write), never all held: a run on disk
-    goes to the store a row group at a time."""
+    goes to the store a row group at a time. ``agent`` (the producing agent's name) is recorded on
+    the entry."""
+    refuse_hosted_arguments(agent=agent)
     check_name(name, "push(name=...)")       # whole name (no trailing newline), not the index's
     if purpose not in PURPOSES:
         raise ValueError(f"push(purpose={purpose!r}): use one of {', '.join(PURPOSES)}")
@@ -197,7 +217,7 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     gate_report = publish_gate(rows, meta.get("mode"), endorsed, strict_hacks) if gate else None
     per_task = task_rewards(rows) if gate else None
     info = {"purpose": purpose, "parent": parent, "mode": meta.get("mode"), "description": description,
-            "gate": gate_report}
+            "gate": gate_report, **({"agent": agent} if agent else {})}
     if holdout is None:
         return _write_version(target, name, _published(rows, per_task), meta, info)
     held = _holdout_tasks(rows, float(holdout), name)

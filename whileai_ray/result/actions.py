@@ -103,10 +103,15 @@ class RunActions:
              store: str | None = None) -> dict:
         """Publish this run as a new version of dataset ``name`` in a dataset store (a local folder
         by default, ``WHILEAI_RAY_DATASETS`` or ``store=``: a path or any pyarrow filesystem URI).
-        ``api_key``, ``agent`` and ``publish`` belong to the hosted catalog and are ignored here."""
+
+        Where the docs upload to a While account, this writes to the store you configure, reached
+        with that filesystem's own credentials. So ``api_key=`` and ``publish=True`` (a hosted
+        account, a public catalog) raise ``ValueError`` before anything is written, never silently
+        do nothing; ``agent=`` is recorded on the entry."""
+        _export().refuse_hosted_arguments(api_key, publish, agent)
         return _export().push(self.trajectories, self.meta_dict(), name, store=store, parent=parent, purpose=purpose,
                     holdout=holdout, gate=gate, endorsed=endorsed, strict_hacks=strict_hacks,
-                    description=description)
+                    description=description, agent=agent)
 
     def sft_rows(self, failures_only: bool = True) -> list:
         """Failure rows as preference-pair seeds (``rejected_response``, ``tool_trace``, ...)."""

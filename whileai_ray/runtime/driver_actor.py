@@ -190,11 +190,13 @@ class DriverWorker:
                 base = landing.spool.count + 10**9
                 landing.spool.tail(landing.stamped(self._leftover(opened.resume.iter_leftover(), base, p.s.run_id,
                                                                   p.s.eval_run)))
-        kept = landing.spool.finish(skip=self.caller_has)
+        # an orphan keeps every row here (the caller may never read them: driver_host.py writes them out)
+        skip = 0 if self.stopped_because == CALLER_GONE else self.caller_has
+        kept = landing.spool.finish(skip=skip)
         spilled = None if isinstance(kept, list) else kept
         return RunResult(
             rows=kept if spilled is None else [], spilled=spilled, row_count=landing.spool.count,
-            rows_head=landing.spool.head_count, rows_shipped=self.caller_has if spilled is None else 0,
+            rows_head=landing.spool.head_count, rows_shipped=skip if spilled is None else 0,
             resumed_count=resumed,
             resume={**opened.resume.summary(), **opened.snapshots.summary()},
             stopped_because=self.stopped_because, elapsed_s=time.monotonic() - self.t0,

@@ -15,6 +15,10 @@ go to the run in progress. What stays from run to run is the process and one rol
   run left in them) and play this run. They renew themselves while the Driver opens the run and
   decides its first units (``ActorPool.renew``); one that died meanwhile is started again.
 
+A run that stops because its caller is gone (``caller_watch.py``) and has no checkpoint keeps
+its rows: they are written to a file (``caller_watch.keep_rows``), named in the Driver's log and
+in ``RunResult.kept_at``, which the caller's error repeats when it is there to read it.
+
 Between runs the host's heap is left alone: full collections wait until it is idle
 (``collector.py``).
 
@@ -27,10 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sys
 import time
 from collections import deque
 
 from .actor_pool import ActorPool, rollout_args, rollout_pool
+from .caller_watch import CALLER_GONE, keep_rows
 from .collector import Collector
 from .driver_actor import DriverWorker
 from .job_spec import JobSpec
@@ -93,6 +99,8 @@ class DriverHost:
             self.collector.idle()                    # a resume froze its rows; they go with the run
         if rollouts is not None:
             warm["rollout_ids"] = [actor_id(a) for a in rollouts.actors]
+        if result.stopped_because == CALLER_GONE and not spec.checkpoint:
+            result = await asyncio.to_thread(_keep_orphan_rows, result, spec.run_id)
         return dataclasses.replace(result, warm=warm, last_poll=self.last_poll), started_wall
 
     def _rollouts(self, spec, plan, key, prebuilt) -> tuple[ActorPool, str]:
@@ -126,6 +134,13 @@ class DriverHost:
                 return None
             await asyncio.sleep(0.005)
 
+    def beat(self, token: str) -> None:
+        """The caller's heartbeat (a thread of its own, once a second): it is there, even while
+        its polling loop waits on a slow ``on_progress`` (``caller_watch.py``)."""
+        worker = self.worker
+        if worker is not None and self.token == token:
+            worker.watch.beat()
+
     async def poll(self, token: str, have: int | None = None) -> dict:
         worker = await self._worker(token)
         return worker.poll(have) if worker is not None else dict(self.last_poll or {"done": True})
@@ -141,6 +156,26 @@ class DriverHost:
             await worker.push(items)
 
 
+def _keep_orphan_rows(result: RunResult, run_id: str) -> RunResult:
+    """The rows of a run whose caller was gone, without a checkpoint: written to a file (a large
+    run's are already in its spill folder, which nobody adopts now), and where, said on stderr
+    (the Driver's log; the caller's terminal too while Ray forwards it)."""
+    if result.spilled is not None:
+        where = result.spilled.folder
+    elif result.rows:
+        try:
+            where = keep_rows(result.rows, run_id)
+        except OSError as exc:
+            print(f"whileai_ray: run {run_id!r} stopped ({result.errors[-1] if result.errors else 'caller gone'}) "
+                  f"and its {len(result.rows)} rows could not be kept: {exc}", file=sys.stderr, flush=True)
+            return result
+    else:
+        return result
+    print(f"whileai_ray: run {run_id!r} stopped ({result.errors[-1] if result.errors else 'caller gone'}); "
+          f"its {result.row_count} rows were kept in {where}", file=sys.stderr, flush=True)
+    return dataclasses.replace(result, kept_at=where)
+
+
 class RunHandle:
     """The Driver host as one run's caller sees it: ``poll``/``pull``/``push`` name the run by its
     token (``driver.pull.remote()`` as for a Driver of its own)."""
@@ -148,6 +183,7 @@ class RunHandle:
     def __init__(self, host, token: str):
         self.host, self.token = host, token
         self.poll, self.pull, self.push = _Bound(host.poll, token), _Bound(host.pull, token), _Bound(host.push, token)
+        self.beat = _Bound(host.beat, token)
 
 
 class _Bound:

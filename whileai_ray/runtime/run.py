@@ -34,6 +34,7 @@ from .travel import travel_message, unpicklable_path
 from .warm_pools import Warm, checkin, checkout, claimed, discard, holds_resources, pool_key, session
 
 POLL_S = 0.2
+HEARTBEAT_S = 1.0       # the caller's heartbeat to its Driver, from a thread of its own (caller_watch.py)
 _TOKENS = itertools.count(1)
 
 
@@ -97,8 +98,11 @@ def refuse_what_cannot_travel(spec: JobSpec, cluster: ClusterView) -> None:
 def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
     """Run one job to the end. ``on_snapshot(dict)`` is called with each progress snapshot.
 
-    The Driver is polled every ``POLL_S`` whether or not anyone listens: the polls are how it
-    knows its caller is still there (``caller_watch.py``). A checkpoint another live run writes
+    The Driver is polled every ``POLL_S`` whether or not anyone listens, and a heartbeat thread
+    tells it every ``HEARTBEAT_S`` that this process is there even while ``on_snapshot`` (the
+    user's ``on_progress``) is slow: that is how it tells a busy caller from a gone one
+    (``caller_watch.py``). A run stopped because its caller was gone raises, saying where its
+    rows are (its checkpoint, or the file the Driver kept them in). A checkpoint another live run writes
     is refused, and one an orphaned Driver still holds is cleared first (``checkpoint_guard.py``).
     The Driver actor and the rollout actors of this process's last run are reused when they fit
     (``warm_pools.py``); otherwise they start here side by side, each in its own process.
@@ -121,9 +125,10 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
             warm.owned, warm.key = [a for a, _ in prebuilt], key
         token = f"{spec.run_id}/{next(_TOKENS)}"       # this call's name for its run on the host
         driver, ok = RunHandle(warm.host, token), False
-        player = None
+        player = heart = None
         try:
             done_ref = warm.host.run.remote(token, driver_spec, plan, here, key, prebuilt)
+            heart = _Heartbeat(driver).start()
             if plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
                 player = CallerPlayer(driver, spec, plan, here).start()
             shipped: list = []
@@ -134,18 +139,57 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
                                          orphan_cleared=cleared or None)
             result = with_full_rows(result, spec.shards, spec.checkpoint)    # shared storage: rows read here
             if not ok:
-                raise RuntimeError(
-                    f"the Driver of run {spec.run_id!r} stopped because {result.errors[-1]}: this "
-                    "process was not polling it. The rows that landed are in the checkpoint; call "
-                    "simulate() again with the same checkpoint= to resume.")
+                raise RuntimeError(_gone_message(spec, result))
             return result
         finally:
+            if heart is not None:
+                heart.stop()
             if player is not None:
                 player.stop()
             if ok:
                 checkin(warm, keep_actors=not holds_resources(spec))
             else:
                 discard(warm)
+
+
+def _gone_message(spec: JobSpec, result: RunResult) -> str:
+    """The error of a run its Driver stopped because this process counted as gone: why, and
+    where the rows that landed are."""
+    why = result.errors[-1] if result.errors else "its caller was gone"
+    if spec.checkpoint:
+        where = (f"The rows that landed are in the checkpoint {spec.checkpoint}; call simulate() again "
+                 "with the same checkpoint= to resume.")
+    elif result.kept_at:
+        where = (f"Its {result.row_count} rows were kept in {result.kept_at}: wai.load({result.kept_at!r}) "
+                 "reads them (pass checkpoint= to make a run resumable).")
+    else:
+        where = "No row had landed."
+    return (f"the Driver of run {spec.run_id!r} stopped because {why}: this process was not polling "
+            f"it. {where}")
+
+
+class _Heartbeat:
+    """Tells the Driver every ``HEARTBEAT_S`` that this process is there, from a thread of its own:
+    the polling loop may be held up by a slow ``on_progress``, and that is not a gone caller."""
+
+    def __init__(self, driver):
+        self._driver, self._stop = driver, threading.Event()
+        self._thread = threading.Thread(target=self._run, name="whileai-heartbeat", daemon=True)
+
+    def start(self) -> "_Heartbeat":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                self._driver.beat.remote()
+            except Exception:            # Ray is going away: the run's own error says why
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
 
 
 class Terminated(SystemExit):

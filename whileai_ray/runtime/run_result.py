@@ -53,6 +53,7 @@ class RunResult:
     rows_head: int = 0                          # of ``rows``: the head rows that lead it, then the rest
     rows_shipped: int = 0                       # released rows left out of ``rows``: the caller has them (polls)
     last_poll: dict | None = None               # the Driver's progress answer as the run ended (the last line's counts)
+    kept_at: str | None = None                  # stopped because the caller was gone, no checkpoint: where its rows are
 
 
 def merge_results(results: list[RunResult]) -> RunResult:

@@ -47,7 +47,9 @@ from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
 from .store.checkpoint_lock import caller_identity
-from .store.fingerprint import RUN_KEY, fingerprint
+from .store.checkpoint_meta import read_sidecar, write_sidecar
+from .store.fingerprint import GRADER_ONLY, RUN_KEY, fingerprint, fingerprint_mismatch, with_grader
+from .store.jsonl_lines import HEADER_KEY
 from .store.jsonl import JsonlCheckpoint
 from .store.plan_snapshot_file import snapshot_path
 from .store.shards import fill_stubs, open_shards, shards_folder, shards_of
@@ -265,6 +267,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     was called (wall clock)."""
     from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
     spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles, started)
+    regraded = _regrade_on_disk(spec)
     knobs = cfg.advanced
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
                                 every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
@@ -285,7 +288,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     if result.spilled is not None and (spec.shards or spec.checkpoint and shards_of(spec.checkpoint)):
         # shared storage: the spill holds stubs; the rows they point at are read here, a batch at a time
         row_store(rows).update(partial(fill_stubs, folder=spec.shards, checkpoint=spec.checkpoint))
-    result = dataclasses.replace(result, rows=[], spilled=None)
+    result = dataclasses.replace(result, rows=[], spilled=None,
+                                 checkpoint_warnings=[*([regraded] if regraded else []), *result.checkpoint_warnings])
     cut = {tuple(g) for g in result.planner.group_cut}
     if cut and settings.k > 1:
         def mark(batch):
@@ -352,7 +356,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         else 60.0,
         make_sink=(partial(_make_sink, cfg.checkpoint, setup, run_id=job_run_id, caller=caller, shards=shards)
                    if cfg.checkpoint else None), shards=shards,
-        checkpoint=cfg.checkpoint, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
+        checkpoint=cfg.checkpoint, checkpoint_header=setup, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,
@@ -373,6 +377,25 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         label_source="conduct" if cfg.grade == "conduct" else None,
         rollout_actors=int(ray_opts.pop("rollout_actors", 0) or 0),
         concurrency_per_actor=int(ray_opts.pop("concurrency_per_actor", 0) or 0), actor_options=ray_opts)
+
+
+def _regrade_on_disk(spec) -> str | None:
+    """A resume whose only change is the caller's ``grader=`` regrades the rows on disk with it (in
+    place, under the checkpoint's lock: ``store/run_files.py``), records that grader in the header
+    and says so; any other change is left to the Driver, which refuses it (``store/fingerprint.py``)."""
+    side = read_sidecar(spec.checkpoint, HEADER_KEY) if spec.checkpoint_header and spec.grader_is_callers else None
+    stored = (side or {}).get("fingerprint")
+    if not isinstance(stored, dict) or fingerprint_mismatch(stored, spec.checkpoint_header) != GRADER_ONLY:
+        return None
+    from .result.loading import load      # lazy: reading a checkpoint back is rare here
+    data = load(spec.checkpoint)
+    n = len(data.trajectories)
+    data.grade(grader=spec.grader)        # written back to the checkpoint, sidecar and key index kept
+    write_sidecar(spec.checkpoint, with_grader(side, spec.checkpoint_header))
+    note = (f"checkpoint={spec.checkpoint!r}: its {n} rows on disk were graded by another grader; they were "
+            "regraded with this grader= before the run resumed, so every row carries this grader's reward")
+    _warnings.warn(note, UserWarning, stacklevel=4)
+    return note
 
 
 def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):

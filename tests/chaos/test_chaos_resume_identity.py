@@ -5,7 +5,8 @@ body under the same name, another grader, another ``seed``, ``mode`` or ``fault_
 silently and mixed two runs' rows in one file. Now each is refused before any work, the file
 left byte-identical, with a message naming what changed and how to start fresh; what only says
 how far or how fast a run goes (``budget``, ``concurrency``, ``timeout``) still resumes, and a
-checkpoint written before the check existed still resumes (and is checked from then on).
+checkpoint written before the check existed still resumes (and is checked from then on). A changed
+``grader=`` alone regrades the rows on disk with the new grader and says so.
 Each ``simulate()`` runs in a thread joined with a limit, so a hang fails the test.
 """
 import json
@@ -74,7 +75,7 @@ def test_another_agent_body_under_the_same_name_is_refused(ray_local, tools, tmp
     assert run(polite(), tools, ck).search["rollouts"]["resumed"] == 8     # the same code, rebuilt: resumes
 
 
-def test_another_grader_is_refused_and_the_message_says_how_to_regrade(ray_local, tools, tmp_path):
+def test_another_grader_regrades_the_rows_on_disk_and_says_so(ray_local, tools, tmp_path):
     ck = tmp_path / "ck.jsonl"
 
     def lenient(row):
@@ -83,11 +84,18 @@ def test_another_grader_is_refused_and_the_message_says_how_to_regrade(ray_local
     def strict(row):
         return 0.0
 
-    run(wai.seeded_agent(tools), tools, ck, grader=lenient)
-    said = refused(wai.seeded_agent(tools), tools, ck, "grader", grader=strict)
+    first = run(wai.seeded_agent(tools), tools, ck, grader=lenient)
+    assert {r["reward"] for r in first.rows()} == {1.0}
+    with pytest.warns(UserWarning, match="8 rows on disk were graded by another grader; they were regraded"):
+        again = run(wai.seeded_agent(tools), tools, ck, budget=12, grader=strict)
+    assert again.search["rollouts"]["resumed"] == 8 and len(again.rows()) == 12
+    assert {r["reward"] for r in again.rows()} == {0.0}                     # no old reward beside the new
+    assert {r["reward"] for r in wai.load(str(ck)).rows()} == {0.0}        # on disk too
+    assert any("regraded" in str(w) for w in again.warnings)
+    said = refused(wai.seeded_agent(tools), tools, ck, "grader", budget=12)   # no grader: cannot regrade
     assert "grade(grader=" in said
-    refused(wai.seeded_agent(tools), tools, ck, "grader")                 # no grader now: also another run
-    assert run(wai.seeded_agent(tools), tools, ck, grader=lenient).search["rollouts"]["resumed"] == 8
+    said = refused(wai.seeded_agent(tools), tools, ck, "grader", budget=12, seed=2, grader=lenient)
+    assert "seed (1 on disk, 2 now)" in said                                 # with another change: refused
 
 
 @pytest.mark.parametrize("changed, match", [

@@ -16,7 +16,8 @@ import textwrap
 import openai
 
 from whileai_ray.core.code_identity import SCHEME, code_digest, data_digest, redact_url
-from whileai_ray.store.fingerprint import RUN_KEY, fingerprint_mismatch, mismatch_message, with_run_record
+from whileai_ray.store.fingerprint import (GRADER_ONLY, RUN_KEY, fingerprint_mismatch, mismatch_message, with_grader,
+                                          with_run_record)
 
 AGENT_FILE = '''
 import openai
@@ -141,6 +142,10 @@ def test_mismatch_names_the_arguments_and_old_headers_are_unknown():
     upgraded = with_run_record(header, now)
     assert upgraded["fingerprint"][RUN_KEY] == now[RUN_KEY] and upgraded["created"] == "c"
     assert upgraded["fingerprint"]["plan"] == "x" and with_run_record(upgraded, now) is None
+    only_grader = stored(seed=2, mode="rl", agent_code=digest, grader=code_digest(make("no", {})))
+    assert fingerprint_mismatch(only_grader, now) == GRADER_ONLY       # regraded on resume, not refused
+    adopted = with_grader({"fingerprint": only_grader, "created": "c"}, now)
+    assert fingerprint_mismatch(adopted["fingerprint"], now) == [] and adopted["created"] == "c"
     other_python = stored(agent_code="c1-py3.99:" + "0" * 32)        # another interpreter's bytecode
     assert fingerprint_mismatch(other_python, stored(agent_code=digest)) == []
 

@@ -42,6 +42,7 @@ class JobSpec:
     make_sink: Callable | None = None          # () -> CheckpointSink (checkpoint=); opened on the Driver, from
                                                # plain data only (a path, the header): never the callables
     checkpoint: str | None = None              # its path: a live writer is refused, an orphan cleared first
+    checkpoint_header: dict | None = None      # its header as plain data: fingerprint, plan, run record
     caller: dict | None = None                 # who the Driver works for (pid, host): it stops without us
     caller_timeout_s: float = 10.0             # no poll for this long: the caller counts as gone
     metrics: dict | None = None                # Ray metrics tags {"run_id", "mode"}; None: metrics off

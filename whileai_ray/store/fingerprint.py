@@ -24,13 +24,14 @@ import hashlib
 import json
 import re
 
-__all__ = ["fingerprint", "fingerprint_mismatch", "mismatch_message", "with_run_record", "COMPARED_FIELDS",
-           "RUN_KEY"]
+__all__ = ["fingerprint", "fingerprint_mismatch", "mismatch_message", "with_run_record", "with_grader",
+           "GRADER_ONLY", "COMPARED_FIELDS", "RUN_KEY"]
 
 COMPARED_FIELDS = ("tools_sha", "system_prompt_sha", "agent")
 RUN_KEY = "run"                        # the header's dict of unit-defining arguments (see the module doc)
 _DIGEST = re.compile(r"^[A-Za-z0-9.-]+:[0-9a-f]{16,}$")      # core/code_identity.py's "<scheme>:<hex>"
 _CODE_FIELDS = {"agent_code": "agent (its code or its settings)", "grader": "grader", "execute": "execute"}
+GRADER_ONLY = ["grader"]               # fingerprint_mismatch's answer when a resume changed its grader and nothing else
 
 
 def _canon(value) -> str:
@@ -120,6 +121,13 @@ def with_run_record(header: dict | None, current: dict) -> dict | None:
     return {**header, "fingerprint": {**stored, RUN_KEY: current[RUN_KEY]}}
 
 
+def with_grader(header: dict, current: dict) -> dict:
+    """``header`` with this run's grader in its run record: the rows on disk were regraded with it."""
+    stored = dict(header.get("fingerprint") or {})
+    stored[RUN_KEY] = {**(stored.get(RUN_KEY) or {}), "grader": (current.get(RUN_KEY) or {}).get("grader")}
+    return {**header, "fingerprint": stored}
+
+
 def mismatch_message(path, differ: list[str]) -> str:
     """The refusal of a resume by another run: what differs, that the file is untouched, and the
     two ways on (the same arguments, or a fresh start)."""
@@ -134,6 +142,6 @@ def mismatch_message(path, differ: list[str]) -> str:
              f"{stem}.parquet.",
              ]
     if any(d.startswith("grader") for d in differ):
-        lines.append(f"To score its rows with the new grader instead: data = wai.load({path!r}); "
-                     "data.grade(grader=...).")
+        lines.append("A grader= callable that is the only change regrades the rows on disk and resumes; "
+                     f"otherwise score them apart: data = wai.load({path!r}); data.grade(grader=...).")
     return "\n".join(lines)

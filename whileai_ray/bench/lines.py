@@ -20,7 +20,9 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
   share of success calls that validate, refused invalid calls, rows/s; template write() cost.
 * micro: per-call costs of the pure parts (``bench/micro.py``), each beside its target.
 * chaos (``bench/chaos.py``): kills, poison units, corrupt sidecars and a second writer against
-  one run; rows lost and rows duplicated, target 0 and 0.
+  one run; rows lost and rows duplicated, target 0 and 0. Then (``bench/chaos_lanes.py``) calls
+  that never return (seconds from the last row to the return) and an OOM-killed actor (rows
+  landed against the budget, lanes replaced).
 
 ``whileai-ray bench --only async,cpu`` runs some lines (names in :data:`LINES`).
 """
@@ -41,6 +43,7 @@ from ..testing.server import start_server
 from .async_line import bench_async, format_async_line
 from .chaos import bench_chaos
 from .chaos import format_line as chaos_line
+from .chaos_lanes import chaos_lane_lines
 from .chaos_names import bench_two_names
 from .chaos_names import format_line as names_line
 from .micro import micro_lines
@@ -154,6 +157,8 @@ def _line_resume(quick: bool, out) -> None:
 def _line_chaos(quick: bool, out) -> None:
     out(chaos_line(bench_chaos(rows=600 if quick else 1500)))
     out(names_line(bench_two_names(rows=150 if quick else 300)))    # one checkpoint, two names (chaos_names.py)
+    for line in chaos_lane_lines(quick):       # hung calls, an OOM-killed actor (bench/chaos_lanes.py)
+        out(line)
 
 
 def _line_nodes(quick: bool, out) -> None:

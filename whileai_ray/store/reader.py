@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..core.strict_json import dumps
 from .atomic import atomic_path, fsync_file
-from .jsonl import dump_line, parse_jsonl
+from .jsonl_lines import dump_line, parse_jsonl
 from .shards import resolve_stubs
 
 __all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for", "read_meta", "is_parquet",
@@ -87,7 +87,7 @@ def is_parquet(path) -> bool:
 def jsonl_rows(path, warnings: list):
     """The rows of a JSONL file one at a time, never all held: a checkpoint header, blank lines
     and lines that are not JSON objects are skipped (each invalid line noted in ``warnings``)."""
-    from .jsonl import HEADER_KEY
+    from .jsonl_lines import HEADER_KEY
     with open(path, "rb") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():

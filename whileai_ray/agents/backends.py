@@ -59,7 +59,8 @@ class OpenAI:
         if model is not None and (not isinstance(model, str) or not model.strip()):
             raise ValueError(f"OpenAI(model=...) must be a model name like 'gpt-4.1-mini'; got {model!r}")
         if base_url is not None and not str(base_url).startswith(("http://", "https://")):
-            raise ValueError(f"OpenAI(base_url=...) must start with http:// or https://; got {redact(repr(base_url))}")
+            raise ValueError("OpenAI(base_url=...) must start with http:// or https://; got "
+                             f"{redact(repr(base_url))}")
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
         self._api_key = api_key

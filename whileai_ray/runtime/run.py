@@ -102,8 +102,9 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
     tells it every ``HEARTBEAT_S`` that this process is there even while ``on_snapshot`` (the
     user's ``on_progress``) is slow: that is how it tells a busy caller from a gone one
     (``caller_watch.py``). A run stopped because its caller was gone raises, saying where its
-    rows are (its checkpoint, or the file the Driver kept them in). A checkpoint another live run writes
-    is refused, and one an orphaned Driver still holds is cleared first (``checkpoint_guard.py``).
+    rows are (its checkpoint, or the file the Driver kept them in). A checkpoint another live
+    run writes is refused, and one an orphaned Driver still holds is cleared first
+    (``checkpoint_guard.py``). SIGTERM unwinds the run (``_sigterm_unwinds``).
     The Driver actor and the rollout actors of this process's last run are reused when they fit
     (``warm_pools.py``); otherwise they start here side by side, each in its own process.
     """

@@ -58,3 +58,19 @@ def test_spec_errors_reprs_and_model_tags_hide_the_key():
     with pytest.raises(RuntimeError) as info:
         wai.Judge(base_url=f"https://u:{SECRET}@api.openai.com/v1", model="gpt-4.1-mini")
     assert SECRET not in _said(info), _said(info)
+
+
+def test_judge_replicas_and_dialect_notes_hide_the_key():
+    from whileai_ray.agents.routing import MultiEndpoint
+    from whileai_ray.agents.structured import dialect_note
+    judge = wai.Judge(base_url=f"http://u:{SECRET}@127.0.0.1:8000/v1", model="m", api_key="k")
+    assert SECRET not in repr(judge) and SECRET not in judge.spec and "127.0.0.1:8000" in judge.spec
+    many = MultiEndpoint("m", [f"http://u:{SECRET}@127.0.0.1:{_closed_port()}/v1"])
+    assert SECRET not in repr(many)
+    with pytest.raises(RuntimeError) as info:
+        wai.simulate(many, tools=[], budget=1, simulator=False)
+    assert SECRET not in _said(info) and "127.0.0.1" in _said(info), _said(info)
+    with pytest.raises(ValueError) as info:
+        MultiEndpoint("m", [f"ftp://u:{SECRET}@h/v1"])
+    assert SECRET not in _said(info), _said(info)
+    assert SECRET not in dialect_note("judge", f"http://u:{SECRET}@h/v1", "none")

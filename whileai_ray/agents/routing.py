@@ -24,7 +24,7 @@ import asyncio
 import hashlib
 import json
 
-from .backends import OpenAI, make_client, preflight
+from .backends import OpenAI, make_client, preflight, redact
 
 __all__ = ["StickyRouter", "MultiEndpoint", "EndpointClients", "jump_hash"]
 
@@ -54,7 +54,7 @@ def _check_urls(base_urls, argument: str) -> tuple[str, ...]:
         raise ValueError(f"{argument} is empty; pass at least one base URL like 'http://10.0.0.5:8000/v1'")
     for url in urls:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"{argument}: every URL must start with http:// or https://; got {url!r}")
+            raise ValueError(f"{argument}: every URL must start with http:// or https://; got {redact(repr(url))}")
     if len(set(urls)) != len(urls):
         raise ValueError(f"{argument} lists a URL twice: {list(urls)}; each replica once")
     return urls
@@ -172,12 +172,12 @@ class MultiEndpoint:
                                        return_exceptions=True)
         for i, result in enumerate(checked):
             if isinstance(result, BaseException):
-                raise RuntimeError(f"replica {i} of {len(checked)} ({self.base_urls[i]}): {result}") from None
+                raise RuntimeError(redact(f"replica {i} of {len(checked)} ({self.base_urls[i]}): {result}")) from None
         model = self.model or checked[0].model
         return MultiEndpoint(model, self.base_urls, checked[0].api_key, affinity=self.router.affinity)
 
     def __repr__(self) -> str:
-        return (f"MultiEndpoint(model={self.model!r}, base_urls={list(self.base_urls)!r}, "
+        return (f"MultiEndpoint(model={self.model!r}, base_urls={redact(list(self.base_urls))}, "
                 f"affinity={self.router.affinity!r})")
 
     def __eq__(self, other) -> bool:

@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from .backends import redact
+
 __all__ = ["DIALECT_ORDER", "DIALECTS", "response_format", "create_structured", "create_structured_sync",
            "endpoint_key", "dialect_note", "VERDICT_SCHEMA", "ASK_SCHEMA", "VARIATIONS_SCHEMA"]
 
@@ -168,6 +170,6 @@ def dialect_note(role: str, url: str, dialect: str | None) -> str | None:
     """A plain-words note when an endpoint constrains nothing (replies parsed from free text)."""
     if dialect != "none":
         return None
-    return (f"the {role} endpoint {url} accepts no schema-constrained output (neither response_format "
+    return (f"the {role} endpoint {redact(url)} accepts no schema-constrained output (neither response_format "
             "json_schema nor json_object with a schema): its replies were parsed from free text, which "
             "small models often get wrong; serve it with vLLM, SGLang or llama.cpp's server to constrain them")

@@ -25,6 +25,7 @@ from collections import Counter
 from functools import partial
 from pathlib import Path
 
+from ..agents.backends import redact
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from ..core.rows import HIDDEN_KEYS, stored_row
 from ..score.grader_health import add_grader_note
@@ -194,7 +195,7 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     if summary is not None and not summary["ok"]:
         warnings.append(summary["note"])
     report = {"graded": statuses.get("ok", 0), "n0": rewards.get(0, 0), "n1": rewards.get(1, 0),
-              "backend": f"{judge.backend.provider}:{judge.model}@{judge.backend.base_url}",
+              "backend": f"{judge.backend.provider}:{judge.model}@{redact(judge.backend.base_url)}",
               "judge_version": judge.version, "warnings": warnings,
               "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary,
               "structured_output": dialect}

@@ -128,7 +128,7 @@ class Judge:
 
     @property
     def spec(self) -> str:
-        return f"{self.backend.model or '?'}@{self.backend.base_url}"
+        return f"{self.backend.model or '?'}@{redact(self.backend.base_url)}"
 
     def meta(self) -> dict:
         return {"model": self.model, "payload_chars": self.payload_chars, "max_tokens": self.max_tokens,
@@ -136,7 +136,7 @@ class Judge:
 
     def __repr__(self) -> str:
         crit = "rubric" if self.rubric else "conduct floor"
-        return f"Judge({crit}, model={self.model!r}, base_url={self.backend.base_url!r})"
+        return f"Judge({crit}, model={self.model!r}, base_url={redact(repr(self.backend.base_url))})"
 
     def __getstate__(self):   # picklable (Ray ships graders to actors): no client, no lock
         state = dict(self.__dict__)
@@ -195,7 +195,7 @@ class Judge:
             reply, self.dialect = create_structured_sync(self._client, self._request(row), VERDICT_SCHEMA,
                                                          "verdict", endpoint_key(self.backend), self.dialect)
         except openai.APITimeoutError as exc:
-            raise TimeoutError(f"the judge at {self.backend.base_url} timed out after {self.timeout:g}s") from exc
+            raise TimeoutError(f"the judge at {redact(self.backend.base_url)} timed out after {self.timeout:g}s") from exc
         return self.verdict_of(_reply_text(reply))
 
     async def ajudge(self, row: dict, client=None) -> dict:
@@ -212,7 +212,7 @@ class Judge:
                 return self.verdict_of(_reply_text(reply))
             except openai.APITimeoutError as exc:
                 if attempt == _RETRIES:
-                    raise TimeoutError(f"the judge at {self.backend.base_url} timed out") from exc
+                    raise TimeoutError(f"the judge at {redact(self.backend.base_url)} timed out") from exc
             except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError):
                 if attempt == _RETRIES:
                     raise

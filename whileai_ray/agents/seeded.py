@@ -17,12 +17,12 @@ import json
 
 import re
 
-from ..core.rng import stable_hash, unit_rng
+from ..core.rng import stable_hash
 from ..world.context import active_context
 from ..world.mock import World
 from ..world.records import ID_RE
 from ..world.planned_call import planned_arguments
-from ..world.schema_values import draw_value
+from ..world.schema_values import LazyRandom, draw_value
 from ..core.defaults import TOOL_OK_STATUSES
 
 __all__ = ["SEEDED_BEHAVIORS", "SeededAgent", "seeded_agent"]
@@ -110,6 +110,11 @@ class SeededAgent:
             keys = spec.required or spec.properties[:1]
             self._choices.append((name, parts, keys))
         self._params = {n: p for n, p in self.world._params.items() if p and p.get("properties")}
+        # tools whose one parameter is a plain string (the one-tool demo's lookup_order(order_id))
+        self._lone = {n: next(iter(p["properties"])) for n, p in self._params.items()
+                      if len(p["properties"]) == 1 and set(p) <= {"type", "properties", "required", "description"}
+                      and set(next(iter(p["properties"].values())) or {}) <= {"type", "description"}
+                      and next(iter(p["properties"].values())).get("type", "string") == "string"}
 
     def _pick(self, low: str):
         for choice in self._choices:
@@ -157,11 +162,14 @@ class SeededAgent:
         params = self._params.get(name)
         if params is None:
             return {k: ref or _NO_ID for k in keys}
+        lone = self._lone.get(name)
+        if lone is not None:             # one plain string parameter: the id, or ask for it
+            return {lone: ref if ref is not None and _fits(ref, params["properties"][lone]) else _NO_ID}
         book = self.world.entities
         seed = (ctx.seed or 0) if ctx is not None else 0
         scenario = ctx.scenario_id if ctx is not None else None
         index = ctx.rollout_index if ctx is not None and ctx.rollout_index is not None else 0
-        rnd = unit_rng(self.seed, "seeded_args", text, index)
+        rnd = LazyRandom(self.seed, "seeded_args", text, index)
         refs = self.world._base[1][name].ref_keys
         key = refs[0] if refs else (keys[0] if keys else None)
 

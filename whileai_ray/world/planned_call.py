@@ -12,18 +12,23 @@ call's ids resolve; the values validate against the tool's schema (``schema_valu
 """
 from __future__ import annotations
 
-from ..core.rng import unit_rng
 from .entities import POOL_SIZE
-from .schema_values import draw_value
+from .schema_values import LazyRandom, draw_value
 
 __all__ = ["planned_arguments"]
+
+_PLAIN = frozenset(("type", "properties", "required", "description"))
 
 
 def planned_arguments(book, params: dict, call: dict, seed, scenario_id, rnd=None) -> dict:
     """Valid arguments for ``call`` (``{"tool", "key", "ref"}``) in the world of ``(seed, scenario_id)``
     (``rnd``: the caller's own keyed generator, else one keyed by the call)."""
-    rnd = rnd if rnd is not None else unit_rng(seed or 0, "call", scenario_id, call.get("tool"))
     key, ref = call.get("key"), call.get("ref")
+    props = params.get("properties")
+    if ref is not None and isinstance(props, dict) and list(props) == [key] and set(params) <= _PLAIN \
+            and set(props[key]) <= {"type", "description"} and props[key].get("type", "string") == "string":
+        return {key: ref}                # the one-parameter tool: nothing to draw
+    rnd = rnd if rnd is not None else LazyRandom(seed or 0, "call", scenario_id, call.get("tool"))
 
     def pick_id(name, schema, path):
         array = schema.get("type") == "array"

@@ -12,12 +12,13 @@ returns None to let the schema decide. Pure: no I/O, no jsonschema (that is ``va
 """
 from __future__ import annotations
 
-import re
+import math
 from typing import Any, Callable
 
+from ..core.rng import unit_rng
 from .patterns import string_for_pattern
 
-__all__ = ["draw_value", "resolve", "schema_type", "WORDS"]
+__all__ = ["draw_value", "resolve", "schema_type", "LazyRandom", "WORDS"]
 
 WORDS = ("blue", "standard", "north", "quick", "gift", "large", "morning", "express", "home", "spare",
          "classic", "window", "weekly", "travel", "office", "green")
@@ -32,6 +33,20 @@ _NAME_HINTS = (("expression", "math"), ("formula", "math"), ("first_name", "firs
 _CITIES = ("Lisbon", "Austin", "Osaka", "Nairobi", "Denver", "Lyon", "Seattle", "Toronto")
 
 PickId = Callable[[str, dict, tuple], Any]
+
+
+class LazyRandom:
+    """``unit_rng(seed, *parts)``, seeded on its first draw: most calls of a simple tool draw
+    nothing (every parameter required and given), and seeding costs more than the rest."""
+    __slots__ = ("parts", "_rng")
+
+    def __init__(self, *parts):
+        self.parts, self._rng = parts, None
+
+    def random(self) -> float:
+        if self._rng is None:
+            self._rng = unit_rng(*self.parts)
+        return self._rng.random()
 
 
 def resolve(schema, root: dict) -> dict:
@@ -184,7 +199,6 @@ def _bounds(schema: dict, step) -> tuple:
 
 
 def _integer(schema: dict, rnd) -> int:
-    import math
     lo, hi = _bounds(schema, 1)
     lo = math.ceil(lo) if lo is not None else None
     hi = math.floor(hi) if hi is not None else None
@@ -212,7 +226,6 @@ def _number(schema: dict, rnd) -> float:
         hi = lo + 100.0
     m = schema.get("multipleOf")
     if isinstance(m, (int, float)) and m > 0:
-        import math
         first = math.ceil(lo / m)
         count = max(1, int(math.floor(hi / m)) - first + 1)
         return round((first + int(rnd.random() * count)) * m, 10)

@@ -17,7 +17,7 @@ import re
 from datetime import datetime
 from functools import lru_cache
 
-__all__ = ["argument_errors", "validator_for", "refusal", "INVALID"]
+__all__ = ["argument_errors", "validator_for", "refusal", "ToolValidator", "INVALID"]
 
 INVALID = "invalid_arguments"
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
@@ -45,10 +45,90 @@ def _format_checker():
     return _checker()
 
 
+class ToolValidator:
+    """One tool's check. A schema of flat typed properties (``{"order_id": {"type": "string"}}``,
+    required, maybe closed) is checked by hand, in a microsecond; anything else, and every call
+    the hand check doubts, goes to jsonschema, built on first need (its errors are the answer)."""
+    __slots__ = ("parameters", "flat", "_full")
+
+    def __init__(self, parameters: dict):
+        self.parameters = parameters
+        self.flat = _flat(parameters)
+        self._full = None
+
+    def __getstate__(self):          # picklable: jsonschema's validator is rebuilt where it is needed
+        return self.parameters
+
+    def __setstate__(self, parameters):
+        self.parameters, self.flat, self._full = parameters, _flat(parameters), None
+
+    def full(self):
+        if self._full is None:
+            self._full = _jsonschema_validator(self.parameters) or False
+        return self._full or None
+
+    def is_valid(self, arguments) -> bool:
+        if self.flat is not None and _flat_ok(self.flat, arguments):
+            return True
+        full = self.full()
+        return full is None or full.is_valid(arguments)
+
+    def iter_errors(self, arguments):
+        if self.flat is not None and _flat_ok(self.flat, arguments):
+            return iter(())
+        full = self.full()
+        return iter(()) if full is None else full.iter_errors(arguments)
+
+
+_TOP = frozenset(("type", "properties", "required", "additionalProperties", "description", "title", "$schema"))
+_LEAF = frozenset(("type", "description", "title", "examples", "default"))
+_TYPES = frozenset(("string", "boolean", "integer", "number"))
+
+
+def _typed(kind: str, value) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if isinstance(value, bool):
+        return kind == "boolean"
+    return kind == "integer" and isinstance(value, int) or kind == "number" and isinstance(value, (int, float))
+
+
+def _flat(params: dict):
+    """``(types, required, closed)`` when every rule of the schema is a property's plain type."""
+    if set(params) - _TOP or params.get("type", "object") != "object" \
+            or params.get("additionalProperties", True) not in (True, False):
+        return None
+    props, required = params.get("properties") or {}, params.get("required") or []
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    types = {}
+    for key, sub in props.items():
+        if not isinstance(sub, dict) or set(sub) - _LEAF or sub.get("type") not in _TYPES:
+            return None
+        types[key] = sub["type"]
+    return types, tuple(required), params.get("additionalProperties") is False
+
+
+def _flat_ok(flat, arguments) -> bool:
+    types, required, closed = flat
+    if not isinstance(arguments, dict) or any(r not in arguments for r in required):
+        return False
+    for key, value in arguments.items():
+        kind = types.get(key)
+        if kind is None and closed or kind is not None and not _typed(kind, value):
+            return False
+    return True
+
+
 def validator_for(parameters):
-    """A jsonschema validator for a tool's ``parameters`` (None when there is no usable schema)."""
+    """The tool's :class:`ToolValidator` (None when there is no schema to check against)."""
     if not isinstance(parameters, dict) or not parameters:
         return None
+    return ToolValidator(parameters)
+
+
+def _jsonschema_validator(parameters):
+    """jsonschema's validator for ``parameters`` (None for a schema jsonschema calls broken)."""
     import jsonschema
     dialect = str(parameters.get("$schema") or "")
     cls = jsonschema.Draft202012Validator

@@ -209,3 +209,17 @@ def test_the_seeded_agent_plays_valid_calls_and_labelled_broken_ones():
             assert row["steps"][0]["result"]["status"] == "invalid_arguments"
             assert row["privileged"]["hidden_state"]["broken_arguments"] == bad.extra["broken"]
             assert row["_fault_fired"] is True
+
+
+def test_flat_schemas_are_refused_exactly_as_jsonschema_would():
+    import jsonschema
+    params = {"type": "object", "properties": {"s": {"type": "string"}, "i": {"type": "integer"},
+                                               "n": {"type": "number"}, "b": {"type": "boolean"}},
+              "required": ["s"], "additionalProperties": False}
+    tools = [_tool("flat", params["properties"], ["s"], additionalProperties=False)]
+    check = jsonschema.Draft202012Validator(params)
+    cases = [{"s": "x"}, {"s": 1}, {}, {"s": "x", "i": 1.0}, {"s": "x", "i": True}, {"s": "x", "n": 2},
+             {"s": "x", "n": "2"}, {"s": "x", "b": 0}, {"s": "x", "zz": 1}, {"s": "x", "i": 2, "n": 0.5, "b": False}]
+    for args in cases:
+        refused = wai.world(tools).call("flat", args)["status"] == "invalid_arguments"
+        assert refused == (not check.is_valid(args)), args

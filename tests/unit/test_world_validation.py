@@ -223,3 +223,10 @@ def test_flat_schemas_are_refused_exactly_as_jsonschema_would():
     for args in cases:
         refused = wai.world(tools).call("flat", args)["status"] == "invalid_arguments"
         assert refused == (not check.is_valid(args)), args
+
+
+def test_a_schema_that_points_outside_itself_refuses_nothing_and_fetches_nothing():
+    for ref in ("https://example.com/schemas/thing.json", "#/$defs/missing"):
+        tools = [_tool("note_down", {"thought": {"$ref": ref}})]
+        assert wai.world(tools).call("note_down", {"thought": 1}) == \
+            {"status": "ok", "data": {"acknowledged": True, "tool": "note_down"}}

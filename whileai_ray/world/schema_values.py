@@ -50,18 +50,20 @@ class LazyRandom:
 
 
 def resolve(schema, root: dict) -> dict:
-    """``schema`` with a local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) followed; else itself."""
+    """``schema`` with a local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) followed; else itself.
+    A ``$ref`` outside the schema (a URL) or to nothing reads as ``{}`` (any value): it is never
+    fetched, and a tool's odd schema never stops a run."""
     seen = 0
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 16:
         ref = schema["$ref"]
         if not ref.startswith("#"):
-            raise ValueError(f"only local $ref like '#/$defs/Name' are supported; got {ref!r}")
+            return {}
         target: Any = root
         for part in [p for p in ref[1:].split("/") if p]:
             part = part.replace("~1", "/").replace("~0", "~")
             target = target.get(part) if isinstance(target, dict) else None
         if not isinstance(target, dict):
-            raise ValueError(f"$ref {ref!r} points at nothing in the tool's schema")
+            return {}
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         schema = {**target, **rest} if rest else target
         seen += 1

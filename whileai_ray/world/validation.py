@@ -68,16 +68,26 @@ class ToolValidator:
         return self._full or None
 
     def is_valid(self, arguments) -> bool:
-        if self.flat is not None and _flat_ok(self.flat, arguments):
-            return True
-        full = self.full()
-        return full is None or full.is_valid(arguments)
+        return not self.errors(arguments, 1)
 
-    def iter_errors(self, arguments):
+    def errors(self, arguments, limit: int) -> list:
+        """jsonschema's errors (at most ``limit``); a schema it cannot follow (a ``$ref`` to
+        nothing) refuses nothing, from then on."""
         if self.flat is not None and _flat_ok(self.flat, arguments):
-            return iter(())
+            return []
         full = self.full()
-        return iter(()) if full is None else full.iter_errors(arguments)
+        out: list = []
+        if full is None:
+            return out
+        try:
+            for err in full.iter_errors(arguments):
+                out.append(err)
+                if len(out) >= limit:
+                    break
+        except Exception:  # noqa: BLE001 - jsonschema's referencing errors: the schema, not the call
+            self._full = False
+            return []
+        return out
 
 
 _TOP = frozenset(("type", "properties", "required", "additionalProperties", "description", "title", "$schema"))
@@ -128,7 +138,10 @@ def validator_for(parameters):
 
 
 def _jsonschema_validator(parameters):
-    """jsonschema's validator for ``parameters`` (None for a schema jsonschema calls broken)."""
+    """jsonschema's validator for ``parameters`` (None for a schema jsonschema calls broken, or one
+    that points outside itself: a ``$ref`` to a URL is never fetched, the world makes no request)."""
+    if _remote_ref(parameters):
+        return None
     import jsonschema
     dialect = str(parameters.get("$schema") or "")
     cls = jsonschema.Draft202012Validator
@@ -158,12 +171,23 @@ def _path(error) -> str:
     return "/".join(str(p) for p in error.absolute_path)
 
 
+def _remote_ref(node, depth: int = 0) -> bool:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not ref.startswith("#"):
+            return True
+        return depth < 32 and any(_remote_ref(v, depth + 1) for v in node.values())
+    if isinstance(node, list):
+        return depth < 32 and any(_remote_ref(v, depth + 1) for v in node)
+    return False
+
+
 def argument_errors(validator, arguments) -> list[dict]:
     """``[{"path", "message", "keyword"}]`` for every way ``arguments`` break the schema; [] when valid."""
     if validator is None:
         return []
     out = []
-    for err in sorted(validator.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)), e.validator)):
+    for err in sorted(validator.errors(arguments, 64), key=lambda e: (list(map(str, e.absolute_path)), e.validator)):
         item = {"path": _path(err), "message": err.message[:300], "keyword": str(err.validator)}
         if err.validator == "required" and not err.absolute_path:
             missing = [r for r in err.validator_value if isinstance(err.instance, dict) and r not in err.instance]

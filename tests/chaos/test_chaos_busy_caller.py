@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 import whileai_ray as wai
 from whileai_ray.store.schema import row_key
 
@@ -106,19 +108,21 @@ def on_progress(snap):
     print("ROWS", snap["rows"], flush=True)
 try:
     wai.simulate(agent, tools=TOOLS, simulator=False, budget=3000, seed=5, concurrency=4, on_progress=on_progress,
-                 advanced={"caller_timeout_s": 2.0, "progress_every_rows": 10, "progress_every_s": 3600.0})
+                 advanced={"caller_timeout_s": 2.0, "progress_every_rows": 10, "progress_every_s": 3600.0,
+                           "spill_rows": int(sys.argv[1])})
     print("FINISHED", flush=True)
 except RuntimeError as exc:
     print("ERROR", str(exc).replace("\n", " "), flush=True)
 """
 
 
-def test_a_frozen_caller_without_checkpoint_keeps_its_rows_in_a_named_file(ray_local, tmp_path):
+@pytest.mark.parametrize("spill_rows", [50_000, 20], ids=["rows-in-memory", "rows-spilled-to-parquet"])
+def test_a_frozen_caller_without_checkpoint_keeps_its_rows_in_a_named_file(ray_local, tmp_path, spill_rows):
     script = tmp_path / "victim.py"
     script.write_text(VICTIM)
     env = dict(os.environ, RAY_ADDRESS=ray_local.get_runtime_context().gcs_address,
                WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled")
-    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(script), str(spill_rows)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:
         deadline = time.monotonic() + 150
@@ -144,5 +148,7 @@ def test_a_frozen_caller_without_checkpoint_keeps_its_rows_in_a_named_file(ray_l
     try:
         rows = wai.load(path).rows()
         assert len(rows) == kept and len({row_key(r) for r in rows}) == kept
-    finally:
-        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    finally:          # the run's own folder: the JSONL file's, or the spill folder itself
+        folder = path if os.path.isdir(path) else os.path.dirname(path)
+        if os.path.basename(folder).startswith(("run_", "whileai-ray-run-")):
+            shutil.rmtree(folder, ignore_errors=True)

@@ -105,3 +105,11 @@ def test_tracker_yields_drive_the_bandit():
     assert tracker.take_yields() == {}
     before = bandit.weights()["behavior_targeted"]
     assert bandit.update(yields)["behavior_targeted"] > before
+
+
+def test_reported_weights_sum_to_one_after_rounding():
+    bandit = ArmBandit(ARMS)
+    bandit._w = {"structured": 0.85314, "open_ended": 0.06714, "behavior_targeted": 0.03624,
+                 "failure_mutation": 0.04348}       # each rounded alone: 0.8531 + 0.0671 + 0.0362 + 0.0435
+    w = bandit.weights()
+    assert abs(sum(w.values()) - 1.0) < 1e-9 and all(abs(w[a] - bandit._w[a]) <= 1e-4 for a in w)

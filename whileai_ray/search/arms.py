@@ -136,8 +136,14 @@ class ArmBandit:
         return out
 
     def weights(self) -> dict[str, float]:
-        """Current weights (sum 1), rounded to 4 places for reports."""
-        return {a: round(w, 4) for a, w in self._w.items()}
+        """Current weights rounded to 4 places for reports, still summing to 1: the ten-thousandths
+        left over go to the largest remainders (four weights rounded alone can sum to 1.0001)."""
+        units = {a: w * 10000 for a, w in self._w.items()}
+        out = {a: int(u) for a, u in units.items()}
+        left = round(sum(units.values())) - sum(out.values())
+        for a in sorted(units, key=lambda a: out[a] - units[a])[:max(0, left)]:
+            out[a] += 1
+        return {a: n / 10000 for a, n in out.items()}
 
     def choose(self, *slot_key) -> str:
         """The arm for one situation slot; the same ``slot_key`` always gives the same arm."""

@@ -274,8 +274,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     last = {}
 
     def on_snapshot(snap):
+        reporter.update(snap)                # (takes the Driver's progress marks out of the snapshot)
         last.update(snap)
-        reporter.update(snap)
 
     try:
         result = execute_job(spec, on_snapshot)
@@ -357,6 +357,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         make_sink=(partial(_make_sink, cfg.checkpoint, setup, run_id=job_run_id, caller=caller, shards=shards)
                    if cfg.checkpoint else None), shards=shards,
         checkpoint=cfg.checkpoint, checkpoint_header=setup, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
+        progress_every_rows=knobs["progress_every_rows"],
         # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,

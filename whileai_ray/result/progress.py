@@ -5,7 +5,8 @@ plus one at the end, in the seeds' format::
 
     120/2404 rollouts, 601 situations written, 1h2m elapsed, ~19h left, 96 re-rolled, 3 lost (3 agent error)
 
-Lines go to the ``whileai_ray`` logger at INFO, and to stderr when no handler listens, unless
+Lines go to the ``whileai.simulations`` logger at INFO (``whileai_ray`` hears them too:
+``run_log.py``), and to stderr when no handler listens, unless
 the place has a better display: a tqdm bar in a terminal, the HTML bar in a notebook
 (``result/progress_display.py``). ``on_progress`` receives the same numbers as a dict on every
 line, whatever the budget.
@@ -19,8 +20,7 @@ import logging
 import sys
 import time
 
-logger = logging.getLogger("whileai_ray")
-logger.addHandler(logging.NullHandler())
+from .run_log import announce, listens, logger   # noqa: F401  (logger: simulation.py logs its warnings there)
 
 DICT_KEYS = ("rows", "cap", "landed", "resumed", "rerolled", "rerolled_by", "timed_out", "lost",
              "lost_by", "inflight", "situations", "elapsed_s")
@@ -75,17 +75,6 @@ def format_line(snap: dict) -> str:
     return ", ".join(parts)
 
 
-def _someone_listens(log: logging.Logger) -> bool:
-    node = log
-    while node is not None:
-        if any(not isinstance(h, logging.NullHandler) for h in node.handlers):
-            return True
-        if not node.propagate:
-            return False
-        node = node.parent
-    return False
-
-
 class ProgressReporter:
     """Lines (and ``on_progress``) every ``every_rows`` events or ``every_s`` seconds; with a
     ``display`` (a terminal or notebook bar: ``progress_display.choose_display()`` picks the one
@@ -106,12 +95,21 @@ class ProgressReporter:
         return snap.get("landed", 0) + snap.get("rerolled", 0) + snap.get("lost", 0)
 
     def update(self, snap: dict) -> None:
+        """One poll's snapshot. Its ``marks`` (the Driver's snapshots each time the events passed a
+        multiple of ``every_rows``: ``runtime/progress_marks.py``) give the count-driven lines, at
+        the numbers of their moment, however many rows landed between two polls; without marks
+        the poll's own count decides. ``every_s`` without a line writes one from the poll."""
+        marks = snap.pop("marks", None)
+        for mark in marks or ():
+            if self._events(mark) > self._last_events:
+                self.emit(mark)
         if snap.get("done"):
             return
         if self.display is not None and snap.get("cap", 0) >= 10:
             self.display.update(self._with_base(snap))
         ev = self._events(snap)
-        if ev - self._last_events >= self.every_rows or (time.monotonic() - self._last_t >= self.every_s and ev > 0):
+        by_count = marks is None and ev - self._last_events >= self.every_rows
+        if by_count or (time.monotonic() - self._last_t >= self.every_s and ev > 0):
             self.emit(snap)
 
     def _with_base(self, snap: dict) -> dict:
@@ -124,8 +122,8 @@ class ProgressReporter:
         line = format_line(snap)
         self.lines.append(line)
         if snap.get("cap", 0) >= 10:
-            logger.info(line)
-            if self.display is None and not _someone_listens(logger):
+            announce(logging.INFO, line)
+            if self.display is None and not listens(logging.INFO):
                 print(line, file=sys.stderr, flush=True)
         if self.on_progress is not None:
             keys = DICT_KEYS + (("stopped_because",) if snap.get("stopped_because") else ())

@@ -10,7 +10,7 @@
 * anything else (a log file, a pipe, a Ray Job's captured output): ``None``, and the reporter
   writes its plain progress lines (``progress.format_line``).
 
-A display is only chosen when nobody listens on the ``whileai_ray`` logger (a configured handler
+A display is only chosen when nobody listens on the run's logger (``run_log.py``: a configured handler
 gets the lines, and a bar beside it would tangle the two) and when ``on_progress`` is not
 already a ``notebook_progress()`` bar.
 """
@@ -21,7 +21,7 @@ import sys
 import time
 
 from .notebook import NotebookProgress, progress_html
-from .progress import _someone_listens, logger
+from .run_log import listens
 
 __all__ = ["choose_display", "TerminalBar", "NotebookBar"]
 
@@ -111,7 +111,7 @@ def _in_kernel():
 
 def choose_display(on_progress=None, stream=None):
     """The progress display for this place, or None for plain lines (see the module docstring)."""
-    if isinstance(on_progress, NotebookProgress) or _someone_listens(logger):
+    if isinstance(on_progress, NotebookProgress) or listens():
         return None
     display = _in_kernel()
     if display is not None:

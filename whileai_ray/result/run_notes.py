@@ -7,11 +7,12 @@ every note is a ``RunWarning`` with a code, and a note a later fact makes obsole
 writer's, once tasks or an LLM wrote the asks) is removed by its code."""
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from ..core.run_warning import RunWarning, drop
 from ..store.plan_snapshot_file import snapshot_path
-from .progress import logger
+from .run_log import announce
 from .warnings_text import TEMPLATE_WRITER
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def add_resume_and_replay_notes(data, cfg, result: RunResult, pinned_info, resul
             line += (f"; {resume['unmatched']} rows on disk are not part of this run and were left out "
                      "(they stay in the file)")
             data.warnings.append(RunWarning(line, "resume_left_out"))
-        logger.info(line)
+        announce(logging.INFO, line)
         data.search["resume"] = resume
     if cfg.tasks is not None and pinned_info is not None:
         data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],

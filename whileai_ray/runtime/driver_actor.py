@@ -32,6 +32,7 @@ from .job_spec import JobSpec
 from .landing import Landing
 from .loop_rules import local_deadline
 from .metrics import run_metrics
+from .progress_marks import ProgressMarks
 from .pool_sizing import PoolPlan
 from .run_result import RunResult
 from .run_setup import close_run, open_run
@@ -57,6 +58,7 @@ class DriverWorker:
         self.caller_has = 0             # released rows the caller holds already (what its polls brought)
         self.metrics = run_metrics(spec.metrics)           # NoMetrics when metrics are off
         self.watch = CallerWatch(spec.caller, spec.caller_timeout_s)
+        self.marks = ProgressMarks(spec.progress_every_rows)   # a line's numbers every N events
 
     # ------------------------------------------------------------- the caller's pool
     async def pull(self) -> list | None:
@@ -75,6 +77,7 @@ class DriverWorker:
         few (``POLL_ROWS`` at most a poll), so a small run's rows cross as it plays, not at its end;
         ``rows_spilled`` when they go to disk instead (a budget past the spool's list)."""
         out = self._progress()
+        out["marks"] = self.marks.take()
         spool = self.landing.spool if self.landing is not None else None
         if have is None or spool is None or self.done:
             return out
@@ -91,6 +94,17 @@ class DriverWorker:
 
     def _progress(self) -> dict:
         self.watch.polled()
+        return self._snapshot()
+
+    def _mark(self) -> None:
+        """After a loop turn settled results: a progress mark when the events passed the next
+        multiple of ``progress_every_rows`` (``progress_marks.py``)."""
+        loop = self.loop
+        if loop is not None:
+            p = loop.planner
+            self.marks.note(self.landing.landed + p.rerolled + p.lost, self._snapshot)
+
+    def _snapshot(self) -> dict:
         loop, landing = self.loop, self.landing
         elapsed = round(time.monotonic() - self.t0, 1)
         if loop is None:
@@ -131,7 +145,7 @@ class DriverWorker:
         plane = self.plane = DataPlane(spec.shards) if spec.shards else None     # shared storage
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
                           judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
-                          should_stop=self.watch.gone, metrics=self.metrics,
+                          should_stop=self.watch.gone, metrics=self.metrics, on_settled=self._mark,
                           unpack=plane.unpack if plane is not None else None,
                           deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop

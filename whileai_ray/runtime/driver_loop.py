@@ -67,7 +67,7 @@ class DriverLoop:
                  judges: Pool | None = None, snapshots=None, restored: dict | None = None, t0: float | None = None,
                  clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] | None = None,
                  should_stop: Callable[[], str | None] | None = None, metrics=None, unpack=None,
-                 deadline: float | None = None):
+                 deadline: float | None = None, on_settled: Callable[[], None] | None = None):
         self.s = settings
         self.planner = planner
         self.rollouts, self.judges = rollouts, judges
@@ -76,6 +76,7 @@ class DriverLoop:
         self.snapshots = snapshots                # store/plan_snapshot_keeper.PlanSnapshots, or None
         self.clock, self.log = clock, log or _say
         self.should_stop = should_stop or (lambda: None)   # the caller is gone: why, or None
+        self.on_settled = on_settled or (lambda: None)     # after a turn settled results
         self.metrics = metrics or NoMetrics()
         self.unpack = unpack                      # shared storage: a rollout payload -> results (dataplane.py)
         self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (chunk_retry.py)
@@ -151,6 +152,7 @@ class DriverLoop:
                 break
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
+            self.on_settled()                  # the Driver's progress marks (progress_marks.py)
             if rules.may_start(self.run_clock.phase()):    # freed slots take what is decided before more is
                 self._dispatch()
             more = self._pump(self.turn_rounds)

@@ -45,6 +45,7 @@ class JobSpec:
     checkpoint_header: dict | None = None      # its header as plain data: fingerprint, plan, run record
     caller: dict | None = None                 # who the Driver works for (pid, host): it stops without us
     caller_timeout_s: float = 10.0             # no poll for this long: the caller counts as gone
+    progress_every_rows: int = 10              # a progress mark every this many events (progress_marks.py)
     metrics: dict | None = None                # Ray metrics tags {"run_id", "mode"}; None: metrics off
     plan_fingerprint: str | None = None        # what decides the plan (an exact resume replays it)
     stream_path: str | None = None             # output=: landed rows appended while the run goes

@@ -40,7 +40,7 @@ from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
 from .search.plan_settings import PlanSettings
 from .search.planner import Planner
-from .search.tasks import build_tasks
+from .search.tasks import UNFAITHFUL, build_tasks
 from .search.trace_report import apply_trace_plan, drop_trace_copies
 from .search.trace_steering import plan_traces
 from .situations.covering import fold_fault_cells
@@ -154,6 +154,8 @@ def _seeds_that_fit(cfg, k) -> tuple[list, list]:
 def plan_fingerprint(cfg, settings) -> str:
     """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
     pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
+    if settings.pinned_k:                      # a runs= replay's per-ask counts (absent before: same hash)
+        pinned = [pinned, list(settings.pinned_k)]
     return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
                        settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
@@ -168,20 +170,27 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     axes, cells = _grid(cfg, dims, keep_fault_cells)
     traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
     cells = traces.cells
-    pinned, k, pinned_info = [], cfg.repeats, None
+    pinned, k, pinned_info, pinned_k = [], cfg.repeats, None, []
     if cfg.tasks is not None:
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
+        if pinned_info["unfaithful"]:          # said before anything runs; listed in data.warnings too
+            _warnings.warn(UNFAITHFUL, UserWarning, stacklevel=3)
         k = cfg.repeats if cfg.repeats_set else source_k
     seeds, dropped = _seeds_that_fit(cfg, k)
     results, run_rows = [], []
     for eval_run in range(cfg.runs):
-        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces)
+        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces,
+                             pinned_k)
         result, rows = _run_once(cfg, settings, cells, run_id, eval_run, roles,
                                  started if eval_run == 0 and started is not None else time.time())
         results.append(result)
         run_rows.append(rows)
         if eval_run == 0 and cfg.runs > 1 and not pinned:
+            # the later runs replay run 0's units: its asks, each as many times as run 0 played it
+            # (rl's successive policy stopped some early), so a deterministic agent repeats exactly
             pinned, _, pinned_info = build_tasks(rows)
+            pinned_k = pinned_info["k_each"]
+            k = max([k, *pinned_k])
             seeds = []
     data = SimulationData(trajectories=land_runs(run_rows, cfg.advanced["spill_rows"]), stopped_because=results[0].stopped_because,
                           _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
@@ -240,7 +249,8 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None) -> PlanSettings:
+def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None,
+              pinned_k=()) -> PlanSettings:
     knobs = cfg.advanced
     situations_cap = cfg.situations
     if situations_cap is not None and seeds:
@@ -252,7 +262,7 @@ def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=Fal
         fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), probe=knobs["probe"], seeds=[] if pinned else seeds,
         mutate=knobs.get("mutate_failures", True) is not False and not pinned,
         mutate_graded=knobs.get("mutate_graded_failures") is not False,
-        dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned),
+        dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned), pinned_k=list(pinned_k),
         tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
         llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"],
         trace_guard=traces.guard if traces is not None else None,

@@ -28,7 +28,8 @@ META = RunMeta(run_id="r", seed=3, tools=TOOLS, system_prompt=SYSTEM, model_vers
 
 def units(n=24):
     axes = build_axes(TOOLS, SYSTEM, None)
-    settings = PlanSettings(run_id="r", seed=3, budget=n, round_size=n, tools=TOOLS, axes=axes)
+    # mutate=False: n units in one decision (a mutating run holds slots back until a failure lands)
+    settings = PlanSettings(run_id="r", seed=3, budget=n, round_size=n, tools=TOOLS, axes=axes, mutate=False)
     plan = Planner(settings, TemplateWriter(TOOLS, SYSTEM, 3), pairwise_cells(axes))
     return plan.decide(0)[:n]
 

@@ -38,6 +38,23 @@ def run_tally(data) -> ReportTally:
     return report_tally(row_store(data.trajectories).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS))
 
 
+# the arguments the docs say are "None unless you set it" (simulate.md, concurrency ... max_turns)
+UNSET_IS_NONE = ("concurrency", "seed", "sampling", "temperature", "timeout", "logprobs", "fault_rate",
+                 "max_turns", "avg_turns")
+
+
+def asked_and_resolved(cfg, fault_rate: float) -> dict:
+    """What the caller asked (each of :data:`UNSET_IS_NONE` None unless set, as the docs show it)
+    and, apart, what the run resolved it to (``resolved``: the 300 s timeout, the mode's fault
+    rate, the default concurrency and seed)."""
+    resolved = {"concurrency": cfg.concurrency, "seed": cfg.seed, "sampling": cfg.sampling,
+                "temperature": cfg.temperature, "timeout": cfg.timeout, "logprobs": cfg.logprobs,
+                "fault_rate": fault_rate, "max_turns": cfg.max_turns, "avg_turns": cfg.avg_turns}
+    was_set = {"timeout": cfg.timeout_set, "fault_rate": cfg.fault_rate_set}
+    asked = {name: resolved[name] if was_set.get(name, name in cfg.explicit) else None for name in UNSET_IS_NONE}
+    return {**asked, "resolved": resolved}
+
+
 def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
                  t_start) -> tuple[list[RunWarning], ReportTally]:
     """Fill ``data``'s report, search figures and warnings; return every note of the run (those
@@ -82,15 +99,14 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
         "unique_situations": cfg.unique_situations, "repeats": cfg.repeats, "knobs": knobs,
         "patience": cfg.patience, "user_temperature": None, "world": dict(cfg.advanced.get("world") or {}),
         "world_note": world_note(cfg),
-        "hard_share": cfg.hard_share, "fault_rate": fault_rate, "seed": cfg.seed, "runs": cfg.runs,
+        "hard_share": cfg.hard_share, "runs": cfg.runs,
         "budget_per_run": max(0, cfg.budget), "strategy": cfg.strategy, "time_budget": cfg.time_budget,
-        "reproducible": cfg.reproducible, "concurrency": cfg.concurrency, "dimensions": cfg.dimensions,
+        "reproducible": cfg.reproducible, "dimensions": cfg.dimensions,
         "arm_weights": {}, "tasks": 0, "traces": 0, "seeds": len(seeds) + len(dropped),
         "grader": getattr(cfg.grader, "__name__", None) if cfg.grader else None,
         "grade": cfg.grade, "llm_grade": cfg.llm_grade, "simulator": "template",
         "writer_model": "template", "agent_model": data_model(data.trajectories), "user_model": None,
-        "max_turns": cfg.max_turns, "avg_turns": cfg.avg_turns, "temperature": cfg.temperature,
-        "sampling": cfg.sampling, "timeout": cfg.timeout, "logprobs": cfg.logprobs,
+        **asked_and_resolved(cfg, fault_rate),
         "mode": cfg.mode, "repeat_policy": cfg.repeat_policy, "until": cfg.until,
         "requested": {"fault_rate": cfg.fault_rate if cfg.fault_rate_set else None,
                       "avg_turns": cfg.avg_turns, "stance": (cfg.dimensions or {}).get("stance")},

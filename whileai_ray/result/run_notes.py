@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..core.run_warning import RunWarning, drop
+from ..search.tasks import UNFAITHFUL
 from ..store.plan_snapshot_file import snapshot_path
 from .run_log import announce
 from .warnings_text import TEMPLATE_WRITER
@@ -66,6 +67,8 @@ def add_resume_and_replay_notes(data, cfg, result: RunResult, pinned_info, resul
         data.search["pinned_tasks"] = {"prompts": pinned_info["prompts"], "tasks": pinned_info["tasks"],
                                        "ran": tally.unique_prompts, "missing": []}
         drop(data.warnings, TEMPLATE_WRITER)         # the tasks wrote the asks, not the template
+        if pinned_info.get("unfaithful"):
+            data.warnings.append(RunWarning(UNFAITHFUL, "tasks_unfaithful"))
     if cfg.runs > 1:
         data.search["eval_runs"] = {"runs": cfg.runs, "per_run": [
             {"rows": r.row_count, "stopped_because": r.stopped_because} for r in results]}

@@ -73,11 +73,13 @@ class GroupBook:
     def status_of(self, gid: int) -> str:
         return STATUSES[self.status[gid]]
 
-    def open(self, gid: int) -> list[int]:
-        """Register group ``gid`` (the next id: ``len(book)``); return the rollout indices to schedule now."""
+    def open(self, gid: int, k: int | None = None) -> list[int]:
+        """Register group ``gid`` (the next id: ``len(book)``); return the rollout indices to schedule now.
+        ``k`` (fixed policies only) gives this group fewer rollouts than the book's k: a ``runs=``
+        replay plays each ask as many times as the first run did."""
         if gid != len(self.status):
             raise ValueError(f"GroupBook.open: groups open in order; expected id {len(self.status)}, got {gid}")
-        first = self.probe if self.adaptive else self.k
+        first = self.probe if self.adaptive else self.k if k is None else max(1, min(int(k), self.k))
         for col in (self.scheduled, self.done, self.landed):
             col.append(0)
         self.target.append(first)

@@ -5,6 +5,14 @@ A landed row whose world faulted (or that a judge failed) makes its wording a *p
 append-only columns (wording id, aim) and a head that moves as parents are used; ``pinned``
 says whether a wording still waits in it, so the planner holds that wording's Situation until
 then. ``state()`` / ``load_state()`` carry it across a planner snapshot.
+
+It also keeps the *owed* mutation slots. The first rounds of a run (512 units at the default lag)
+are decided before any of their rows come back, so a ``failure_mutation`` slot drawn then finds
+no failure to mutate. Such a slot is owed, not lost: its budget is held back (``held()``, at most
+``MAX_OWED`` slots, subtracted from the planner's capacity) and the next grid slots decided once a
+failure waits take it (``slot_due``). Without that a 200-row run was decided whole before any row
+landed and mutated nothing, grader or not. A run in which nothing fails gets the held slots back
+once nothing is in flight (``release_owed``).
 """
 from __future__ import annotations
 
@@ -15,6 +23,7 @@ from ..core.columns import Column, State
 __all__ = ["AIMS", "ParentQueue"]
 
 AIMS = ("world_fault", "graded_failure")
+MAX_OWED = 32          # mutation slots held back for failures that have not landed yet
 
 
 class ParentQueue:
@@ -23,6 +32,7 @@ class ParentQueue:
         # wording id -> times it waits in the queue (an array by id, not a dict: a long run keeps
         # ~15% of its rows waiting, 164,000 at a million rows)
         self._pins = np.zeros(1024, dtype=np.uint32)
+        self.owed = 0          # mutation slots drawn while no failure waited
 
     def __bool__(self) -> bool:
         return self._head < len(self._wid)
@@ -47,11 +57,33 @@ class ParentQueue:
         self._pins[wid] -= 1
         return wid, aim
 
+    def slot_due(self, arm: str) -> bool:
+        """Is a situation slot drawn for ``arm`` spent on mutating a waiting failure? A
+        ``failure_mutation`` slot with none waiting is owed; a ``structured`` slot pays back an
+        owed one once a failure waits."""
+        if arm == "failure_mutation":
+            if self:
+                return True
+            self.owed = min(self.owed + 1, MAX_OWED)
+        elif arm == "structured" and self.owed and self:
+            self.owed -= 1
+            return True
+        return False
+
+    def held(self) -> int:
+        """Budget held back for owed slots: all of them while no failure waits, else none."""
+        return 0 if self else self.owed
+
+    def release_owed(self, in_flight: int) -> None:
+        """Nothing in flight and no failure waiting: none will come, so the held slots go back."""
+        if not in_flight and not self:
+            self.owed = 0
+
     def pinned(self, wid: int) -> bool:
         return wid < len(self._pins) and bool(self._pins[wid])
 
     def state(self) -> State:
-        return State(meta={"head": self._head}, logs={"wid": self._wid.view(), "aim": self._aim.view()})
+        return State(meta={"head": self._head, "owed": self.owed}, logs={"wid": self._wid.view(), "aim": self._aim.view()})
 
     def load_state(self, state: State, wordings: int) -> None:
         wid, aim = state.array("wid", np.int64), state.array("aim", np.uint8)
@@ -61,3 +93,4 @@ class ParentQueue:
             raise ValueError("snapshot parent queue is out of range")
         self._wid, self._aim, self._head = Column.of(wid, np.int64), Column.of(aim, np.uint8), head
         self._pins = np.bincount(wid[head:], minlength=max(1024, wordings)).astype(np.uint32)
+        self.owed = int(state.meta.get("owed", 0))      # absent in snapshots written before it

@@ -31,6 +31,7 @@ class PlanSettings:
     dead_agent_errors: int = 16
     eval_run: int = 0
     pinned: list = field(default_factory=list)   # [(Situation, faults)]: replay these, generate nothing
+    pinned_k: list = field(default_factory=list)  # runs= replays: each pinned ask's rollouts in run 0 (else k)
     tools: list = field(default_factory=list)
     axes: dict = field(default_factory=dict)
     until: str = "compute"

@@ -129,7 +129,8 @@ class Planner(PlannerState, PlannerStatsReport):
 
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:
-        return max(0, self.s.budget - self.landed - self.outstanding)
+        """Rollouts the budget still allows, less the mutation slots held for failures to come."""
+        return max(0, self.s.budget - self.landed - self.outstanding - self._parents.held())
 
     def decide(self, round_index: int) -> list[Unit]:
         t0 = time.perf_counter()
@@ -139,6 +140,7 @@ class Planner(PlannerState, PlannerStatsReport):
             self.decide_seconds += time.perf_counter() - t0
 
     def _decide(self, round_index: int) -> list[Unit]:
+        self._parents.release_owed(self.outstanding)    # idle and nothing failed: held slots go to the grid
         room = min(self.s.round_size, self.capacity())
         if room < self.s.round_size:
             self._bound(round_index)
@@ -150,7 +152,7 @@ class Planner(PlannerState, PlannerStatsReport):
             out.append(self._take(self._rerolls.popleft())); room -= 1
         while room > 0 and self._backlog:
             out.append(self._take(self._backlog.popleft())); room -= 1
-        while room > 0 and self._can_open():
+        while room > 0 and self._can_open() and self.capacity() > 0:
             if not self.book.covers_a_new_group(
                     self.capacity(), len(out) + len(self._backlog) + len(self._rerolls), self.outstanding):
                 self._bound(round_index)
@@ -186,10 +188,11 @@ class Planner(PlannerState, PlannerStatsReport):
     def _open_next(self, round_index: int) -> None:
         ordinal = self.situations_opened
         self.situations_opened += 1
-        cell = instance = None
+        cell = instance = group_k = None
         if self.pinned_left:
             base, faults = self.pinned_left.popleft()
             recipe = ("pinned", len(self.s.pinned) - len(self.pinned_left) - 1, 0)
+            group_k = self.s.pinned_k[recipe[1]] if self.s.pinned_k else None    # runs=: as run 0 played it
         elif self.seeds_left:
             text = self.seeds_left.popleft()
             base = self.writer.seed_situation(text, ordinal)
@@ -225,7 +228,7 @@ class Planner(PlannerState, PlannerStatsReport):
                     self._seen.add(prompt_digest(sit.prompt))
                     wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, prompt_digest(sit.prompt))))
         for p, (sit, wid) in enumerate(wordings):
-            for ri in self.book.open(wid):
+            for ri in self.book.open(wid, group_k):
                 self._backlog.append(self._unit_for(wid, ri))
                 self.allocator["explore" if p == 0 else "expand"] += 1
 
@@ -233,7 +236,7 @@ class Planner(PlannerState, PlannerStatsReport):
         """A new situation from the arm the bandit draws for this slot:
         ``(situation, cell, instance, recipe)`` (the recipe as ``wordings.py`` keeps it)."""
         arm = self.bandit.choose(round_index, ordinal)
-        if arm == "failure_mutation" and self.s.mutate and self._parents:
+        if self.s.mutate and self._parents.slot_due(arm):
             pwid, aim = self._parents.pop()
             parent = self.words.situation(pwid, self)
             self._release(pwid)
@@ -390,11 +393,3 @@ class Planner(PlannerState, PlannerStatsReport):
                 return "situations_exhausted"
             return "writer_exhausted"
         return None
-
-    @property
-    def rerolled(self) -> int:
-        return sum(self.rerolled_by.values())
-
-    @property
-    def lost(self) -> int:
-        return sum(self.lost_by.values())

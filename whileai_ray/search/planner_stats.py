@@ -73,6 +73,14 @@ class PlannerStats:
 class PlannerStatsReport:
     """The planner's ``stats()`` (a base of ``Planner``): the figures come from its own parts."""
 
+    @property
+    def rerolled(self) -> int:
+        return sum(self.rerolled_by.values())
+
+    @property
+    def lost(self) -> int:
+        return sum(self.lost_by.values())
+
     def stats(self, stopped_because: str | None = None) -> PlannerStats:
         """The end-of-run figures (called once, when the run stops: the coverage curve is closed)."""
         weights, picker, book = self.bandit.weights(), self.picker, self.book

@@ -21,19 +21,36 @@ from ..store.reader import load_rows
 TAG_KEYS = ("texture", "length", "tone", "ask", "vagueness", "phrasing", "pressure", "user", "stance", "history")
 
 
+UNFAITHFUL = ("tasks=: these rows carry no expected outcomes or hidden world state (data.rows() keeps them "
+              "beside its rows, not in them, so a copy such as [dict(r) for r in data.rows()] or rows your own "
+              "code read back from JSON lose them): the replay keeps the prompts, faults and world state it can "
+              "read, but a grader or agent that reads the expected outcome sees none, so replies and grades may "
+              "differ from the source run. For a faithful replay pass the SimulationData itself, data.rows() "
+              "as returned, or the run's checkpoint= / output= path.")
+
+
+def _carry_privileged(rows: list) -> bool:
+    return any(isinstance(r, dict) and "privileged" in r for r in rows)
+
+
 def source_rows(tasks) -> tuple[list[dict], dict]:
-    """Rows (internal when available) and what is known of the source run."""
+    """Rows (internal when available) and what is known of the source run. ``unfaithful`` is
+    True when the source is a plain copy of public rows (nothing says what was hidden from the
+    agent): ``simulate()`` warns with :data:`UNFAITHFUL`."""
     if hasattr(tasks, "trajectories"):
-        return list(tasks.trajectories), {"system_prompt": getattr(tasks, "system_prompt", "")}
+        return list(tasks.trajectories), {"system_prompt": getattr(tasks, "system_prompt", ""), "unfaithful": False}
     if isinstance(tasks, (str, os.PathLike)):
         rows, meta = load_rows(tasks)
-        return rows, {"k": meta.get("rollouts_per_request"), "system_prompt": meta.get("system_prompt", "")}
+        ours = bool(meta) or _carry_privileged(rows)     # a save() file or checkpoint has its meta line
+        return rows, {"k": meta.get("rollouts_per_request"), "system_prompt": meta.get("system_prompt", ""),
+                      "unfaithful": not ours}
     privileged = getattr(tasks, "privileged", None)     # data.rows(): kept beside the rows (rowlist.py)
     if isinstance(privileged, list) and len(privileged) == len(tasks):
         rows = [dict(r, privileged=p) if isinstance(r, dict) and p and "privileged" not in r else r
                 for r, p in zip(tasks, privileged)]
-        return [r for r in rows if isinstance(r, dict)], {"k": None}
-    return [r for r in tasks if isinstance(r, dict)], {"k": None}
+        return [r for r in rows if isinstance(r, dict)], {"k": None, "unfaithful": False}
+    rows = [r for r in tasks if isinstance(r, dict)]
+    return rows, {"k": None, "unfaithful": not _carry_privileged(rows)}
 
 
 def _phrasing_indices(seen: dict) -> dict:
@@ -52,7 +69,7 @@ def _phrasing_indices(seen: dict) -> dict:
 
 def build_tasks(tasks) -> tuple[list[tuple[Situation, dict | None]], int, dict]:
     """Return ``([(situation, faults)], source_k, info)`` for a ``tasks=`` value."""
-    rows, info = source_rows(tasks)
+    rows, source = source_rows(tasks)
     seen: dict[str, dict] = {}
     counts: dict[str, int] = {}
     for row in rows:
@@ -82,5 +99,7 @@ def build_tasks(tasks) -> tuple[list[tuple[Situation, dict | None]], int, dict]:
         raise ValueError("tasks= has no rows with a prompt; pass a SimulationData, its rows(), or the JSONL/Parquet "
                          "path a run wrote")
     k = max(counts.values())      # the same rule for a SimulationData, its rows and a path (docs: tasks=)
-    info = {"prompts": len(out), "tasks": len({s.scenario_id for s, _ in out}), "source_rows": len(rows)}
+    info = {"prompts": len(out), "tasks": len({s.scenario_id for s, _ in out}), "source_rows": len(rows),
+            "k_each": [counts[s.prompt] for s, _ in out],     # a runs= replay plays each ask as often
+            "unfaithful": bool(source.get("unfaithful"))}
     return out, int(k), info

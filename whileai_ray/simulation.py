@@ -17,9 +17,9 @@ from .agents.model_settings import ModelSettings
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
 from .config.run_identity import run_identity
+from .config.run_plan import lineage, plan_fingerprint, plan_settings, resolve_fault_rate, seeds_that_fit
 from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id
-from .core.rng import stable_hash
 from .core.rows import stored_row
 from .core.run_warning import raised
 from .core.unit import RunMeta
@@ -38,7 +38,6 @@ from .score.conduct import conduct_grader
 from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
-from .search.plan_settings import PlanSettings
 from .search.planner import Planner
 from .search.tasks import UNFAITHFUL, build_tasks
 from .search.trace_report import apply_trace_plan, drop_trace_copies
@@ -55,7 +54,6 @@ from .store.plan_snapshot_file import snapshot_path
 from .store.shards import fill_stubs, open_shards, shards_folder, shards_of
 from .store.sink import CheckpointSink
 
-DEFAULT_FAULT_RATE = {"rl": 0.5}          # other modes: 0.1 (see resolve_fault_rate)
 
 
 def _ray_data_runner(*args, **kwargs):
@@ -124,12 +122,6 @@ def _grid(cfg, dims, keep_fault_cells: bool):
     return axes, cells
 
 
-def resolve_fault_rate(cfg) -> float:
-    if cfg.fault_rate_set and cfg.fault_rate is not None:
-        return min(1.0, max(0.0, float(cfg.fault_rate)))
-    return DEFAULT_FAULT_RATE.get(cfg.mode, 0.1)
-
-
 def agent_model_version(cfg, roles=None) -> str:
     if cfg.advanced.get("model_version"):
         return str(cfg.advanced["model_version"])
@@ -140,26 +132,6 @@ def agent_model_version(cfg, roles=None) -> str:
         agent = agent.func
     name = getattr(agent, "__name__", None)
     return name if isinstance(name, str) and name else "callable-agent"
-
-
-def _seeds_that_fit(cfg, k) -> tuple[list, list]:
-    seeds = list(cfg.seeds) + list(cfg.advanced.get("seed_prompts") or []) + \
-        list(cfg.advanced.get("extra_situations") or [])
-    if not seeds or cfg.budget <= 0:
-        return seeds, []
-    covered = max(0, cfg.budget // max(1, k))
-    return seeds[:covered], seeds[covered:]
-
-
-def plan_fingerprint(cfg, settings) -> str:
-    """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
-    pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
-    if settings.pinned_k:                      # a runs= replay's per-ask counts (absent before: same hash)
-        pinned = [pinned, list(settings.pinned_k)]
-    return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
-                       settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
-                       settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
-                       cfg.advanced.get("lag"), cfg.reproducible, settings.traces_key)[:16]
 
 
 def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
@@ -176,10 +148,10 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
         if pinned_info["unfaithful"]:          # said before anything runs; listed in data.warnings too
             _warnings.warn(UNFAITHFUL, UserWarning, stacklevel=3)
         k = cfg.repeats if cfg.repeats_set else source_k
-    seeds, dropped = _seeds_that_fit(cfg, k)
+    seeds, dropped = seeds_that_fit(cfg, k)
     results, run_rows = [], []
     for eval_run in range(cfg.runs):
-        settings = _settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces,
+        settings = plan_settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces,
                              pinned_k)
         result, rows = _run_once(cfg, settings, cells, run_id, eval_run, roles,
                                  started if eval_run == 0 and started is not None else time.time())
@@ -229,46 +201,12 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     return data
 
 
-def _lineage(cfg, eval_run: int) -> dict | None:
-    """What every row of this evaluation run is stamped with (``lineage``), or None."""
-    stamp: dict = {}
-    if cfg.runs > 1:
-        stamp["eval_run"] = eval_run
-        if eval_run > 0:
-            stamp.update(replayed=True, replayed_from_run=0)
-    if cfg.tasks is not None:
-        stamp["replayed"] = True
-    return stamp or None
-
-
 def _with_repeats(cfg, k):
     return dataclasses.replace(cfg, repeats=k)
 
 
 def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
-
-
-def _settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None,
-              pinned_k=()) -> PlanSettings:
-    knobs = cfg.advanced
-    situations_cap = cfg.situations
-    if situations_cap is not None and seeds:
-        situations_cap = max(situations_cap, len(seeds))
-    return PlanSettings(
-        run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs["round_size"],
-        n=cfg.phrasings, k=k, repeat_policy="fixed" if pinned else cfg.repeat_policy,
-        situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
-        fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), probe=knobs["probe"], seeds=[] if pinned else seeds,
-        mutate=knobs.get("mutate_failures", True) is not False and not pinned,
-        mutate_graded=knobs.get("mutate_graded_failures") is not False,
-        dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned), pinned_k=list(pinned_k),
-        tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
-        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"],
-        trace_guard=traces.guard if traces is not None else None,
-        aimed_cells=traces.aimed_cells if traces is not None else None,
-        steering_weight=traces.steering_weight if traces is not None else 0.0,
-        traces_key=traces.key if traces is not None else "")
 
 
 def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any]:
@@ -373,7 +311,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,
         # rows: a list up to spill_rows (a Driver keeps at most DRIVER_LIST_ROWS), Parquet past it
         make_spool=partial(row_spool, min(knobs["spill_rows"], DRIVER_LIST_ROWS)),
-        lineage=_lineage(cfg, eval_run),
+        lineage=lineage(cfg, eval_run),
         # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         snapshot=(str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible

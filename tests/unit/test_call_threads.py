@@ -24,7 +24,8 @@ RELEASE = threading.Event()
 
 def units(n):
     axes = build_axes(TOOLS, SYSTEM, None)
-    settings = PlanSettings(run_id="r", seed=3, budget=n, round_size=n, tools=TOOLS, axes=axes)
+    # mutate=False: n units in one decision (a mutating run holds slots back until a failure lands)
+    settings = PlanSettings(run_id="r", seed=3, budget=n, round_size=n, tools=TOOLS, axes=axes, mutate=False)
     return Planner(settings, TemplateWriter(TOOLS, SYSTEM, 3), pairwise_cells(axes)).decide(0)[:n]
 
 

@@ -214,13 +214,13 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     if target.local:                       # never into a checkpoint, its sidecars or its Parquet copy
         for where in (target.root, target.path(name), target.path(f"{name}-holdout")):
             refuse_run_file(where, "push(store=...)" if where == target.root else "push(name=...)")
+    held = _holdout_tasks(rows, float(holdout), name) if holdout is not None else None   # before the gate's work
     gate_report = publish_gate(rows, meta.get("mode"), endorsed, strict_hacks) if gate else None
     per_task = task_rewards(rows) if gate else None
     info = {"purpose": purpose, "parent": parent, "mode": meta.get("mode"), "description": description,
             "gate": gate_report, **({"agent": agent} if agent else {})}
     if holdout is None:
         return _write_version(target, name, _published(rows, per_task), meta, info)
-    held = _holdout_tasks(rows, float(holdout), name)
     entry = _write_version(target, name, _published(rows, per_task, lambda t: t not in held), meta, info)
     hold_entry = _write_version(target, f"{name}-holdout", _published(rows, per_task, held.__contains__), meta,
                                 {**info, "purpose": "holdout", "parent": entry["datasetId"], "gate": None})

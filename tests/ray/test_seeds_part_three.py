@@ -82,3 +82,33 @@ def test_report_shows_unset_arguments_as_none_and_what_they_resolved_to_apart(ra
     asked = _run(budget=10, timeout=5, fault_rate=0.3, seed=4, concurrency=2).report()
     assert (asked["timeout"], asked["fault_rate"], asked["seed"], asked["concurrency"]) == (5.0, 0.3, 4, 2)
     assert asked["resolved"]["timeout"] == 5.0
+
+
+def test_on_progress_every_10_rollouts_over_60_rows_at_concurrency_2(ray_local):
+    seen = []
+    _run(budget=60, concurrency=2, on_progress=seen.append, seed=5)
+    assert len(seen) >= 6, [d["rows"] for d in seen]
+    counts = [d["landed"] + d["rerolled"] + d["lost"] for d in seen]
+    assert counts == sorted(counts) and counts[-1] == 60 and seen[-1]["stopped_because"] == "budget"
+    steps = [b - a for a, b in zip(counts, counts[1:])]
+    assert max(steps[:-1] or [0]) <= 12, counts          # a line every ~10 events, not every poll
+
+
+def test_a_handler_on_the_documented_logger_receives_the_progress_lines(ray_local):
+    import logging
+    lines = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append((record.name, record.getMessage()))
+
+    log, handler = logging.getLogger("whileai.simulations"), Keep()
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        _run(budget=30, concurrency=2, seed=6)
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(logging.NOTSET)
+    progress = [m for name, m in lines if " rollouts, " in m]
+    assert len(progress) >= 3 and progress[-1].startswith("30/30 rollouts") and "ended: budget" in progress[-1]

@@ -86,7 +86,8 @@ def test_seeded_agent_on_real_tool_schemas(ray_local, domain):
             aimed += 1                              # a situation aiming at bad arguments, labelled so
             assert broken and set(broken) == {"keyword", "path"}, row["privileged"]
             assert not all(verdicts), (broken, steps)
-            assert row["_fault_fired"] is True
+            if row.get("faults"):                   # a planned bad-argument fault fires as the refusal
+                assert row["_fault_fired"] is True
         elif dims.get("tool_condition") != "invalid_arguments":
             success_calls += len(verdicts)
             success_valid += sum(verdicts)

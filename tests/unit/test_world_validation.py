@@ -230,3 +230,24 @@ def test_a_schema_that_points_outside_itself_refuses_nothing_and_fetches_nothing
         tools = [_tool("note_down", {"thought": {"$ref": ref}})]
         assert wai.world(tools).call("note_down", {"thought": 1}) == \
             {"status": "ok", "data": {"acknowledged": True, "tool": "note_down"}}
+
+
+def test_a_failure_mutation_keeps_its_parents_world_and_call():
+    meta = RunMeta(run_id="r", seed=4, tools=RETAIL, system_prompt="", model_version="seeded_agent")
+    writer, agent = TemplateWriter(RETAIL, "", seed=4), seeded_agent(RETAIL, seed=0)
+    base = {"rule": "unspecified", "stance": "ordinary", "world_state": "unknown", "history": "fresh"}
+    w = wai.World(RETAIL, options={"exists_share": 0.0})
+    for i in range(4):
+        bad = writer.write({**base, "tool": "return_delivered_order_items", "tool_condition": "invalid_arguments"}, i)
+        child = writer.mutate(bad, i)
+        assert child.extra["broken"] == bad.extra["broken"] and child.extra["world_of"] == bad.scenario_id
+        row = play_callable_unit(agent, Unit(run_id="r", situation=child, rollout_index=0,
+                                             faults={"*": {"mode": "invalid_arguments", "rate": 1.0}}), meta)
+        assert row["steps"][0]["result"]["status"] == "invalid_arguments"
+        ok = writer.write({**base, "tool": "get_order_details", "tool_condition": "success"}, i)
+        child = writer.mutate(ok, i)
+        assert child.scenario_id != ok.scenario_id
+        row = play_callable_unit(agent, Unit(run_id="r", situation=child, rollout_index=0), meta)
+        assert row["steps"][0]["result"]["status"] == "ok"      # the parent's order, found in its world
+        with activate(_ctx(RETAIL, child.scenario_id, seed=4, unit=Unit(run_id="r", situation=child))):
+            assert w.call("get_order_details", {"order_id": ok.ref_ids[0]})["status"] == "ok"

@@ -18,7 +18,7 @@ import json
 import re
 
 from ..core.rng import stable_hash
-from ..world.context import active_context
+from ..world.context import active_context, world_key
 from ..world.mock import World
 from ..world.records import ID_RE
 from ..world.planned_call import planned_arguments
@@ -132,7 +132,7 @@ class SeededAgent:
             if not isinstance(args, dict):
                 params = self._params.get(name)
                 args = {} if params is None else planned_arguments(self.world.entities, params, planned,
-                                                                   ctx.seed, ctx.scenario_id)
+                                                                   ctx.seed, world_key(ctx))
             ids = ctx.unit.situation.ref_ids
             ref = str(ids[0]) if ids else None
         else:
@@ -167,7 +167,7 @@ class SeededAgent:
             return {lone: ref if ref is not None and _fits(ref, params["properties"][lone]) else _NO_ID}
         book = self.world.entities
         seed = (ctx.seed or 0) if ctx is not None else 0
-        scenario = ctx.scenario_id if ctx is not None else None
+        scenario = world_key(ctx)
         index = ctx.rollout_index if ctx is not None and ctx.rollout_index is not None else 0
         rnd = LazyRandom(self.seed, "seeded_args", text, index)
         refs = self.world._base[1][name].ref_keys

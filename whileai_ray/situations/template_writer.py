@@ -296,10 +296,16 @@ class TemplateWriter:
         """A new ask from a failing parent's world: same dims, world state and ids, new words."""
         prompt, mutator = mutate_prompt(parent, self.seed, int(index),
                                         self._by_name.get(parent.dims.get("tool")))
+        extra = {"mutator": mutator, "parent_scenario_id": parent.scenario_id}
+        pe = parent.extra if isinstance(parent.extra, dict) else {}
+        if "call" in pe:                 # the parent's world and call: its ids resolve, its break stays
+            extra["world_of"] = pe.get("world_of") or parent.scenario_id
+            extra["call"] = dict(pe["call"])
+            if "broken" in pe:
+                extra["broken"] = dict(pe["broken"])
         return Situation(_probe_id(prompt), prompt, 0, dict(parent.dims), parent.tier, {},
                          parent.ask_family, parent.world_state, parent.reference, list(parent.ref_ids),
-                         "failure_mutation", "template", "failure_mutation", parent.prompt[:80],
-                         {"mutator": mutator, "parent_scenario_id": parent.scenario_id})
+                         "failure_mutation", "template", "failure_mutation", parent.prompt[:80], extra)
 
 
 class _Keep(dict):

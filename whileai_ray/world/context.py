@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["RolloutContext", "activate", "active_context", "privileged_block"]
+__all__ = ["RolloutContext", "activate", "active_context", "privileged_block", "world_key"]
 
 
 @dataclass(slots=True)
@@ -56,6 +56,17 @@ def activate(ctx: RolloutContext):
         yield ctx
     finally:
         _ACTIVE.reset(token)
+
+
+def world_key(ctx) -> str | None:
+    """The scenario whose world (``entities.py``: the records it holds) a rollout plays: its own,
+    or for a failure mutation its parent's (``extra["world_of"]``: the same world, new words)."""
+    if ctx is None:
+        return None
+    extra = getattr(getattr(ctx.unit, "situation", None), "extra", None)
+    if isinstance(extra, dict) and isinstance(extra.get("world_of"), str):
+        return extra["world_of"]
+    return ctx.scenario_id
 
 
 _OPEN_STATES = frozenset(("entity exists", "unknown", "unspecified"))

@@ -23,7 +23,7 @@ import json
 import operator
 
 from ..core.rng import stable_hash
-from .context import active_context
+from .context import active_context, world_key
 from .faults import fault_answer, scheduled_fault
 from .options import WorldOptions, world_options
 from .entities import EntityBook
@@ -125,7 +125,7 @@ class World:
     def _mock(self, spec, args: dict, ctx, opts: WorldOptions, ph: frozenset, force: bool) -> dict:
         state = ctx.world_state if ctx is not None else None
         run_seed = (ctx.seed or 0) if ctx is not None else 0
-        scenario = ctx.scenario_id if ctx is not None else None
+        scenario = world_key(ctx)
         memory = ctx.records if ctx is not None else {}
         book = self.entities
         if spec.kind == "calc":

@@ -136,3 +136,15 @@ def test_save_and_training_files_refuse_a_runs_own_files_and_write_nothing(tmp_p
     reopened = JsonlCheckpoint(ck, FP)
     assert reopened.open() == ROWS
     reopened.close()
+
+
+def test_to_html_never_writes_through_a_link_planted_at_its_old_temporary_name(tmp_path):
+    """The report was written to ``<path>.tmp`` then renamed: a link planted there truncated its target."""
+    import os
+    from whileai_ray.result.data import SimulationData
+    from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS, played
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    os.symlink(victim, tmp_path / "r.html.tmp")
+    SimulationData(trajectories=played(2, k=1), system_prompt=SYSTEM, tools=TOOLS).to_html(str(tmp_path / "r.html"))
+    assert victim.read_text() == "keep me" and "<html" in (tmp_path / "r.html").read_text().lower()

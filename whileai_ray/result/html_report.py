@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from ..store.atomic import atomic_path
 from . import report_sections as sections
 from .report_page import page
 from .report_rows import row_browser
@@ -82,11 +83,10 @@ def render_report(runs, labels=None, *, max_rows: int = DEFAULT_MAX_ROWS, title:
 
 def write_report(path, runs, labels=None, *, max_rows: int = DEFAULT_MAX_ROWS, title: str | None = None,
                  argument: str = "path") -> str:
-    """Write the report to ``path`` (atomically: a ``.tmp`` file, then a rename); return the path."""
+    """Write the report to ``path`` (atomically: a temporary name no other writer uses, created
+    never through a link, then a rename: ``store/atomic.atomic_path``); return the path."""
     path = check_html_path(path, argument)
     text = render_report(runs, labels, max_rows=max_rows, title=title)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
-    os.replace(tmp, path)
     return path

@@ -170,7 +170,8 @@ def _atomic_write_bytes(chunks, path) -> str:
 
 
 def save_jsonl_atomic(rows, path) -> str:
-    """Write rows as JSONL to ``<path>.tmp`` then rename over ``path``; return ``str(path)``."""
+    """Write rows as JSONL to a unique temporary sibling (``atomic.unique_tmp``: never through a
+    link), then rename it over ``path``; return ``str(path)``."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"save(path=...) expects a file path, got {type(path).__name__}")
     if Path(path).is_dir():

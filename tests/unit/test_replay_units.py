@@ -34,3 +34,16 @@ def test_rows_with_their_privileged_list_beside_them_are_a_faithful_source():
     rows.privileged = [{"reference": "x"}, {}]
     pinned, _, info = build_tasks(rows)
     assert info["unfaithful"] is False and pinned[0][0].reference == "x"
+
+
+def test_a_replayed_ask_keeps_its_ids_and_planned_call():
+    """A bad-argument ask replays with the call its writer planned, not a fresh valid one."""
+    from whileai_ray.situations.situation import Situation
+    from whileai_ray.world.context import privileged_block
+    planned = {"tool": "cancel_order", "key": "order_id", "ref": "W1234567"}
+    sit = Situation(scenario_id="s1", prompt="Cancel W1234567 with reason 'whatever'.", ref_ids=["W1234567"],
+                    extra={"call": planned, "broken": {"keyword": "enum", "path": "reason"}, "instance": 3})
+    row = _row(sit.prompt, privileged=privileged_block(sit))
+    (replayed, _), = build_tasks([row])[0]
+    assert replayed.ref_ids == ["W1234567"] and replayed.extra == {"call": planned, "broken": sit.extra["broken"]}
+    assert privileged_block(replayed) == row["privileged"]

@@ -61,7 +61,7 @@ def _sources(priv: dict) -> list[tuple[str, str]]:
     if hidden:
         values = hidden.values() if isinstance(hidden, dict) else [hidden]
         out.append(("hidden_state", _norm(" | ".join(_dump(v) for v in values))))
-    for key in sorted(k for k in priv if k not in ("reference", "hidden_state")):
+    for key in sorted(k for k in priv if k not in ("reference", "hidden_state", "replay")):   # replay: the prompt says it
         if priv[key]:
             out.append((str(key), _norm(_dump(priv[key]))))
     return out

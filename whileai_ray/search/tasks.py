@@ -17,6 +17,7 @@ import os
 from ..core.identity import prompt_sha
 from ..situations.situation import Situation
 from ..store.reader import load_rows
+from ..world.context import REPLAY_EXTRA
 
 TAG_KEYS = ("texture", "length", "tone", "ask", "vagueness", "phrasing", "pressure", "user", "stance", "history")
 
@@ -87,13 +88,17 @@ def build_tasks(tasks) -> tuple[list[tuple[Situation, dict | None]], int, dict]:
         if dims.get("origin") == "realized":
             dims = {}
         privileged = row.get("privileged") or {}
+        replay = privileged.get("replay") if isinstance(privileged, dict) else None
+        replay = replay if isinstance(replay, dict) else {}
         sit = Situation(
             scenario_id=sid, prompt=prompt, phrasing_index=p_index, dims=dict(dims),
             tier=row.get("tier", "ordinary"), tags={k: row[k] for k in TAG_KEYS if k in row},
             ask_family=row.get("ask_family", "tool"), world_state=row.get("world_state"),
             reference=privileged.get("reference", "") if isinstance(privileged, dict) else "",
             arm=row.get("arm") or "pinned", writer_model=row.get("writer_model") or "pinned",
-            selection_reason="pinned", parent_failure_id=row.get("parent_failure_id"))
+            selection_reason="pinned", parent_failure_id=row.get("parent_failure_id"),
+            ref_ids=[str(i) for i in replay.get("ref_ids") or () if isinstance(i, (str, int))],
+            extra={k: replay[k] for k in REPLAY_EXTRA if isinstance(replay.get(k), (dict, str))})
         out.append((sit, row.get("faults")))
     if not out:
         raise ValueError("tasks= has no rows with a prompt; pass a SimulationData, its rows(), or the JSONL/Parquet "

@@ -101,4 +101,22 @@ def privileged_block(situation, faults: dict | None = None) -> dict:
         out["hidden_state"] = hidden
     if situation.reference:
         out["reference"] = situation.reference
+    replay = replay_block(situation)
+    if replay:
+        out["replay"] = replay
+    return out
+
+
+REPLAY_EXTRA = ("call", "broken", "world_of")    # Situation.extra keys that decide how a unit plays
+
+
+def replay_block(situation) -> dict:
+    """What a ``tasks=`` / ``runs=`` replay needs beyond the prompt to play the same ask: the ids
+    the prompt names and the writer's planned call (``situations/call_plan.py``), the rule its
+    arguments break on purpose, whose world it plays. All of it the prompt already says, so the
+    leak check passes it over (``score/leak.py``); ``search/tasks.py`` reads it back."""
+    extra = situation.extra if isinstance(situation.extra, dict) else {}
+    out = {k: extra[k] for k in REPLAY_EXTRA if extra.get(k)}
+    if situation.ref_ids:
+        out["ref_ids"] = list(situation.ref_ids)
     return out

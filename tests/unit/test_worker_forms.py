@@ -144,3 +144,15 @@ def test_graders_in_every_form_give_the_same_verdicts():
 
     assert [v["reward"] for v in asyncio.run(judge(async_grader))] == [1.0, 1.0]
     assert [v["reward"] for v in asyncio.run(judge(bind_class_form(ClassGrader, (0.25,))))] == [0.25, 0.25]
+
+
+def test_a_users_tool_that_answers_in_log_form_makes_a_fault_parent():
+    """execute= answers written as real logs write errors are world faults to mutate from."""
+    from whileai_ray.runtime.rollout_actor import _fault_parent
+    step = lambda result: {"steps": [{"tool": "lookup_order", "arguments": {}, "result": result}]}   # noqa: E731
+    for bad in ("Error: order not found", {"error": "order not found"}, {"status": 404, "detail": "Not Found"},
+                {"status": "invalid_arguments", "errors": []}, {"status": "timeout"}):
+        assert _fault_parent(step(bad)), bad
+    for fine in ({"order_id": "W1", "status": "shipped"}, {"name": "error handling guide"}, "Order W1 shipped.",
+                 {"status": "ok"}):
+        assert not _fault_parent(step(fine)), fine

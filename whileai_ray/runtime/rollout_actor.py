@@ -36,6 +36,7 @@ from ..agents.play_model import play_model_row
 from ..agents.routing import EndpointClients
 from ..agents.row_builder import build_row
 from ..core.rows import stored_row
+from ..core.tool_outcome import classify_tool_answer
 from ..core.strict_json import dumps
 from ..store.shards import ShardWriter, check_probe
 from .call_threads import CallThreads, CallTimedOut
@@ -168,10 +169,16 @@ def _play_checked(agent, unit, meta, execute):
 
 
 def _fault_parent(row: dict) -> bool:
+    """Did the world fault in this rollout (a failure to mutate from)? The mock world's statuses,
+    or an answer of the user's own tools (``execute=``) in a form real logs write errors in:
+    ``Error: ...`` text, ``{"error": ...}``, an HTTP status (``core/tool_outcome.py``)."""
     if row.get("faults"):
         return True
     for step in row.get("steps") or ():
         res = step.get("result") if isinstance(step, dict) else None
-        if isinstance(res, dict) and res.get("status") in FAULT_STATUSES:
+        if isinstance(res, dict) and isinstance(res.get("status"), str):      # the mock world's own words
+            if res["status"] in FAULT_STATUSES or res["status"] == "invalid_arguments":
+                return True
+        elif res is not None and classify_tool_answer(res).fault:
             return True
     return False

@@ -8,24 +8,9 @@ breaks schemas says so instead of passing for one that did the job.
 """
 from __future__ import annotations
 
+from ..core.invalid_calls import INVALID_STATUS, invalid_call_count, invalid_tools
+
 __all__ = ["INVALID_STATUS", "invalid_call_count", "invalid_calls_report"]
-
-INVALID_STATUS = "invalid_arguments"
-
-
-def _invalid_tools(row: dict) -> list:
-    out = []
-    for s in row.get("steps") or ():
-        if isinstance(s, dict) and "tool" in s:
-            result = s.get("result")
-            if isinstance(result, dict) and result.get("status") == INVALID_STATUS:
-                out.append(s["tool"] if isinstance(s["tool"], str) else str(s["tool"]))
-    return out
-
-
-def invalid_call_count(row: dict) -> int:
-    """How many of ``row``'s tool calls the world refused as invalid arguments."""
-    return len(_invalid_tools(row))
 
 
 def invalid_calls_report(rows) -> dict:
@@ -45,7 +30,7 @@ def invalid_calls_report(rows) -> dict:
     calls = hit = 0
     by_tool: dict = {}
     for r in rows:
-        tools = _invalid_tools(r)
+        tools = invalid_tools(r)
         if tools:
             hit += 1
             calls += len(tools)

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from ..core.defaults import TOOL_OK_STATUSES
 from ..core.identity import prompt_sha
+from ..core.invalid_calls import invalid_call_count
 from ..core.usage import usage_problem
 from ..score.labels import has_gold_label
 from ..score.pass_at_tally import PASS_AT_FACTS, pass_at_facts
 from ..situations.grid import cell_key
-from .invalid_calls import invalid_call_count
 
 __all__ = ["row_facts", "facts_schema", "facts_table", "FACT_NAMES"]
 

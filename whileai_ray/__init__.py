@@ -6,8 +6,34 @@ The public surface, re-exported here and locked by tests/unit/test_public_api.py
     data = wai.simulate(wai.seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=32)
 """
 from importlib import import_module as _import_module
+import typing as _typing
 
 from .world.mock import World, world   # eager: the name ``world`` is also a subpackage's, which would shadow it
+
+if _typing.TYPE_CHECKING:
+    # What an editor and mypy see (never run): each lazily exported name below, typed as its
+    # module declares it. tests/unit/test_conventions.py checks this list against ``_LAZY``.
+    from .agents.backends import OpenAI, configure
+    from .agents.seeded import SEEDED_BEHAVIORS, seeded_agent
+    from .core.rows import conversation
+    from .errors import PublishGateError
+    from .export.dataset_export import export_dataset
+    from .export.dataset_export import export_dataset as export_training
+    from .result.data import SimulationData
+    from .result.evaluate import evaluate
+    from .result.grading_paths import grade_llm, llm_grade
+    from .result.grading_paths import grade_llm as grade
+    from .result.grading_paths import rank_source as rank
+    from .result.loading import load
+    from .result.notebook import notebook_progress
+    from .result.run_judge import run_judge
+    from .result.scored import ScoredData
+    from .score.compare import compare_runs, delta_report, format_delta_report
+    from .score.llm_judge import Judge
+    from .score.pass_at import PassAt, pass_at
+    from .score.variance import eval_variance, noise_band
+    from .simulation import simulate
+    from .world.current import current_rollout
 
 # name -> (module, attribute). Loaded on first use (PEP 562): ``import whileai_ray`` stays light,
 # and so does every Ray worker that imports one of our modules (a Driver or rollout actor starts

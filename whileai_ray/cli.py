@@ -10,6 +10,7 @@
     whileai-ray bench [--quick] [--only L]  the speed figures (see whileai_ray/bench/lines.py)
     whileai-ray bench --scale [--rows N] [--runs 10000,100000,1000000]
                                             a result too large to hold; whole runs of those sizes
+    whileai-ray --version                   the installed version (python -m whileai_ray works too)
 
 Exit codes scripts can trust: 0 success; 1 the run failed (an error while running, or it
 stopped because the agent or the writer failed, or landed no rows); 2 bad arguments, a bad
@@ -23,6 +24,7 @@ import json
 import os
 import sys
 
+from . import __version__
 from .agents.seeded import seeded_agent
 from .bench.lines import LINES, check_only, run_bench
 from .config.run_spec import SpecError, load_spec
@@ -83,6 +85,8 @@ def _run(args) -> int:
         spec = load_spec(args.spec)
         if args.output_dir:
             spec.output_dir = args.output_dir
+        if args.checkpoint:
+            spec.checkpoint = args.checkpoint
         run_id = args.run_id or spec.resolved_run_id()
         agent, kwargs = spec.build(run_id, make_dirs=not args.dry_run)
         spec.check(agent, kwargs)
@@ -246,6 +250,7 @@ def _status(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="whileai-ray", description="Simulate, grade and measure "
                                      "tool-using LLM agents at scale, on Ray.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="run an offline simulation with the seeded demo agent (no key needed)")
     p.add_argument("--budget", type=int, default=200, help="rows to produce (default 200)")
@@ -282,6 +287,9 @@ def _add_spec_commands(sub) -> None:
     r.add_argument("--output-dir", default=None,
                    help="root of the run's files (default: spec output_dir, $WHILEAI_OUTPUT_DIR, "
                    "else ./outputs)")
+    r.add_argument("--checkpoint", default=None, metavar="PATH",
+                   help="the checkpoint (default: the spec's, else <output-dir>/<run-id>/checkpoint.jsonl); "
+                   "a fixed path on shared storage makes a retried job resume where the last attempt stopped")
     r.add_argument("--dry-run", action="store_true",
                    help="validate and print the resolved arguments; start nothing")
     r.set_defaults(func=_run)

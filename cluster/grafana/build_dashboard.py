@@ -4,7 +4,10 @@ The dashboard follows Ray's own Grafana convention (the dashboards Ray writes un
 ``<session>/metrics/grafana/dashboards/``): a ``datasource`` variable of type prometheus,
 a ``window`` interval for ``rate()``, a ``SessionName`` filter, graph panels in rows, and
 ``$datasource`` on every panel, so the file can be dropped into that folder and is provisioned
-with Ray's own dashboards. Two more variables keep runs apart: ``RunId`` and ``Mode``.
+with Ray's own dashboards. Like Ray's, it has a ``Cluster`` variable over the ``ray_io_cluster``
+label (KubeRay's PodMonitor sets it per cluster; one Prometheus may scrape several clusters), with
+``.*`` for All so a cluster without that label still matches. Two more variables keep runs apart:
+``RunId`` and ``Mode``.
 ``tests/unit/test_grafana_dashboard.py`` checks that the JSON is what this script writes and
 that every series it queries is one ``whileai_ray/runtime/metric_names.py`` defines.
 
@@ -16,7 +19,8 @@ import json
 from pathlib import Path
 
 OUT = Path(__file__).with_name("whileai_ray_grafana_dashboard.json")
-F = 'SessionName=~"$SessionName", run_id=~"$RunId", mode=~"$Mode"'
+F = 'SessionName=~"$SessionName", ray_io_cluster=~"$Cluster", run_id=~"$RunId", mode=~"$Mode"'
+C = 'ray_io_cluster=~"$Cluster"'               # the variables' own queries narrow by cluster too
 
 
 def _target(expr: str, legend: str, ref: str) -> dict:
@@ -136,12 +140,15 @@ def dashboard() -> dict:
              "description": "Filter queries of a specific Prometheus type.", "includeAll": False,
              "multi": False, "current": {"selected": False}},
             window,
+            _query_var("Cluster", "Cluster", "Filter queries to specific Ray clusters (the ray_io_cluster "
+                       "label; KubeRay's PodMonitor sets it per cluster). All also matches a cluster "
+                       "without the label.", f"label_values({landed}, ray_io_cluster)"),
             _query_var("SessionName", "Session", "Filter queries to specific Ray sessions.",
-                       f"label_values({landed}, SessionName)"),
+                       f"label_values({landed}{{{C}}}, SessionName)"),
             _query_var("RunId", "Run", "The run id (advanced={'run_id': ...}, or the spec's run id).",
-                       f'label_values({landed}{{SessionName=~"$SessionName"}}, run_id)'),
+                       f'label_values({landed}{{{C}, SessionName=~"$SessionName"}}, run_id)'),
             _query_var("Mode", "Mode", "simulate(mode=...): explore, rl, ...",
-                       f'label_values({landed}{{SessionName=~"$SessionName"}}, mode)'),
+                       f'label_values({landed}{{{C}, SessionName=~"$SessionName"}}, mode)'),
         ]},
         "panels": panels(),
         "tags": ["whileai_ray", "ray"],

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
+from whileai_ray.cli import main
 from whileai_ray.runtime.job_plan import RUNTIME_ENV_EXCLUDES
 from whileai_ray.config.run_spec import load_spec
 
@@ -142,3 +143,54 @@ def test_readme_covers_the_matrix_and_the_three_ways(needle):
 def test_gpu_check_script_parses():
     import subprocess
     subprocess.run(["bash", "-n", str(CLUSTER / "gpu_check.sh")], check=True)
+
+
+@pytest.mark.parametrize("key", ["head_start_ray_commands", "worker_start_ray_commands"])
+def test_autoscaler_start_commands_raise_the_open_file_limit_before_ray_start(key):
+    """Each command runs in its own shell, so the ``ulimit`` must share the ``ray start`` line."""
+    starts = [c for c in load_yaml("cluster.yaml")[key] if "ray start" in c]
+    assert starts, key
+    for command in starts:
+        steps = [s.strip() for s in command.split(";")]
+        limit = next((i for i, s in enumerate(steps) if s == "ulimit -n 65536"), None)
+        start = next(i for i, s in enumerate(steps) if "ray start" in s)
+        assert limit is not None and limit < start, command
+        subprocess.run(["bash", "-n", "-c", command], check=True, timeout=10)    # plain bash syntax
+
+
+def test_rayjob_retries_resume_the_same_checkpoint(tmp_path, capsys):
+    spec = load_yaml("kuberay/rayjob.yaml")["spec"]
+    assert isinstance(spec["backoffLimit"], int) and spec["backoffLimit"] >= 1
+    argv = shlex.split(spec["entrypoint"])
+    checkpoint = argv[argv.index("--checkpoint") + 1]
+    out_dir = argv[argv.index("--output-dir") + 1]
+    mounts = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    assert checkpoint.startswith("/") and any(checkpoint.startswith(m["mountPath"] + "/") for m in mounts)
+    assert checkpoint.startswith(out_dir + "/") and spec["jobId"] in checkpoint    # one run, one fixed file
+    # the entrypoint's own arguments, as `whileai-ray run` resolves them (the PVC moved under tmp_path)
+    moved = [a.replace(out_dir, str(tmp_path)) for a in argv[argv.index("run"):]]
+    moved[1] = str(REPO / moved[1])
+    assert main(moved + ["--dry-run"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["simulate"]["checkpoint"] == checkpoint.replace(out_dir, str(tmp_path))
+    assert shown["run_id"] == spec["jobId"]
+
+
+def _section(text: str, title: str) -> str:
+    start = text.index(title)
+    end = text.find("\n## ", start + len(title))
+    return text[start:end if end != -1 else None]
+
+
+def test_kuberay_docs_set_the_client_side_token_auth_mode():
+    """Ray's own clients (``ray job submit``, ``ray.init``) send the token only with
+    ``RAY_AUTH_MODE=token`` on the client side too; the token itself comes from ``RAY_AUTH_TOKEN``."""
+    kuberay = _section((CLUSTER / "README.md").read_text(), "## 2. KubeRay")
+    assert "export RAY_AUTH_MODE=token" in kuberay
+    assert "export RAY_AUTH_TOKEN=" in kuberay
+    assert kuberay.index("export RAY_AUTH_MODE=token") < kuberay.index("port-forward")
+
+
+def test_kuberay_docs_say_how_a_rayjob_resumes():
+    kuberay = _section((CLUSTER / "README.md").read_text(), "## 2. KubeRay")
+    assert "backoffLimit" in kuberay and "--checkpoint" in kuberay

@@ -62,3 +62,23 @@ def test_every_label_a_panel_groups_by_is_one_its_metric_carries():
                 labels = {g.strip() for g in group.split(",")}
                 for name in names:
                     assert labels <= tags[name], (expr, name, labels - tags[name])
+
+
+def test_it_has_rays_cluster_variable_and_every_query_filters_by_it():
+    """Ray's own dashboards filter by ``ray_io_cluster=~"$Cluster"`` (KubeRay's PodMonitor sets the
+    label per cluster): with one Prometheus over two clusters, ours must not sum them together."""
+    board = json.loads(DASHBOARD.read_text())
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    cluster = variables["Cluster"]
+    assert cluster["type"] == "query" and cluster["datasource"] == "${datasource}"
+    assert re.fullmatch(r"label_values\(ray_whileai_[a-z_]+, ray_io_cluster\)", cluster["query"]["query"])
+    assert cluster["includeAll"] and cluster["allValue"] == ".*"     # All matches a cluster without the label
+    names = [v["name"] for v in board["templating"]["list"]]
+    assert names.index("Cluster") < names.index("SessionName")        # the others narrow by it
+    for name in ("SessionName", "RunId", "Mode"):
+        assert 'ray_io_cluster=~"$Cluster"' in variables[name]["query"]["query"], name
+    targets = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    assert targets
+    for expr in targets:                                             # every selector, not one per expression
+        for selector in re.findall(r"ray_whileai_[a-z_]+\{([^}]*)\}", expr):
+            assert 'ray_io_cluster=~"$Cluster"' in selector, expr

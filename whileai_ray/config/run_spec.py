@@ -33,7 +33,6 @@ import inspect
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,11 @@ from ..errors import SpecError
 from .arguments import MOVED_NAMES, PASSED_ALIASES, SIMULATE_PARAMS, resolve_config
 from .roles import resolve_roles
 from .tools import SPEC_PROVIDERS, check_spec, normalize_tools
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:                        # Python 3.10: the same parser, as the `tomli` backport (a dependency there)
+    import tomli as tomllib
 
 __all__ = ["RunSpec", "SpecError", "load_spec", "parse_spec_text", "import_ref"]
 

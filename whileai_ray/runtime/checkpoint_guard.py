@@ -16,6 +16,7 @@ appends. When it is held as a new run starts, the holder's description says whos
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -25,6 +26,8 @@ import ray
 from ..store.checkpoint_lock import CheckpointBusy, probe, process_alive
 from .cluster import NAMESPACE
 from .warm_pools import is_running
+
+_log = logging.getLogger(__name__)   # a child of whileai_ray.runtime
 
 __all__ = ["clear_checkpoint"]
 
@@ -41,7 +44,7 @@ def _released(checkpoint, within_s: float) -> bool:
     return True
 
 
-def clear_checkpoint(checkpoint, log=print) -> dict | None:
+def clear_checkpoint(checkpoint, log=_log.warning) -> dict | None:
     """Return None when nobody holds ``checkpoint``'s lock (any orphan has let go or was
     stopped); raise ``CheckpointBusy`` when a live run holds it. Returns the orphan's
     description when one was waited for or stopped (the run says so)."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
+import logging
 import time
 from collections import deque
 
@@ -46,6 +46,7 @@ from .run_result import RunResult
 __all__ = ["DriverHost", "RunHandle", "actor_id", "ARRIVAL_S"]
 
 ARRIVAL_S = 60.0        # how long a poll/pull/push waits for its run to arrive
+_log = logging.getLogger(__name__)   # a child of whileai_ray.runtime
 
 
 def actor_id(actor) -> str | None:
@@ -158,21 +159,22 @@ class DriverHost:
 
 def _keep_orphan_rows(result: RunResult, run_id: str) -> RunResult:
     """The rows of a run whose caller was gone, without a checkpoint: written to a file (a large
-    run's are already in its spill folder, which nobody adopts now), and where, said on stderr
-    (the Driver's log; the caller's terminal too while Ray forwards it)."""
+    run's are already in its spill folder, which nobody adopts now), and where, logged as a warning
+    (on stderr unless the user's logging says otherwise: the Driver's log, and the caller's terminal
+    too while Ray forwards it)."""
     if result.spilled is not None:
         where = result.spilled.folder
     elif result.rows:
         try:
             where = keep_rows(result.rows, run_id)
         except OSError as exc:
-            print(f"whileai_ray: run {run_id!r} stopped ({result.errors[-1] if result.errors else 'caller gone'}) "
-                  f"and its {len(result.rows)} rows could not be kept: {exc}", file=sys.stderr, flush=True)
+            _log.error("whileai_ray: run %r stopped (%s) and its %d rows could not be kept: %s", run_id,
+                       result.errors[-1] if result.errors else "caller gone", len(result.rows), exc)
             return result
     else:
         return result
-    print(f"whileai_ray: run {run_id!r} stopped ({result.errors[-1] if result.errors else 'caller gone'}); "
-          f"its {result.row_count} rows were kept in {where}", file=sys.stderr, flush=True)
+    _log.warning("whileai_ray: run %r stopped (%s); its %d rows were kept in %s", run_id,
+                 result.errors[-1] if result.errors else "caller gone", result.row_count, where)
     return dataclasses.replace(result, kept_at=where)
 
 

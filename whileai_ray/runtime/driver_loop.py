@@ -28,6 +28,7 @@ pools (``pool.py``); the Driver actor is a thin Ray shell around this loop; unit
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ from .pool import Pool
 
 __all__ = ["DriverLoop", "LoopSettings", "Flight", "STUCK_GRACE_S"]
 
+_log = logging.getLogger(__name__)   # a child of whileai_ray.runtime
+
 STUCK_GRACE_S = 30.0
 TURN_ROUNDS = 1        # rounds (~25 ms of planner each) decided per loop turn when not reproducible, before they go out
 
@@ -59,7 +62,7 @@ class Flight:
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)      # an actor's stdout reaches the caller's console (log_to_driver)
+    _log.warning(line)      # an actor's stderr reaches the caller's console (log_to_driver)
 
 
 class DriverLoop:

@@ -13,8 +13,12 @@ age out after two report intervals, so a finished run's gauges are set to 0 befo
 """
 from __future__ import annotations
 
+import logging
+
 from ..core.usage import usage_number
 from .metric_names import METRICS, RUN_TAGS
+
+_log = logging.getLogger(__name__)   # a child of whileai_ray.runtime: users tune or silence it by name
 
 __all__ = ["RunMetrics", "NoMetrics", "run_metrics", "batch_counts", "PASS_AT"]
 
@@ -169,10 +173,10 @@ _SAID: set = set()
 
 
 def _said_once(line: str) -> None:
-    """Print ``line`` once per process (a metrics problem is worth one line, never a flood)."""
+    """Log ``line`` once per process (a metrics problem is worth one line, never a flood)."""
     if line not in _SAID and len(_SAID) < 100:
         _SAID.add(line)
-        print(line, flush=True)
+        _log.warning(line)
 
 
 def _node_label(node_id: str) -> str:
@@ -191,12 +195,12 @@ def _node_label(node_id: str) -> str:
 def run_metrics(spec) -> NoMetrics:
     """``RunMetrics`` for a job's ``metrics`` entry (``{"run_id", "mode"}``), ``NoMetrics`` for None.
 
-    A Ray that cannot make metric objects gives ``NoMetrics`` with one printed line: watching a
+    A Ray that cannot make metric objects gives ``NoMetrics`` with one logged warning: watching a
     run must never stop it."""
     if not spec:
         return NoMetrics()
     try:
         return RunMetrics(spec["run_id"], spec.get("mode", "explore"))
     except Exception as exc:
-        print(f"whileai_ray: metrics off for run {spec.get('run_id')}: {type(exc).__name__}: {exc}", flush=True)
+        _log.warning("whileai_ray: metrics off for run %s: %s: %s", spec.get("run_id"), type(exc).__name__, exc)
         return NoMetrics()

@@ -14,12 +14,15 @@ bundle's resources.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
 import time
 
 from .server_process import ServerProcess, log_tail, server_command
+
+_log = logging.getLogger(__name__)   # a child of whileai_ray.runtime
 
 __all__ = ["ServerActor", "free_port"]
 
@@ -94,8 +97,9 @@ class ServerActor:
                     return
                 self.restarts += 1
                 server.stop(grace_s=1)          # reap it, and any process it forked
-                print(f"whileai_ray: model server {self.label} exited with code {code}; restarting it on "
-                      f"{server.host}:{server.port} (restart {self.restarts} of {self.max_restarts})", flush=True)
+                _log.warning("whileai_ray: model server %s exited with code %s; restarting it on %s:%s "
+                             "(restart %d of %d)", self.label, code, server.host, server.port,
+                             self.restarts, self.max_restarts)
                 server.launch()
                 self._restarting = True
             try:

@@ -14,6 +14,8 @@ from typing import Any, Callable
 from .agents.backends import configured_ray_options
 from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
+from .agents.response_cache import STATS, cache_spec, since
+from .agents.response_cache import summary as cache_summary
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
 from .config.run_identity import run_identity
@@ -138,6 +140,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
          trace_plan=None) -> SimulationData:
 
     t_start = time.monotonic()
+    cache_before = STATS.snapshot(cfg.advanced["cache"]) if cfg.advanced.get("cache") else {}
     run_id = cfg.advanced.get("run_id") or new_run_id()
     axes, cells = _grid(cfg, dims, keep_fault_cells)
     traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
@@ -187,6 +190,9 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     if first.data_plane is not None:           # shared storage: what reached the Driver vs the rows written
         data.search["data_plane"] = first.data_plane
     add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles), tally=tally)
+    cache = cache_spec(cfg.advanced)
+    if cache is not None:       # the response cache: the actors' counts (on the rows) and this process's
+        data.coverage["cache"] = cache_summary(cache, data.trajectories, since(cache.path, cache_before))
     add_grader_note(data.warnings, grader_note_rows(data.trajectories))
     for w in data.warnings:
         logger.warning(w)
@@ -267,7 +273,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
                               timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience,
                               tool_choice=knobs.get("tool_choice"),
                               min_user_turns=knobs.get("min_user_turns"),
-                              user_temperature=knobs.get("user_temperature"))
+                              user_temperature=knobs.get("user_temperature"), cache=cache_spec(knobs))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
                    world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout,

@@ -102,11 +102,13 @@ def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None 
                      trust: str = "warn") -> ScoredData:
     """The contract path: copies of the run's rows graded by ``judge`` (``result/run_judge.py``, the one
     engine behind it and ``evaluate``), plus the trust check; the run is untouched."""
-    from .run_judge import run_judge
+    from .run_judge import run_judge, with_run_cache
     _check_trust(trust)
     if not callable(judge):
         raise TypeError("judge= takes a callable row -> {'reward': 0 or 1, 'reason': str, 'markers': {...}} "
                         "(a bare number works too) or a wai.Judge")
+    if isinstance(judge, Judge):       # a run made with advanced={"cache": ...}: the regrade reads it too
+        judge = with_run_cache(judge, (getattr(data, "coverage", None) or {}).get("cache"))
     if is_arrow(data.trajectories):    # copies on disk too: a new spill, graded a row group at a time
         from types import SimpleNamespace
         scoring_id = fresh_scoring_run_id()

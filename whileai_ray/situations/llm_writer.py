@@ -94,6 +94,7 @@ class LLMWriter:
         self.dialect = None              # structured-output dialect of the endpoint, learned on first use
         self.written = self.writer_errors = self.requests = 0
         self.amplifier = SeedAmplifier(self)
+        self.response_cache = None       # a response_cache.CacheSpec when advanced["cache"] is on (config/roles.py)
         self._setup_runtime()
 
     def _setup_runtime(self) -> None:
@@ -133,7 +134,8 @@ class LLMWriter:
             self.backend = await preflight(self.backend)
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client, self._client_loop = make_client(self.backend, timeout=self.timeout), loop
+            self._client, self._client_loop = make_client(self.backend, timeout=self.timeout, role="writer",
+                                                          cache=getattr(self, "response_cache", None)), loop
         return self._client
 
     async def complete(self, system: str, user: str, sem=None, schema: dict | None = None,

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from .agents.backends import configured_ray_options
 from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
-from .agents.response_cache import STATS, cache_spec, since
+from .agents.response_cache import cache_spec
 from .agents.response_cache import summary as cache_summary
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
@@ -140,7 +140,6 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
          trace_plan=None) -> SimulationData:
 
     t_start = time.monotonic()
-    cache_before = STATS.snapshot(cfg.advanced["cache"]) if cfg.advanced.get("cache") else {}
     run_id = cfg.advanced.get("run_id") or new_run_id()
     axes, cells = _grid(cfg, dims, keep_fault_cells)
     traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
@@ -191,8 +190,10 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
         data.search["data_plane"] = first.data_plane
     add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles), tally=tally)
     cache = cache_spec(cfg.advanced)
-    if cache is not None:       # the response cache: the actors' counts (on the rows) and this process's
-        data.coverage["cache"] = cache_summary(cache, data.trajectories, since(cache.path, cache_before))
+    if cache is not None:       # the response cache: the counts on the rows (agent, user, judge) and the writer's
+        written = [r.writer["cache"] for r in results if r.writer and r.writer.get("cache")]
+        data.coverage["cache"] = cache_summary(cache, data.trajectories, {"writer": {
+            k: sum(c[k] for c in written) for k in ("hits", "misses")}} if written else None)
     add_grader_note(data.warnings, grader_note_rows(data.trajectories))
     for w in data.warnings:
         logger.warning(w)

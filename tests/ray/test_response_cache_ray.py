@@ -8,6 +8,7 @@ import threading
 import pytest
 
 import whileai_ray as wai
+from whileai_ray.agents.backends import reset_configuration
 from whileai_ray.agents.response_cache import CacheStore
 from whileai_ray.testing.server import start_server
 
@@ -66,6 +67,31 @@ def test_a_replay_at_temperature_0_makes_no_model_call_and_lands_the_same_rows(r
     assert chat_calls(handler) - calls == first_calls          # the replay made no model call
     again = second.report()["cache"]
     assert again["misses"] == 0 and again["hits"] == report["hits"] + report["misses"]
+    assert [steady(r) for r in second.rows()] == [steady(r) for r in first.rows()]
+
+
+def test_every_model_role_is_replayed_from_the_cache(ray_local, tools, scripted, tmp_path):
+    url, handler = scripted
+    cache = str(tmp_path / "roles.sqlite")
+    model = f"vllm:scripted-7b@{url}"
+    wai.configure(judge=model)
+    try:
+        run = dict(agent=model, simulator=model, grade=True, tools=tools, system_prompt=SYSTEM, budget=10,
+                   seed=11, avg_turns=2, max_turns=3, patience="endless", temperature=0, advanced={"cache": cache})
+        calls = chat_calls(handler)
+        first = simulate_within(240, **run)
+        first_calls = chat_calls(handler) - calls
+        second = simulate_within(240, **run)
+    finally:
+        reset_configuration()
+    assert chat_calls(handler) - calls == first_calls        # writer, agent, user and judge: no call
+    by_role = first.report()["cache"]["by_role"]
+    assert set(by_role) == {"agent", "user", "judge", "writer"} and all(c["misses"] for c in by_role.values())
+    again = second.report()["cache"]
+    assert again["misses"] == 0 and set(again["by_role"]) == set(by_role)
+    assert all(again["by_role"][r]["hits"] == by_role[r]["hits"] + by_role[r]["misses"] for r in by_role)
+    assert {r["judge_meta"].pop("cache") for r in first.trajectories} == {"miss"}     # each verdict says
+    assert {r["judge_meta"].pop("cache") for r in second.trajectories} == {"hit"}
     assert [steady(r) for r in second.rows()] == [steady(r) for r in first.rows()]
 
 

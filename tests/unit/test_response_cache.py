@@ -196,14 +196,44 @@ def test_a_second_grade_with_an_llm_judge_makes_no_model_call(server, tmp_path):
     assert handler.requests == calls + 2 and third.cache["hits"] == 6
 
 
+def test_wai_grade_in_place_reads_the_cache_and_reports_it(server, tmp_path):
+    import whileai_ray as wai
+    url, handler = server()
+    cache = str(tmp_path / "responses.sqlite")
+    first = wai.grade(_rows(), spec=Judge("Report the status.", base_url=url, cache=cache))
+    calls = handler.requests
+    assert first["cache"]["misses"] == 6
+    rows = _rows()
+    again = wai.grade(rows, spec=Judge("Report the status.", base_url=url, cache=cache))
+    assert handler.requests == calls + 1 and again["cache"]["hits"] == 6 and again["cache"]["misses"] == 0
+    assert (again["n0"], again["n1"]) == (first["n0"], first["n1"]) and all("reward" in r for r in rows)
+    reports = []
+    for _ in range(2):      # a run made with the cache: data.grade_llm reads it with no judge cache=
+        data = SimulationData(trajectories=_rows(), system_prompt="You help with orders.", tools=TOOLS)
+        data.coverage["cache"] = {"path": first["cache"]["path"], "agent_sampled": False}
+        reports.append(data.grade_llm(base_url=url, rubric="Report the status."))
+    assert [r["cache"]["hits"] for r in reports] == [0, 6] and [r["cache"]["misses"] for r in reports] == [6, 0]
+    assert handler.requests == calls + 1 + 7 + 1      # /models each time, and the first run's 6 verdicts
+
+
+def test_the_metrics_count_the_rows_cache_lookups():
+    from whileai_ray.runtime.metrics import batch_counts
+    rows = [{"_cache": {"agent": {"hits": 2, "misses": 1}, "user": {"hits": 0, "misses": 1}}},
+            {"_cache": {"agent": {"hits": 1, "misses": 0}}}, {}]
+    assert batch_counts(rows)["cache"] == {("agent", "hit"): 3, ("agent", "miss"): 1, ("user", "miss"): 1}
+
+
 def test_the_sync_judge_reads_the_cache_too(server, tmp_path):
     url, handler = server()
     cache = str(tmp_path / "responses.sqlite")
     row = _rows()[1]
     first = Judge(base_url=url, cache=cache)(row)
     calls = handler.requests
-    assert Judge(base_url=url, cache=cache)(row) == first
+    again = Judge(base_url=url, cache=cache)(row)
     assert handler.requests == calls + 1          # /models only
+    assert (first["judge_meta"].pop("cache"), again["judge_meta"].pop("cache")) == ("miss", "hit")
+    assert again == first
+    assert "cache" not in Judge(base_url=url)(row)["judge_meta"]      # no cache, no note
 
 
 def test_the_llm_writer_reads_the_cache(server, tmp_path):

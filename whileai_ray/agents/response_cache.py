@@ -172,14 +172,20 @@ def since(path: str, before: dict, roles=ROLES) -> dict:
 
 
 def summary(spec: CacheSpec | None, rows=(), extra: dict | None = None) -> dict | None:
-    """``{"path", "hits", "misses", "by_role", "agent_sampled"}``: the rows' tallies (``_cache``,
-    what the rollout actors saw) plus ``extra`` (lookups made in this process), or None when off."""
+    """``{"path", "hits", "misses", "by_role", "agent_sampled"}``: the rows' tallies (``_cache``:
+    what the rollout actors saw; ``judge_meta["cache"]``: the judge's) plus ``extra`` (counts by
+    role from elsewhere: the writer's stats, or this process's lookups), or None when off."""
     if spec is None:
         return None
     by_role: dict = {}
     for row in rows:
-        for role, counts in ((row.get("_cache") if isinstance(row, dict) else None) or {}).items():
+        if not isinstance(row, dict):
+            continue
+        for role, counts in (row.get("_cache") or {}).items():
             _add(by_role, role, counts)
+        looked = (row.get("judge_meta") or {}).get("cache") if isinstance(row.get("judge_meta"), dict) else None
+        if looked in ("hit", "miss"):           # the run's judge (score/llm_judge.py) notes it per verdict
+            _add(by_role, "judge", {"hits": int(looked == "hit"), "misses": int(looked == "miss")})
     for role, counts in (extra or {}).items():
         _add(by_role, role, counts)
     return {"path": spec.path, "hits": sum(c["hits"] for c in by_role.values()),

@@ -25,7 +25,7 @@ import asyncio
 import threading
 
 from ..agents.backends import OpenAI, make_client, make_sync_client, preflight, redact, resolve_role
-from ..agents.response_cache import cache_spec
+from ..agents.response_cache import cache_spec, unit_tally
 from ..agents.structured import VERDICT_SCHEMA, create_structured, create_structured_sync, endpoint_key
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from .judge_prompt import judge_messages, parse_judge_reply, rubric_sha
@@ -195,11 +195,19 @@ class Judge:
                 self._client = make_sync_client(self.backend, timeout=self.timeout, max_retries=_RETRIES,
                                                 cache=getattr(self, "response_cache", None), role="judge")
         try:
-            reply, self.dialect = create_structured_sync(self._client, self._request(row), VERDICT_SCHEMA,
-                                                         "verdict", endpoint_key(self.backend), self.dialect)
+            with unit_tally() as looked:
+                reply, self.dialect = create_structured_sync(self._client, self._request(row), VERDICT_SCHEMA,
+                                                             "verdict", endpoint_key(self.backend), self.dialect)
         except openai.APITimeoutError as exc:
             raise TimeoutError(f"the judge at {redact(self.backend.base_url)} timed out after {self.timeout:g}s") from exc
-        return self.verdict_of(_reply_text(reply))
+        return self._noted(self.verdict_of(_reply_text(reply)), looked)
+
+    def _noted(self, verdict: dict, looked: dict) -> dict:
+        """With a response cache, ``judge_meta["cache"]`` says whether the verdict's reply was read
+        from it ("hit") or asked of the model ("miss"); a run's report sums them."""
+        if getattr(self, "response_cache", None) is not None and looked.get("judge"):
+            verdict["judge_meta"]["cache"] = "miss" if looked["judge"]["misses"] else "hit"
+        return verdict
 
     async def ajudge(self, row: dict, client=None) -> dict:
         """Judge one row on an ``openai.AsyncOpenAI`` client (one is made when none is given)."""
@@ -211,9 +219,10 @@ class Judge:
 
         for attempt in range(_RETRIES + 1):
             try:
-                reply, self.dialect = await create_structured(client, self._request(row), VERDICT_SCHEMA, "verdict",
-                                                              endpoint_key(self.backend), self.dialect)
-                return self.verdict_of(_reply_text(reply))
+                with unit_tally() as looked:
+                    reply, self.dialect = await create_structured(client, self._request(row), VERDICT_SCHEMA,
+                                                                  "verdict", endpoint_key(self.backend), self.dialect)
+                return self._noted(self.verdict_of(_reply_text(reply)), looked)
             except openai.APITimeoutError as exc:
                 if attempt == _RETRIES:
                     raise TimeoutError(f"the judge at {redact(self.backend.base_url)} timed out") from exc

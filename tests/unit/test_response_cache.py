@@ -156,6 +156,23 @@ def test_a_repeated_request_is_answered_from_the_cache_and_counted(server, tmp_p
     assert handler.requests == 3
 
 
+@pytest.mark.parametrize("failure", [{"error_rate": 1.0}, {"malformed_rate": 1.0}])
+def test_an_error_or_a_malformed_reply_is_never_kept(server, tmp_path, failure):
+    import openai
+    from whileai_ray.agents.chat_call import AgentReplyError
+    url, handler = server(**failure)
+    spec = rc.CacheSpec(str(tmp_path / "responses.sqlite"))
+    body = {"model": "scripted", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+
+    async def call():
+        async with make_client(OpenAI("scripted", url, "x"), timeout=30, cache=spec) as client:
+            for _ in range(2):
+                with pytest.raises((openai.APIStatusError, AgentReplyError)):
+                    await chat_completion(client, body, 30)
+    asyncio.run(call())
+    assert handler.requests == 2 and len(rc.CacheStore(spec.path)) == 0
+
+
 def test_a_broken_cache_file_still_calls_the_model(server, tmp_path, caplog):
     url, handler = server()
     path = tmp_path / "responses.sqlite"

@@ -212,14 +212,17 @@ class _CacheLookup:
                                          headers={"x-whileai-cache": "hit"})
 
     def keep(self, key: str, response: httpx.Response) -> None:
-        """A fresh answer that is a chat completion (HTTP 200, a JSON object with choices) is kept."""
+        """A fresh answer that is a chat completion (HTTP 200, a JSON object whose every choice has
+        a message object) is kept; anything else (an error, a malformed body) is never replayed."""
         if response.status_code != 200:
             return
         try:
             reply = json.loads(response.content)
         except ValueError:
             return
-        if isinstance(reply, dict) and isinstance(reply.get("choices"), list) and reply["choices"]:
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        if isinstance(choices, list) and choices and all(
+                isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices):
             rc.store_for(self.spec.path).put(key, reply)
 
 
@@ -237,7 +240,7 @@ class CachingTransport(httpx.AsyncBaseTransport):
         response = await self.inner.handle_async_request(request)
         if key is not None:
             await response.aread()
-            self.cache.keep(key, response)
+            await asyncio.to_thread(self.cache.keep, key, response)   # a write may wait on another process's
         return response
 
     async def aclose(self) -> None:

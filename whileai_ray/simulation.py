@@ -29,6 +29,7 @@ from .result.data import SimulationData
 from .result.cluster_hook import install_cluster_runner
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
+from .result.run_judge import with_run_cache
 from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
 from .result.role_notes import add_role_notes
@@ -40,6 +41,7 @@ from .score.conduct import conduct_grader
 from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
+from .score.llm_judge import Judge
 from .search.planner import Planner
 from .search.tasks import UNFAITHFUL, build_tasks
 from .search.trace_report import apply_trace_plan, drop_trace_copies
@@ -303,6 +305,9 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards.py)
     shards = shards_folder(cfg.checkpoint, storage) if storage not in (None, False) and cfg.checkpoint else None
+    cache = cache_spec(knobs)
+    if cache is not None and isinstance(grader, Judge):    # grader=wai.Judge(...) reads the run's cache too
+        grader = with_run_cache(grader, {"path": cache.path, "agent_sampled": cache.agent_sampled})
     return JobSpec(
         run_id=job_run_id, cap=max(0, cfg.budget),
         make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),

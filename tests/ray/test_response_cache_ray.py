@@ -100,12 +100,14 @@ def test_four_rollout_actors_share_one_cache_with_no_torn_entry(ray_local, tools
     cache = str(tmp_path / "shared.sqlite")
     data = simulate_within(300, agent=f"vllm:scripted-7b@{url}", tools=tools, system_prompt=SYSTEM,
                            simulator=False, budget=48, seed=5, avg_turns=2, max_turns=3, temperature=0,
-                           concurrency=16, repeats=2, advanced={
+                           concurrency=16, repeats=2, grader=wai.Judge("Report the status.", base_url=url),
+                           advanced={
                                "cache": cache, "ray": {"rollout_actors": 4, "concurrency_per_actor": 4}})
     assert data.report()["placement"]["rollout_actors"] == 4
     assert len(data.rows()) == 48 and all("_cache" in r for r in data.trajectories)
     report = data.report()["cache"]
     assert report["misses"] > 0 and report["hits"] > 0       # repeats of one ask: the same first request
+    assert report["by_role"]["judge"]["hits"] + report["by_role"]["judge"]["misses"] == 48   # grader= reads it too
     with sqlite3.connect(cache) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         keys = [k for (k,) in conn.execute("SELECT key FROM responses")]

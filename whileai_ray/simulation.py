@@ -14,6 +14,8 @@ from typing import Any, Callable
 from .agents.backends import configured_ray_options
 from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
+from .agents.response_cache import cache_spec
+from .agents.response_cache import summary as cache_summary
 from .config.arguments import resolve_config
 from .config.roles import resolve_roles
 from .config.run_identity import run_identity
@@ -27,6 +29,7 @@ from .result.data import SimulationData
 from .result.cluster_hook import install_cluster_runner
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
+from .result.run_judge import with_run_cache
 from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
 from .result.role_notes import add_role_notes
@@ -38,6 +41,7 @@ from .score.conduct import conduct_grader
 from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judging import judge_name
+from .score.llm_judge import Judge
 from .search.planner import Planner
 from .search.tasks import UNFAITHFUL, build_tasks
 from .search.trace_report import apply_trace_plan, drop_trace_copies
@@ -187,6 +191,11 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     if first.data_plane is not None:           # shared storage: what reached the Driver vs the rows written
         data.search["data_plane"] = first.data_plane
     add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles), tally=tally)
+    cache = cache_spec(cfg.advanced)
+    if cache is not None:       # the response cache: the counts on the rows (agent, user, judge) and the writer's
+        written = [r.writer["cache"] for r in results if r.writer and r.writer.get("cache")]
+        data.coverage["cache"] = cache_summary(cache, data.trajectories, {"writer": {
+            k: sum(c[k] for c in written) for k in ("hits", "misses")}} if written else None)
     add_grader_note(data.warnings, grader_note_rows(data.trajectories))
     for w in data.warnings:
         logger.warning(w)
@@ -267,7 +276,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
                               timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience,
                               tool_choice=knobs.get("tool_choice"),
                               min_user_turns=knobs.get("min_user_turns"),
-                              user_temperature=knobs.get("user_temperature"))
+                              user_temperature=knobs.get("user_temperature"), cache=cache_spec(knobs))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
                    world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout,
@@ -296,6 +305,9 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
     storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards.py)
     shards = shards_folder(cfg.checkpoint, storage) if storage not in (None, False) and cfg.checkpoint else None
+    cache = cache_spec(knobs)
+    if cache is not None and isinstance(grader, Judge):    # grader=wai.Judge(...) reads the run's cache too
+        grader = with_run_cache(grader, {"path": cache.path, "agent_sampled": cache.agent_sampled})
     return JobSpec(
         run_id=job_run_id, cap=max(0, cfg.budget),
         make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),

@@ -109,6 +109,10 @@ def panels() -> list:
              "short"),
             ("Cost so far", "Cost the agent's endpoint reported (usage.cost), in its own currency.",
              [(f"sum(ray_whileai_cost_total{{{F}}}) by (run_id)", "{{run_id}}")], "short"),
+            ("Response cache", "Model requests answered from the response cache (hit: no model call) or "
+             "sent to the model (miss), per second, by role (advanced['cache']).",
+             [(f"sum(rate(ray_whileai_cache_lookups_total{{{F}}}[$window])) by (run_id, role, outcome)",
+               "{{role}} {{outcome}} {{run_id}}")], "reqps"),
         ]),
     ]
     out, pid, y = [], 1, 0

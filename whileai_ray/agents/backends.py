@@ -23,7 +23,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["OpenAI", "parse_spec", "configure", "resolve_role", "preflight", "make_client",
+__all__ = ["OpenAI", "parse_spec", "configure", "resolve_role", "preflight", "make_client", "make_sync_client",
            "reset_configuration", "redact", "ROLES"]
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -251,20 +251,40 @@ async def preflight(backend: OpenAI, timeout: float = 5.0) -> OpenAI:
     return backend.resolved(model)
 
 
-def make_client(backend: OpenAI, *, timeout: float = 300.0):
+def make_client(backend: OpenAI, *, timeout: float = 300.0, cache=None, role: str = "agent"):
     """An ``openai.AsyncOpenAI`` for one actor (no SDK retries: play retries itself).
 
     Model play sends through it with ``agents.chat_call.chat_completion`` (a raw post, about
     0.9 ms of CPU a request here, against about 1.5 ms for the typed ``create``). A plain-http
     endpoint without a proxy (vLLM, llama.cpp) gets ``http_transport.KeepAliveTransport`` under
-    httpx, whose pool does not re-check every idle connection on each request.
+    httpx, whose pool does not re-check every idle connection on each request. ``cache`` (a
+    ``response_cache.CacheSpec``) puts ``http_transport.CachingTransport`` above it, counting
+    its requests as ``role``'s.
     """
     import openai   # lazy: openai (~0.5 s), only for a model-backed role
 
-    from .http_transport import KeepAliveTransport, use_keepalive_transport   # lazy: imports httpx
+    from .http_transport import CachingTransport, KeepAliveTransport, use_keepalive_transport   # lazy: httpx
     http_client = None
-    if use_keepalive_transport(backend.base_url):
+    if use_keepalive_transport(backend.base_url) or cache is not None:
         import httpx   # lazy: httpx
-        http_client = httpx.AsyncClient(transport=KeepAliveTransport(), timeout=timeout)
+        transport = KeepAliveTransport() if use_keepalive_transport(backend.base_url) else httpx.AsyncHTTPTransport()
+        if cache is not None:
+            transport = CachingTransport(transport, cache, role)
+        http_client = httpx.AsyncClient(transport=transport, timeout=timeout)
     return openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key or "EMPTY",
                               timeout=timeout, max_retries=0, http_client=http_client)
+
+
+def make_sync_client(backend: OpenAI, *, timeout: float, max_retries: int, cache=None, role: str = "judge"):
+    """An ``openai.OpenAI`` (sync; the judge's ``__call__``), through the response cache when
+    ``cache`` is given."""
+    import openai   # lazy: openai
+
+    http_client = None
+    if cache is not None:
+        import httpx   # lazy: httpx
+
+        from .http_transport import SyncCachingTransport
+        http_client = httpx.Client(transport=SyncCachingTransport(httpx.HTTPTransport(), cache, role), timeout=timeout)
+    return openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key, timeout=timeout,
+                         max_retries=max_retries, http_client=http_client)

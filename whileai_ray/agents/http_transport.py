@@ -17,16 +17,24 @@ mid-answer -> ``httpx.RemoteProtocolError``. A reused connection the server had 
 
 Used only for ``http://`` base URLs when no proxy is configured in the environment; ``https://``
 (the OpenAI API) and proxied setups keep httpx's own transport.
+
+:class:`CachingTransport` (and :class:`SyncCachingTransport`, for the sync judge) sits above
+either when ``advanced={"cache": path}`` is on: every chat-completions POST of every role goes
+through here, typed ``create`` and raw ``post`` alike, so this is the one place a request body
+is looked up in the response cache (``response_cache.py``) and a fresh reply is kept.
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections import deque
 
 import httpx
 
-__all__ = ["KeepAliveTransport", "use_keepalive_transport"]
+from . import response_cache as rc
+
+__all__ = ["KeepAliveTransport", "use_keepalive_transport", "CachingTransport", "SyncCachingTransport"]
 
 _PROXY_VARS = ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
@@ -175,3 +183,85 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
             while idle:
                 self._close(idle.pop())
         self._idle.clear()
+
+
+# ---- the response cache --------------------------------------------------------------------------
+class _CacheLookup:
+    """What both caching transports share: the key of a request, a hit, and keeping a reply."""
+
+    def __init__(self, spec: "rc.CacheSpec", role: str):
+        self.spec, self.role = spec, role
+
+    def lookup(self, request: httpx.Request, content: bytes):
+        """``(key, role, hit_response)``; key None when this request is not one to cache."""
+        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+            return None, None, None
+        try:
+            body = json.loads(content)
+        except ValueError:
+            return None, None, None
+        role = rc.current_role(self.role)
+        if not rc.cacheable(role, body, self.spec.agent_sampled):
+            return None, None, None
+        key = rc.request_key(str(request.url), body)
+        reply = rc.store_for(self.spec.path).get(key)
+        rc.count(self.spec.path, role, reply is not None)
+        if reply is None:
+            return key, role, None
+        return key, role, httpx.Response(200, json=reply, request=request,
+                                         headers={"x-whileai-cache": "hit"})
+
+    def keep(self, key: str, response: httpx.Response) -> None:
+        """A fresh answer that is a chat completion (HTTP 200, a JSON object whose every choice has
+        a message object) is kept; anything else (an error, a malformed body) is never replayed."""
+        if response.status_code != 200:
+            return
+        try:
+            reply = json.loads(response.content)
+        except ValueError:
+            return
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        if isinstance(choices, list) and choices and all(
+                isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices):
+            rc.store_for(self.spec.path).put(key, reply)
+
+
+class CachingTransport(httpx.AsyncBaseTransport):
+    """Answers a chat-completions request from the response cache, or sends it through ``inner``
+    and keeps the reply. ``role`` is the default role of its requests (``cache_role`` overrides)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, spec: "rc.CacheSpec", role: str = "agent"):
+        self.inner, self.cache = inner, _CacheLookup(spec, role)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        key, _role, hit = self.cache.lookup(request, await request.aread())
+        if hit is not None:
+            return hit
+        response = await self.inner.handle_async_request(request)
+        if key is not None:
+            await response.aread()
+            await asyncio.to_thread(self.cache.keep, key, response)   # a write may wait on another process's
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class SyncCachingTransport(httpx.BaseTransport):
+    """:class:`CachingTransport` for a sync ``httpx.Client`` (the judge's ``__call__``)."""
+
+    def __init__(self, inner: httpx.BaseTransport, spec: "rc.CacheSpec", role: str = "judge"):
+        self.inner, self.cache = inner, _CacheLookup(spec, role)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        key, _role, hit = self.cache.lookup(request, request.read())
+        if hit is not None:
+            return hit
+        response = self.inner.handle_request(request)
+        if key is not None:
+            response.read()
+            self.cache.keep(key, response)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()

@@ -17,7 +17,7 @@ class ModelSettings:
 
     def __init__(self, backend, user_backend=None, max_turns=None, avg_turns=None, temperature=None,
                  max_tokens=None, timeout=None, logprobs=False, patience=None, endpoint_concurrency=64,
-                 tool_choice=None, min_user_turns=None, user_temperature=None):
+                 tool_choice=None, min_user_turns=None, user_temperature=None, cache=None):
         self.backend = backend
         self.user_backend = user_backend
         self.max_turns = max_turns
@@ -31,3 +31,4 @@ class ModelSettings:
         self.tool_choice = tool_choice
         self.min_user_turns = min_user_turns
         self.user_temperature = USER_TEMPERATURE if user_temperature is None else float(user_temperature)
+        self.cache = cache             # response_cache.CacheSpec (advanced["cache"]) or None

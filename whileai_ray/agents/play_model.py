@@ -8,6 +8,7 @@ from ..world.mock import World
 from .callable import agent_error, unusable_reason
 from .model_conversation import play_model_unit
 from .play_callable import context_for
+from .response_cache import unit_tally
 from .row_builder import build_row
 from .user_sim import USER_TEMPERATURE, SimulatedUser
 
@@ -18,7 +19,7 @@ async def play_model_row(client, user_client, settings: ModelSettings, unit, met
     user = SimulatedUser(settings.user_backend, settings.patience, seed=unit.seed, unit_key=unit.draw_key(),
                          opening=unit.prompt, client=user_client if settings.user_backend else None,
                          temperature=getattr(settings, "user_temperature", USER_TEMPERATURE))
-    with activate(ctx):
+    with activate(ctx), unit_tally() as cache_counts:
         try:
             traj = await play_model_unit(
                 client, settings.backend, unit, meta, world_call=world.call, max_turns=settings.max_turns,
@@ -35,4 +36,6 @@ async def play_model_row(client, user_client, settings: ModelSettings, unit, met
         if key in traj:
             row["_" + key] = traj[key]
     row["_user_think"] = dict(user.think)
+    if cache_counts:                      # the response cache's hits and misses in this unit, by role
+        row["_cache"] = cache_counts
     return row

@@ -195,7 +195,9 @@ class EndpointClients:
     same MultiEndpoint, both come from the same replica (one client, one prefix cache).
     """
 
-    def __init__(self, backend, user_backend=None, *, timeout: float = 300.0, user_timeout: float = 60.0):
+    def __init__(self, backend, user_backend=None, *, timeout: float = 300.0, user_timeout: float = 60.0,
+                 cache=None):
+        self.cache = cache             # a response_cache.CacheSpec, or None: every client goes through it
         self.backend = backend
         self.user_backend = user_backend
         self.timeout = timeout
@@ -206,7 +208,7 @@ class EndpointClients:
         key = (endpoint.base_url, timeout)
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = make_client(endpoint, timeout=timeout)
+            client = self._clients[key] = make_client(endpoint, timeout=timeout, cache=self.cache)
         return client
 
     def warm(self) -> None:

@@ -126,7 +126,9 @@ class SimulatedUser:
                    "messages": [{"role": "system", "content": _PERSONA.format(opening=self.opening)},
                                 {"role": "user", "content": question}],
                    "temperature": self.temperature, "max_tokens": self.max_tokens}
-        response = await chat_completion(self.client, request, self.timeout, need_message=False)
+        from .response_cache import cache_role
+        with cache_role("user"):            # the response cache counts (and caches) it as the user's
+            response = await chat_completion(self.client, request, self.timeout, need_message=False)
         usage = response.get("usage") or {}
         self.usage["input_tokens"] += usage.get("prompt_tokens") or 0
         self.usage["output_tokens"] += usage.get("completion_tokens") or 0

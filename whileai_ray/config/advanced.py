@@ -10,6 +10,7 @@ came in (``dimensions=`` or ``advanced['dimensions']``).
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from typing import Any, Callable
 
@@ -51,6 +52,9 @@ ADVANCED_DEFAULTS: dict[str, Any] = {
     "opening": "auto", "steering_weight": None, "embedder": None, "llm_spec": None,
     "min_user_turns": None, "user_temperature": None, "writer_temperature": None,
     "tool_choice": None, "metrics": True, "shared_storage": None,
+    # the response cache of model calls (agents/response_cache.py): a SQLite file path, and whether
+    # the agent's requests at temperature > 0 are cached too
+    "cache": None, "cache_agent_sampled": False,
     # constructor arguments of a class given as agent=/grader=/execute= (built once per actor)
     "agent_args": (), "agent_kwargs": {}, "grader_args": (), "grader_kwargs": {},
     "execute_args": (), "execute_kwargs": {},
@@ -167,6 +171,22 @@ def _shared_storage(value: Any, label: str):
                      f"filesystem URI such as 's3://bucket/runs', or False; got {value!r}")
 
 
+def _cache_path(value: Any, label: str) -> str | None:
+    """The response cache's file: a path (a SQLite file, made when absent), or None for no cache."""
+    if value is None or value is False:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str) and value.strip():
+        path = os.path.expanduser(value.strip())
+        if os.path.isdir(path):
+            raise ValueError(f"{label} is a file path for the response cache (a SQLite file); {path!r} is a folder: "
+                             f"name a file in it, e.g. {os.path.join(path, 'responses.sqlite')!r}")
+        return os.path.abspath(path)
+    raise ValueError(f"{label} is the response cache's file path, e.g. 'runs/responses.sqlite', or None; "
+                     f"got {value!r}")
+
+
 def _run_id(value: Any, label: str) -> str:
     """A run names itself (the Driver actor, the Ray Job): letters, digits, '-', '_', '.'."""
     if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value):
@@ -220,6 +240,8 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "agent_args": _ctor_args, "agent_kwargs": _ctor_kwargs, "grader_args": _ctor_args,
     "grader_kwargs": _ctor_kwargs, "execute_args": _ctor_args, "execute_kwargs": _ctor_kwargs,
     "shared_storage": _shared_storage,   # rollout actors write their rows there (store/shards.py)
+    "cache": _cache_path,
+    "cache_agent_sampled": _bool,
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
 
@@ -260,6 +282,9 @@ def validate_advanced(advanced: Any, moved: dict | None = None, *, has_grader: b
     if out.get("mutate_graded_failures") and not has_grader:
         raise ValueError("advanced['mutate_graded_failures']=True needs grader=: without a "
                          "callable grader there is no verdict to mutate on")
+    if out.get("cache_agent_sampled") and not out.get("cache"):
+        raise ValueError(f"{_label('cache_agent_sampled', moved_names)}=True needs advanced['cache'] (the cache's "
+                         f"file path), e.g. advanced={{'cache': 'responses.sqlite', 'cache_agent_sampled': True}}")
     if out.get("steering_weight") is not None and not has_traces:
         raise ValueError(f"{_label('steering_weight', moved_names)} needs traces=: it weighs "
                          f"the pull toward what the traces show; pass traces= or drop it")

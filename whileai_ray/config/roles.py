@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from ..agents.backends import parse_spec, preflight, redact, resolve_role
+from ..agents.response_cache import cache_spec
 from ..agents.routing import MultiEndpoint
 from ..core.run_warning import RunWarning
 from ..score.llm_judge import make_run_judge
@@ -70,6 +71,7 @@ def resolve_roles(cfg) -> Roles:
                 writer.check()
             except RuntimeError as exc:
                 raise RuntimeError(redact(str(exc))) from None
+            writer.response_cache = cache_spec(cfg.advanced)
             roles.writer = writer
             if roles.agent is not None and backend.model == roles.agent.model:
                 if "same_model" not in roles.degraded:
@@ -87,6 +89,7 @@ def resolve_roles(cfg) -> Roles:
         try:
             roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
             roles.judge.check()
+            roles.judge.response_cache = cache_spec(cfg.advanced)
         except RuntimeError as exc:
             raise RuntimeError(redact(f"{arg}: {exc}")) from None
     return roles

@@ -26,6 +26,8 @@ from functools import partial
 from pathlib import Path
 
 from ..agents.backends import redact
+from ..agents.response_cache import STATS, since
+from ..agents.response_cache import summary as cache_summary
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from ..core.rows import HIDDEN_KEYS, stored_row
 from ..score.grader_health import add_grader_note
@@ -40,6 +42,7 @@ from ..store.run_files import write_rows
 from .batch_grading import (apply_llm_verdicts, attach_labels_stored, built_grader, grade_llm_stored,
                             grade_stored, llm_grade_stored, rank_stored, stamp_trust)
 from .row_store import grader_note_rows, is_arrow, open_large_path, row_store, spill_rows
+from .run_judge import with_run_cache
 from .scored import ScoredData
 
 __all__ = ["grade_run", "grade_with_judge", "grade_llm", "llm_grade", "rank_source", "leak_report_of",
@@ -107,6 +110,8 @@ def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None 
     if not callable(judge):
         raise TypeError("judge= takes a callable row -> {'reward': 0 or 1, 'reason': str, 'markers': {...}} "
                         "(a bare number works too) or a wai.Judge")
+    if isinstance(judge, Judge):       # a run made with advanced={"cache": ...}: the regrade reads it too
+        judge = with_run_cache(judge, (getattr(data, "coverage", None) or {}).get("cache"))
     if is_arrow(data.trajectories):    # copies on disk too: a new spill, graded a row group at a time
         from types import SimpleNamespace
         scoring_id = fresh_scoring_run_id()
@@ -169,6 +174,9 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     rubric = rubric if rubric is not None else prompt
     judge = build_judge(spec, base_url, model, api_key, rubric, policy, tools, use_privileged,
                          payload_chars, max_tokens)
+    judge = with_run_cache(judge, (getattr(source, "coverage", None) or {}).get("cache") if kind == "run" else None)
+    cache = getattr(judge, "response_cache", None)
+    cache_before = STATS.snapshot(cache.path) if cache else {}
     if is_arrow(rows):
         _check_limit(limit)
         statuses, rewards, summary = grade_llm_stored(source if kind == "run" else rows, judge, concurrency,
@@ -204,6 +212,8 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
         warnings.append(dialect_note("judge", judge.backend.base_url, dialect))
     if not judge.rubric:
         report["note"] = "no rubric given: the judge graded the conduct floor only"
+    if cache is not None:        # the response cache's lookups of this grading (in this process)
+        report["cache"] = cache_summary(cache, (), since(cache.path, cache_before))
     written = _write_back(source, rows, kind, output or path)
     if written:
         report["path"] = written

@@ -23,11 +23,14 @@ invalid_result, ``reward`` None), never a 0. Every graded copy carries the linea
 """
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 
+from ..agents.response_cache import STATS, CacheSpec, since, summary
+from .rows_view import RowsView
 from ..score.judging import apply_verdict, judge_name as name_of, normalize_judge_result
 
 __all__ = ["run_judge", "source_rows", "MAX_CONCURRENCY"]
@@ -136,14 +139,20 @@ def run_judge(rows, judge, *, judge_name: str | None = None, source: str = "grad
     if not isinstance(source, str) or not source:
         raise ValueError(f"source= is the lineage.source stamp, a non-empty string; got {source!r}")
     scale = _check_scale(scale)
+    run_cache = (getattr(rows, "coverage", None) or {}).get("cache") if isinstance(rows, RowsView) else None
     rows, policy, own_tools = source_rows(rows)
     tools = list(tools) if tools is not None else own_tools
     judge = _resolve_judge(judge, model, tools, policy, timeout)
     name = judge_name or name_of(judge)
     workers = min(int(concurrency), MAX_CONCURRENCY)
     copies = [_copy(r) for r in rows]
+    cache = None
     if isinstance(judge, Judge):
+        judge = with_run_cache(judge, run_cache)
+        cache = getattr(judge, "response_cache", None)
+        before = STATS.snapshot(cache.path) if cache else {}
         verdicts = judge_rows(judge, copies, workers)
+        cache = summary(cache, (), since(cache.path, before)) if cache else None
         version = version or judge.version          # 0/1 verdicts: scale= has nothing to map
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run-judge") as pool:
@@ -156,4 +165,14 @@ def run_judge(rows, judge, *, judge_name: str | None = None, source: str = "grad
         if version:
             row["lineage"]["judge_version"] = version
     return ScoredData(trajectories=copies, judge_name=name, scoring_run_id=scoring_id, judge_version=version,
-                      system_prompt=policy, tools=tools)
+                      system_prompt=policy, tools=tools, cache=cache)
+
+
+def with_run_cache(judge, run_cache):
+    """A regrade of a run made with ``advanced={"cache": ...}`` reads the same cache: a copy of a
+    ``wai.Judge`` given no ``cache=`` of its own gets the run's (the caller's judge is untouched)."""
+    if not run_cache or getattr(judge, "response_cache", None) is not None:
+        return judge
+    adopted = copy.copy(judge)
+    adopted.response_cache = CacheSpec(run_cache["path"], bool(run_cache.get("agent_sampled")))
+    return adopted

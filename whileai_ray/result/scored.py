@@ -39,6 +39,8 @@ class ScoredData(RowsView):
     warnings: list = field(default_factory=list)
     eval_coverage: dict | None = None      # evaluate(eval_set=...): {"eval_set", "covered", "missing"}
     eval_scores: dict | None = None        # evaluate(eval_set=...): covered ask -> mean reward
+    # the response cache while grading (agents/response_cache.py): {"path", "hits", "misses", "by_role"}
+    cache: dict | None = None
     _rows_cache: Any = field(default=None, repr=False, compare=False)
 
 

@@ -56,6 +56,10 @@ METRICS: tuple[MetricSpec, ...] = (
                RUN_TAGS + ("kind",)),
     MetricSpec("whileai_cost", "counter",
                "Cost the agent's endpoint reported in its usage (usage.cost, in its own currency)."),
+    MetricSpec("whileai_cache_lookups", "counter",
+               "Model requests of the landed rows looked up in the response cache (advanced['cache']), "
+               "by role (agent, user) and outcome (hit: no model call; miss: the model was called).",
+               RUN_TAGS + ("role", "outcome")),
 )
 _BY_NAME = {m.name: m for m in METRICS}
 

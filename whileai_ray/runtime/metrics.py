@@ -47,6 +47,7 @@ def batch_counts(rows) -> dict:
     by_node: dict = {}
     graded = passed = tokens_in = tokens_out = 0
     cost = 0.0
+    cache: dict = {}                 # (role, "hit" | "miss") -> lookups in the response cache
     for row in rows:
         node = row.get("_node") or "?"
         by_node[node] = by_node.get(node, 0) + 1
@@ -59,8 +60,14 @@ def batch_counts(rows) -> dict:
             tokens_in += usage_number(usage.get("input_tokens")) or 0     # anything else counts as 0
             tokens_out += usage_number(usage.get("output_tokens")) or 0
             cost += usage_number(usage.get("cost")) or 0.0
+        tally = row.get("_cache")
+        if tally and isinstance(tally, dict):     # agents/play_model.py: the unit's cache lookups, by role
+            for role, counts in tally.items():
+                for outcome, n in (("hit", counts.get("hits")), ("miss", counts.get("misses"))):
+                    if isinstance(n, int) and n > 0:
+                        cache[(str(role), outcome)] = cache.get((str(role), outcome), 0) + n
     return {"by_node": by_node, "graded": graded, "passed": passed, "tokens_in": tokens_in,
-            "tokens_out": tokens_out, "cost": cost}
+            "tokens_out": tokens_out, "cost": cost, "cache": cache}
 
 
 class NoMetrics:
@@ -117,6 +124,8 @@ class RunMetrics(NoMetrics):
                 self.m["whileai_tokens"].inc(n, tags={**self.tags, "kind": kind})
         if c["cost"] > 0:
             self.m["whileai_cost"].inc(c["cost"], tags=self.tags)
+        for (role, outcome), n in c["cache"].items():
+            self.m["whileai_cache_lookups"].inc(n, tags={**self.tags, "role": role, "outcome": outcome})
 
     def inflight(self, n: int, queued: int, judging: int = 0) -> None:
         """The pipe's state: rollouts in flight, decided and waiting, and rows at the judges."""

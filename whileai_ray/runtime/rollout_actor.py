@@ -63,7 +63,8 @@ class RolloutWorker:
         self.model = model                  # ModelSettings when the agent is a model backend
         self.clients = None
         if model is not None:                 # one client per endpoint per actor, sticky per rollout
-            self.clients = EndpointClients(model.backend, model.user_backend, timeout=model.timeout or 300.0)
+            self.clients = EndpointClients(model.backend, model.user_backend, timeout=model.timeout or 300.0,
+                                           cache=getattr(model, "cache", None))
             self.clients.warm()
         self.meta = meta
         self.execute = execute

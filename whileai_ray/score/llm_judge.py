@@ -24,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from ..agents.backends import OpenAI, make_client, preflight, redact, resolve_role
+from ..agents.backends import OpenAI, make_client, make_sync_client, preflight, redact, resolve_role
+from ..agents.response_cache import cache_spec, unit_tally
 from ..agents.structured import VERDICT_SCHEMA, create_structured, create_structured_sync, endpoint_key
 from ..core.defaults import JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from .judge_prompt import judge_messages, parse_judge_reply, rubric_sha
@@ -94,7 +95,7 @@ class Judge:
     def __init__(self, rubric: str | None = None, *, model=None, base_url: str | None = None,
                  api_key: str | None = None, policy: str = "", tools=None, use_privileged: bool = False,
                  name: str | None = None, payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS,
-                 timeout: float = 60.0):
+                 timeout: float = 60.0, cache: str | None = None):
         if rubric is not None and not isinstance(rubric, str):
             raise TypeError(f"Judge(rubric=...) is the grading criterion as text; got {type(rubric).__name__}")
         if isinstance(payload_chars, bool) or not isinstance(payload_chars, int) or payload_chars < 200:
@@ -113,6 +114,8 @@ class Judge:
         self.rubric_sha = rubric_sha(self.rubric)
         self.name = name or "llm_judge"
         self.dialect: str | None = None     # structured-output dialect of the endpoint (agents/structured.py)
+        # cache=: a response cache file (agents/response_cache.py): a verdict asked again is read from it
+        self.response_cache = cache_spec({"cache": cache}, label="Judge(cache=...)")
         self._client = None
         self._lock = threading.Lock()
 
@@ -189,27 +192,37 @@ class Judge:
             self.check()
         with self._lock:
             if self._client is None:
-                self._client = openai.OpenAI(base_url=self.backend.base_url, api_key=self.backend.api_key,
-                                             timeout=self.timeout, max_retries=_RETRIES)
+                self._client = make_sync_client(self.backend, timeout=self.timeout, max_retries=_RETRIES,
+                                                cache=getattr(self, "response_cache", None), role="judge")
         try:
-            reply, self.dialect = create_structured_sync(self._client, self._request(row), VERDICT_SCHEMA,
-                                                         "verdict", endpoint_key(self.backend), self.dialect)
+            with unit_tally() as looked:
+                reply, self.dialect = create_structured_sync(self._client, self._request(row), VERDICT_SCHEMA,
+                                                             "verdict", endpoint_key(self.backend), self.dialect)
         except openai.APITimeoutError as exc:
             raise TimeoutError(f"the judge at {redact(self.backend.base_url)} timed out after {self.timeout:g}s") from exc
-        return self.verdict_of(_reply_text(reply))
+        return self._noted(self.verdict_of(_reply_text(reply)), looked)
+
+    def _noted(self, verdict: dict, looked: dict) -> dict:
+        """With a response cache, ``judge_meta["cache"]`` says whether the verdict's reply was read
+        from it ("hit") or asked of the model ("miss"); a run's report sums them."""
+        if getattr(self, "response_cache", None) is not None and looked.get("judge"):
+            verdict["judge_meta"]["cache"] = "miss" if looked["judge"]["misses"] else "hit"
+        return verdict
 
     async def ajudge(self, row: dict, client=None) -> dict:
         """Judge one row on an ``openai.AsyncOpenAI`` client (one is made when none is given)."""
         if client is None:
-            async with make_client(self.backend, timeout=self.timeout) as own:
+            async with make_client(self.backend, timeout=self.timeout, cache=getattr(self, "response_cache", None),
+                                   role="judge") as own:
                 return await self.ajudge(row, own)
         import openai   # lazy: openai
 
         for attempt in range(_RETRIES + 1):
             try:
-                reply, self.dialect = await create_structured(client, self._request(row), VERDICT_SCHEMA, "verdict",
-                                                              endpoint_key(self.backend), self.dialect)
-                return self.verdict_of(_reply_text(reply))
+                with unit_tally() as looked:
+                    reply, self.dialect = await create_structured(client, self._request(row), VERDICT_SCHEMA,
+                                                                  "verdict", endpoint_key(self.backend), self.dialect)
+                return self._noted(self.verdict_of(_reply_text(reply)), looked)
             except openai.APITimeoutError as exc:
                 if attempt == _RETRIES:
                     raise TimeoutError(f"the judge at {redact(self.backend.base_url)} timed out") from exc
@@ -247,7 +260,8 @@ async def judge_rows_async(judge: Judge, rows, concurrency: int = 16) -> list[di
     if judge.backend.model is None:
         await judge.acheck()
     limit = asyncio.Semaphore(max(1, int(concurrency)))
-    async with make_client(judge.backend, timeout=judge.timeout) as client:
+    async with make_client(judge.backend, timeout=judge.timeout, cache=getattr(judge, "response_cache", None),
+                           role="judge") as client:
         async def one(row):
             async with limit:
                 try:

@@ -33,6 +33,7 @@ from .seed_amplifier import SeedAmplifier
 from .situation import Situation
 from .template_writer import TemplateWriter
 from .tool_intent import intents_for, plural
+from ..agents.response_cache import unit_tally
 from ..agents.structured import ASK_SCHEMA, create_structured, endpoint_key
 from .writer_prompt import (WRITER_MARKER, ask_goal, ask_request, cell_lines, parse_message, system_message,
                             tools_block)
@@ -94,6 +95,8 @@ class LLMWriter:
         self.dialect = None              # structured-output dialect of the endpoint, learned on first use
         self.written = self.writer_errors = self.requests = 0
         self.amplifier = SeedAmplifier(self)
+        self.response_cache = None       # a response_cache.CacheSpec when advanced["cache"] is on (config/roles.py)
+        self.cache_counts = {"hits": 0, "misses": 0}
         self._setup_runtime()
 
     def _setup_runtime(self) -> None:
@@ -124,8 +127,11 @@ class LLMWriter:
 
     def stats(self) -> dict:
         """What this writer did (the driver's copy reports it back with the run's result)."""
-        return {"written": self.written, "errors": self.writer_errors, "by": dict(self.errors_by),
-                "prefetched": self.prefetched, "requests": self.requests, "structured_output": self.dialect}
+        out = {"written": self.written, "errors": self.writer_errors, "by": dict(self.errors_by),
+               "prefetched": self.prefetched, "requests": self.requests, "structured_output": self.dialect}
+        if getattr(self, "response_cache", None) is not None:
+            out["cache"] = dict(self.cache_counts)
+        return out
 
     # ---- model calls ---------------------------------------------------------------------
     async def _ready(self):
@@ -133,7 +139,8 @@ class LLMWriter:
             self.backend = await preflight(self.backend)
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client, self._client_loop = make_client(self.backend, timeout=self.timeout), loop
+            self._client, self._client_loop = make_client(self.backend, timeout=self.timeout, role="writer",
+                                                          cache=getattr(self, "response_cache", None)), loop
         return self._client
 
     async def complete(self, system: str, user: str, sem=None, schema: dict | None = None,
@@ -152,15 +159,19 @@ class LLMWriter:
         self.requests += 1
         request = {"model": self.backend.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}], **kw}
-        try:
-            if schema is None:
-                resp = await client.chat.completions.create(**request)
-            else:
-                resp, self.dialect = await create_structured(client, request, schema, name,
-                                                             endpoint_key(self.backend), self.dialect)
-            return [(c.message.content if c.message else None, c.finish_reason) for c in resp.choices or ()], None
-        except (openai.APIError, ValueError, TypeError, AttributeError, asyncio.TimeoutError):
-            return [], "http_error"
+        with unit_tally() as looked:       # the response cache's lookups, for stats()["cache"]
+            try:
+                if schema is None:
+                    resp = await client.chat.completions.create(**request)
+                else:
+                    resp, self.dialect = await create_structured(client, request, schema, name,
+                                                                 endpoint_key(self.backend), self.dialect)
+                return [(c.message.content if c.message else None, c.finish_reason) for c in resp.choices or ()], None
+            except (openai.APIError, ValueError, TypeError, AttributeError, asyncio.TimeoutError):
+                return [], "http_error"
+            finally:
+                for key in ("hits", "misses"):
+                    self.cache_counts[key] += (looked.get("writer") or {}).get(key, 0)
 
     # ---- grid situations -----------------------------------------------------------------
     def _cell_text(self, cell: dict) -> tuple[str, object, str]:

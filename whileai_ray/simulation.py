@@ -24,7 +24,7 @@ from .core.rows import stored_row
 from .core.run_warning import raised
 from .core.unit import RunMeta
 from .result.data import SimulationData
-from .result.cluster_hook import install_cluster_runner, install_dataset_maker
+from .result.cluster_hook import install_cluster_runner
 from .result.progress import ProgressReporter, logger
 from .result.progress_display import choose_display
 from .result.run_notes import add_resume_and_replay_notes
@@ -64,15 +64,6 @@ def _ray_data_runner(*args, **kwargs):
 
 
 install_cluster_runner(_ray_data_runner)
-
-
-def _ray_dataset(*args, **kwargs):
-    """``data.to_ray_dataset()`` (``result/interop.py``) through the same hook; ray imported on first use."""
-    from .runtime.ray_data_interop import to_ray_dataset
-    return to_ray_dataset(*args, **kwargs)
-
-
-install_dataset_maker(_ray_dataset)
 # Rows a Driver hands back as a list; past it they come as Parquet files, and a run still under
 # advanced={"spill_rows": ...} is read back into a list here (a list of 50,000 rows held by the
 # Driver, pickled and held again here, was most of both processes' memory).

@@ -13,8 +13,8 @@ million-row result is never decoded into a million dicts at once; only the Arrow
 * ``to_arrow_reader()``: a ``pyarrow.RecordBatchReader`` over that stream (nothing is read
   before the consumer asks);
 * ``__arrow_c_stream__``: the Arrow PyCapsule protocol, so ``pa.table(data)``,
-  ``polars.from_arrow(data)`` or ``duckdb.sql("select ... from data")`` take the result
-  directly, streaming;
+  ``polars.DataFrame(data)`` or ``duckdb.sql("select ... from data")`` take the result
+  directly, streaming (``polars.from_arrow(data)`` reads a bare stream as one struct Series);
 * ``to_pandas()`` / ``to_polars()``: the table converted (polars is an optional dependency);
 * ``to_ray_dataset()``: a lazy ``ray.data.Dataset`` over the result's Parquet files
   (``runtime/ray_data_interop.py``, reached through ``cluster_hook.py``: ``result/`` never
@@ -67,7 +67,7 @@ class ArrowInterop:
         return pa.RecordBatchReader.from_batches(interop_schema(), arrow_batches(self.trajectories))
 
     def __arrow_c_stream__(self, requested_schema=None):
-        """The Arrow C stream (PyCapsule protocol): ``pa.table(data)``, ``polars.from_arrow(data)``,
+        """The Arrow C stream (PyCapsule protocol): ``pa.table(data)``, ``polars.DataFrame(data)``,
         DuckDB and any other Arrow consumer read the rows batch by batch."""
         return self.to_arrow_reader().__arrow_c_stream__(requested_schema)
 
@@ -95,8 +95,8 @@ class ArrowInterop:
         object store where they are in memory. Starts or joins Ray like ``simulate()`` does."""
         make = dataset_maker()
         if make is None:
-            raise RuntimeError("to_ray_dataset() needs the runtime: import whileai_ray (the package, not only "
-                               "whileai_ray.result) before calling it")
+            raise RuntimeError("to_ray_dataset() found no runtime hook: whileai_ray/__init__.py installs it "
+                               "(install_dataset_maker); was it removed?")
         if is_arrow(self.trajectories):
             return make(files=list(self.trajectories.files), table=None, keep=self.trajectories)
         return make(files=None, table=self.to_arrow(), keep=None)

@@ -51,7 +51,9 @@ def to_ray_dataset(files=None, table=None, keep=None):
     if files is None:
         return ray.data.from_arrow(table)
     files = [os.path.abspath(f) for f in files]
-    columns = ["row_json"] if _has_row_json(files) else None
-    ds = ray.data.read_parquet(files, columns=columns).map_batches(exported_table, batch_format="pyarrow")
+    ds = ray.data.read_parquet(files)
+    if _has_row_json(files):
+        ds = ds.select_columns(["row_json"])       # pushed down into the read: the facts stay on disk
+    ds = ds.map_batches(exported_table, batch_format="pyarrow")
     ds._whileai_rows = keep         # the result's files live as long as the dataset does
     return ds

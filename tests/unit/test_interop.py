@@ -110,3 +110,50 @@ def test_scored_data_and_an_empty_result_convert_too(tmp_path):
     # the table round-trips through Parquet with the types intact
     pq.write_table(forms()["spilled"].to_arrow(), tmp_path / "copy.parquet")
     assert pq.read_table(tmp_path / "copy.parquet").equals(forms()["memory"].to_arrow())
+
+
+def _odd_rows():
+    """Seeded rows plus the step shapes a model-backed run writes: a user turn, a text step, a
+    tool named by a number with list arguments, a step that is not a dict, no messages at all."""
+    rows = copy.deepcopy(ROWS[:8])
+    rows[0]["steps"] = rows[0]["steps"] + [{"user": "and the refund?"}, {"text": "Let me look."},
+                                           {"tool": 123, "arguments": [1, "x"], "result": "plain text", "stale": True},
+                                           "garbage"]
+    rows[1].pop("messages", None)
+    return rows
+
+
+def test_nested_steps_and_messages_are_queryable_as_structs(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    rows = _odd_rows() + copy.deepcopy(ROWS[8:])
+    data = forms(rows)
+    a, b = data["memory"].to_arrow(nested=True), data["spilled"].to_arrow(nested=True)
+    assert a.equals(b) and a.schema.equals(b.schema)
+    steps_type = a.schema.field("steps").type
+    assert pa.types.is_list(steps_type) and pa.types.is_struct(steps_type.value_type)
+    assert pa.types.is_list(a.schema.field("messages").type)
+    # the other columns are the flat table's, unchanged
+    flat = data["memory"].to_arrow()
+    assert a.drop_columns(["steps", "messages"]).equals(flat.drop_columns(["steps", "messages"]))
+    first = a.column("steps")[0].as_py()
+    assert [s["kind"] for s in first[-4:]] == ["user", "text", "tool", "other"]
+    assert first[-2]["tool"] == "123" and json.loads(first[-2]["arguments_json"]) == [1, "x"]
+    assert json.loads(first[-2]["extra_json"]) == {"stale": True} and first[-2]["status"] is None
+    assert a.column("messages")[1].as_py() is None
+    # a Parquet file of the nested table, queried by DuckDB: tool calls by tool and status
+    path = str(tmp_path / "nested.parquet")
+    pq.write_table(a, path)
+    got = duckdb.sql(f"select s.tool, s.status, count(*) from (select unnest(steps) as s from read_parquet('{path}')) "
+                     "where s.kind = 'tool' group by all order by all").fetchall()
+    want = {}
+    for r in rows:
+        for s in r["steps"]:
+            if isinstance(s, dict) and "tool" in s:
+                status = s["result"].get("status") if isinstance(s["result"], dict) else None
+                key = (str(s["tool"]), status)
+                want[key] = want.get(key, 0) + 1
+    assert {(t, s): n for t, s, n in got} == want
+    args = duckdb.sql(f"select json_extract_string(s.arguments_json, '$.order_id') from "
+                      f"(select unnest(steps) as s from read_parquet('{path}')) where s.tool = 'lookup_order' "
+                      "limit 1").fetchall()[0][0]
+    assert args == rows[0]["steps"][0]["arguments"]["order_id"]

@@ -16,6 +16,9 @@ million-row result is never decoded into a million dicts at once; only the Arrow
   ``polars.DataFrame(data)`` or ``duckdb.sql("select ... from data")`` take the result
   directly, streaming (``polars.from_arrow(data)`` reads a bare stream as one struct Series);
 * ``to_pandas()`` / ``to_polars()``: the table converted (polars is an optional dependency);
+* ``nested=True`` (``to_arrow``, ``to_arrow_reader``, ``to_pandas``, ``to_polars``): ``steps`` and
+  ``messages`` as list<struct> columns instead of JSON text (``nested_columns.py``), so a query
+  unnests the tool calls; the Parquet copy itself keeps them as JSON text;
 * ``to_ray_dataset()``: a lazy ``ray.data.Dataset`` over the result's Parquet files
   (``runtime/ray_data_interop.py``, reached through ``cluster_hook.py``: ``result/`` never
   imports ``ray``).
@@ -33,10 +36,12 @@ __all__ = ["ArrowInterop", "arrow_batches", "interop_schema", "BATCH_ROWS"]
 BATCH_ROWS = 1024            # rows per record batch for in-memory rows (a spill's row group on disk)
 
 
-def interop_schema():
-    """The schema of ``to_arrow()``: the Parquet copy's (``store/schema.py``)."""
+def interop_schema(nested: bool = False):
+    """The schema of ``to_arrow()``: the Parquet copy's (``store/schema.py``); ``nested``: with
+    ``steps`` and ``messages`` as nested types (``nested_columns.py``)."""
     from ..store.schema import arrow_schema
-    return arrow_schema()
+    from .nested_columns import nested_schema
+    return nested_schema(arrow_schema()) if nested else arrow_schema()
 
 
 def _batches_of_rows(rows, batch_rows: int = BATCH_ROWS):
@@ -49,44 +54,48 @@ def _batches_of_rows(rows, batch_rows: int = BATCH_ROWS):
         yield [export_row(r) for r in rows[start:start + batch_rows]]
 
 
-def arrow_batches(rows):
-    """``pyarrow.RecordBatch``es of ``interop_schema()`` for ``rows`` (internal rows, a list or
-    ``ArrowRows``), made one batch at a time."""
+def arrow_batches(rows, nested: bool = False):
+    """``pyarrow.RecordBatch``es of ``interop_schema(nested)`` for ``rows`` (internal rows, a list
+    or ``ArrowRows``), made one batch at a time."""
     from ..store.parquet import rows_to_table
+    from .nested_columns import nest_columns
     for exported in _batches_of_rows(rows):
-        yield from rows_to_table(exported).to_batches()
+        table = rows_to_table(exported)
+        yield from (nest_columns(table, exported) if nested else table).to_batches()
 
 
 class ArrowInterop:
     """``to_arrow``, ``to_arrow_reader``, ``__arrow_c_stream__``, ``to_pandas``, ``to_polars``,
     ``to_ray_dataset`` for any result holding ``trajectories`` (SimulationData, ScoredData)."""
 
-    def to_arrow_reader(self):
-        """The rows as a ``pyarrow.RecordBatchReader``, a batch decoded only when read."""
+    def to_arrow_reader(self, nested: bool = False):
+        """The rows as a ``pyarrow.RecordBatchReader``, a batch decoded only when read; ``nested``:
+        ``steps`` and ``messages`` as list<struct> columns (``nested_columns.py``), not JSON text."""
         import pyarrow as pa
-        return pa.RecordBatchReader.from_batches(interop_schema(), arrow_batches(self.trajectories))
+        return pa.RecordBatchReader.from_batches(interop_schema(nested), arrow_batches(self.trajectories, nested))
 
     def __arrow_c_stream__(self, requested_schema=None):
         """The Arrow C stream (PyCapsule protocol): ``pa.table(data)``, ``polars.DataFrame(data)``,
         DuckDB and any other Arrow consumer read the rows batch by batch."""
         return self.to_arrow_reader().__arrow_c_stream__(requested_schema)
 
-    def to_arrow(self):
-        """The rows as one ``pyarrow.Table`` (see the module docstring for its columns)."""
-        return self.to_arrow_reader().read_all()
+    def to_arrow(self, nested: bool = False):
+        """The rows as one ``pyarrow.Table`` (see the module docstring for its columns); ``nested``:
+        ``steps`` and ``messages`` as list<struct> columns that DuckDB and polars unnest."""
+        return self.to_arrow_reader(nested).read_all()
 
-    def to_pandas(self, **kwargs):
+    def to_pandas(self, nested: bool = False, **kwargs):
         """The rows as a ``pandas.DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
-        return self.to_arrow().to_pandas(**kwargs)
+        return self.to_arrow(nested).to_pandas(**kwargs)
 
-    def to_polars(self):
+    def to_polars(self, nested: bool = False):
         """The rows as a ``polars.DataFrame`` (polars is optional: ``pip install polars``)."""
         try:
             import polars
         except ImportError as exc:
             raise ImportError("to_polars() needs polars, which whileai_ray does not install by itself: "
                               "pip install polars (or use to_arrow() / to_pandas())") from exc
-        return polars.from_arrow(self.to_arrow())
+        return polars.from_arrow(self.to_arrow(nested))
 
     def to_ray_dataset(self):
         """The rows as a lazy ``ray.data.Dataset`` with ``to_arrow()``'s columns: read from the

@@ -8,6 +8,7 @@ The public surface, re-exported here and locked by tests/unit/test_public_api.py
 from importlib import import_module as _import_module
 import typing as _typing
 
+from .result.cluster_hook import install_dataset_maker as _install_dataset_maker
 from .world.mock import World, world   # eager: the name ``world`` is also a subpackage's, which would shadow it
 
 if _typing.TYPE_CHECKING:
@@ -55,6 +56,17 @@ _LAZY = {
     "eval_variance": (".score.variance", "eval_variance"), "noise_band": (".score.variance", "noise_band"),
     "simulate": (".simulation", "simulate"), "current_rollout": (".world.current", "current_rollout"),
 }
+
+
+def _ray_dataset(*args, **kwargs):
+    """``data.to_ray_dataset()`` (``result/interop.py``, which may not import ``ray`` or the
+    runtime) reaches ``runtime/ray_data_interop.py`` through this hook, installed here so a
+    result from ``wai.load`` has it too; ray is imported on the first call."""
+    from .runtime.ray_data_interop import to_ray_dataset
+    return to_ray_dataset(*args, **kwargs)
+
+
+_install_dataset_maker(_ray_dataset)
 
 
 def __getattr__(name: str):

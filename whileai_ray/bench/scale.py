@@ -27,7 +27,7 @@ from ..store.arrow_rows import ArrowRows
 from ..store.spill import OwnedFolder
 from ..testing.seeded_rows import SYSTEM, TOOLS, played
 
-__all__ = ["run_scale_bench", "spilled_result"]
+__all__ = ["run_scale_bench", "spilled_result", "arrow_of_every_row"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -109,6 +109,35 @@ def walk_every_row(files) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+_ARROW = """
+import json, resource, sys, time
+from whileai_ray.result.data import SimulationData
+from whileai_ray.store.arrow_rows import ArrowRows
+def rss():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * {page} / 1024**2
+data = SimulationData(trajectories=ArrowRows(json.loads(sys.argv[1])))
+data.to_arrow_reader()                       # pyarrow's one-time imports
+start, t0, c0 = rss(), time.perf_counter(), time.process_time()
+table = data.to_arrow()
+seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"rows": table.num_rows, "seconds": seconds, "cpu": cpu, "start_mb": start, "peak_mb": peak,
+                  "table_mb": table.nbytes / 1024**2}}))
+"""
+
+
+def arrow_of_every_row(files) -> dict:
+    """``data.to_arrow()`` of a spilled result in a fresh process: seconds (wall, CPU), resident
+    memory once the files are open, the peak, and the table's own Arrow bytes."""
+    import json
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-c", _ARROW.format(page=_PAGE), json.dumps(list(files))],
+                         capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def bench_spilled_run(run_rows: int = 20_000, spill_rows: int = 2_000) -> dict:
     """The caller's peak RSS of a spilled run; each run in a fresh process so peaks do not mix."""
     import json
@@ -149,6 +178,11 @@ def run_scale_bench(rows: int = 1_000_000, out=print, ray: bool = False) -> int:
             f"{walk['start_mb']:.0f} MB with the files open, peak {walk['peak_mb']:.0f} MB "
             f"(+{walk['peak_mb'] - walk['start_mb']:.0f} MB: one row group at a time; the rows as dicts would "
             f"take ~{rows * 14 / 1024:,.0f} MB)")
+        arrow = arrow_of_every_row(data.trajectories.files)
+        out(f"scale to_arrow  data.to_arrow() of {arrow['rows']:,} spilled rows, in a fresh process: "
+            f"{arrow['seconds']:.1f}s wall, {arrow['cpu']:.1f}s CPU ({arrow['rows'] / arrow['seconds']:,.0f} rows/s); "
+            f"resident memory {arrow['start_mb']:.0f} MB with the files open, peak {arrow['peak_mb']:.0f} MB, of "
+            f"which the table's Arrow buffers {arrow['table_mb']:.0f} MB (rows decoded a row group at a time)")
         t0 = time.perf_counter()
         sel = data.select(mode="rl", target=1000)
         out(f"scale select    select(mode='rl') over {rows:,} rows: {time.perf_counter() - t0:.1f}s, kept "

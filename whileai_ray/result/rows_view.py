@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.rows import export_row
+from .interop import ArrowInterop
 from .row_store import is_arrow, row_store
 
 
@@ -64,9 +65,10 @@ class ExportedRows(Sequence):
         return f"ExportedRows({len(self)} rows, on disk)"
 
 
-class RowsView:
+class RowsView(ArrowInterop):
     """Shared by SimulationData and ScoredData: ``rows`` exports ``trajectories`` once (cached
-    until they change), ``len()`` and iteration go over the trajectories themselves."""
+    until they change), ``len()`` and iteration go over the trajectories themselves; the
+    Arrow, pandas, polars and Ray Data forms come from ``interop.py``."""
 
     @property
     def rows(self):

@@ -138,8 +138,8 @@ def test_the_comparison_gives_pass_at_k_and_pass_pow_k_for_every_k_with_interval
         tally = tally_rows([export_row(r) for r in rows])
         for k in (2, 3, 4):
             p = pass_at_of_tally(tally, k=k, min_k=1)
-            assert f"{p.pass_pow_k:.3f} <span class=\"ci\">[{p.pass_pow_k_ci95[0]:.2f}..{p.pass_pow_k_ci95[1]:.2f}]" in text
-            assert f"{p.pass_at_k:.3f} <span class=\"ci\">[{p.pass_at_k_ci95[0]:.2f}..{p.pass_at_k_ci95[1]:.2f}]" in text
+            assert f"{p.pass_pow_k:.3f}<br><span class=\"ci\">[{p.pass_pow_k_ci95[0]:.2f}..{p.pass_pow_k_ci95[1]:.2f}]" in text
+            assert f"{p.pass_at_k:.3f}<br><span class=\"ci\">[{p.pass_at_k_ci95[0]:.2f}..{p.pass_at_k_ci95[1]:.2f}]" in text
     assert "<th>pass^4</th><th>pass@4</th>" in text and "<th>pass^5</th>" not in text
     assert text.count('<polyline class="curve"') == 4          # two runs, pass@k and pass^k each
     assert client.get("/compare").status_code == 404

@@ -31,7 +31,7 @@ def curves(index, k_max: int) -> list:
 def _cell(value, ci) -> str:
     if value is None:
         return '<td class="na">n/a</td>'
-    interval = f' <span class="ci">[{ci[0]:.2f}..{ci[1]:.2f}]</span>' if ci is not None else ""
+    interval = f'<br><span class="ci">[{ci[0]:.2f}..{ci[1]:.2f}]</span>' if ci is not None else ""
     return f"<td>{value:.3f}{interval}</td>"
 
 
@@ -46,8 +46,8 @@ def table_html(labels: list, all_curves: list, counts: list) -> str:
                         for _, p in points[1:])
         lines.append(f'<tr><td><span class="swatch" style="background:{color(i)}"></span>{_esc(label, 120)}</td>'
                      f"<td>{n}</td><td>{first.n_groups}</td>{_cell(first.pass_at_1, first.ci95)}{cells}</tr>")
-    return (f'<table class="numbers leaderboard"><thead><tr><th>run</th><th>rows</th><th>tasks</th>'
-            f"<th>pass@1</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>")
+    return (f'<div class="wide"><table class="numbers leaderboard"><thead><tr><th>run</th><th>rows</th><th>tasks</th>'
+            f"<th>pass@1</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table></div>")
 
 
 def chart_svg(labels: list, all_curves: list, width: int = 640, height: int = 300) -> str:

@@ -27,6 +27,7 @@ table.rows td.prompt { white-space: normal; max-width: 640px; }
 form.filters { display: flex; gap: 12px; flex-wrap: wrap; align-items: end; margin: 0 0 10px; }
 form.filters label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); }
 .pager { display: flex; gap: 14px; margin: 8px 0; }
+.wide { overflow-x: auto; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px; }
 """
 

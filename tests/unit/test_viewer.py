@@ -8,6 +8,7 @@ stops after its test; every request has a timeout, so a hang fails.
 import json
 import os
 import threading
+import time
 
 import httpx
 import pytest
@@ -61,7 +62,9 @@ def serve():
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         servers.append((server, thread))
-        return httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}", timeout=30)
+        client = httpx.Client(base_url=f"http://127.0.0.1:{server.server_address[1]}", timeout=30)
+        client.viewer = server
+        return client
 
     yield start
     for server, thread in servers:
@@ -168,6 +171,33 @@ def test_a_growing_checkpoint_is_read_again_as_rows_land(tmp_path, serve, rows_a
     assert "Row 12 of 13" in client.get("/row", params={"path": "run.jsonl", "i": 12}).text
     path.write_bytes(_checkpoint_lines(rows_a[:3]))            # rewritten (not grown): read afresh
     assert client.get("/api/run", params={"path": "run.jsonl"}).json()["rows"] == 3
+
+
+def test_a_large_run_not_read_yet_shows_its_first_rows_at_once_and_the_rest_when_read(tmp_path, serve, rows_a):
+    many = [dict(rows_a[i % len(rows_a)], scenario_id=f"s{i // 4}") for i in range(300)]
+    SimulationData(trajectories=many).save(str(tmp_path / "big.jsonl"))
+    client = serve(tmp_path)
+    cache = client.viewer.cache
+    cache.block_bytes = 0                                       # every file counts as large here
+    path = os.path.realpath(tmp_path / "big.jsonl")
+    held = cache._path_locks.setdefault(path, threading.Lock())
+    with held:                                                  # the whole-file read waits behind this
+        page = client.get("/run", params={"path": "big.jsonl"}).text
+        assert 'data-ready="0"' in page and "Reading big.jsonl" in page
+        assert page.count('<tr data-i="') == 100 and "100 of 100 rows match" in page
+        assert client.get("/api/run", params={"path": "big.jsonl"}).json() == \
+            {**client.get("/api/run", params={"path": "big.jsonl"}).json(), "ready": False, "rows": 100}
+        listed = client.get("/").text
+        assert "reading the run" in listed and '<meta http-equiv="refresh" content="2">' in listed
+        assert cache.reading(path)
+    deadline = time.monotonic() + 60
+    while cache.reading(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    info = client.get("/api/run", params={"path": "big.jsonl"}).json()
+    assert info["ready"] is True and info["rows"] == 300
+    page = client.get("/run", params={"path": "big.jsonl"}).text
+    assert 'data-ready="1"' in page and "300 of 300 rows match" in page and "page 1 of 3" in page
+    assert "reading the run" not in client.get("/").text
 
 
 def test_paths_outside_the_folder_are_refused(tmp_path, serve, rows_a):

@@ -4,7 +4,9 @@ Every piece of text from a run (paths, row text, tool names, fault kinds, judge 
 through ``notebook._esc`` (``html.escape``, quotes included), as in the HTML report, and a row's
 conversation is the report's own ``report_rows.render_row``. The style is the report's CSS and
 the only script is ``SCRIPT`` below (inline; the page fetches nothing but its own server's
-``/api/run``): the run page asks for the run's row count every 2 s and reloads when rows landed.
+``/api/run``): the run page asks for the run's row count every 2 s and reloads when rows landed
+(or, for a large run shown while it is read, when the whole run is read). The list reloads
+itself every 2 s while a run on it is still being read.
 """
 from __future__ import annotations
 
@@ -35,12 +37,12 @@ SCRIPT = """
 (function () {
   var main = document.querySelector('main[data-poll]');
   if (!main) { return; }
-  var shown = parseInt(main.dataset.rows, 10);
+  var shown = parseInt(main.dataset.rows, 10), partial = main.dataset.ready === '0';
   function poll() {
     fetch(main.dataset.poll, {credentials: 'same-origin', cache: 'no-store'})
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (info) {
-        if (info && info.rows > shown) { location.reload(); return; }
+        if (info && (partial ? info.ready : info.rows > shown)) { location.reload(); return; }
         setTimeout(poll, 2000);
       })
       .catch(function () { setTimeout(poll, 2000); });
@@ -56,9 +58,10 @@ def link(route: str, **params) -> str:
     return _esc(route + ("?" + urlencode(pairs) if pairs else ""), 4000)
 
 
-def document(title: str, subtitle: str, body: str, main_attrs: str = "") -> str:
+def document(title: str, subtitle: str, body: str, main_attrs: str = "", refresh: bool = False) -> str:
     """A whole page: the report's style, a top bar, ``body`` and the poll script."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    again = '<meta http-equiv="refresh" content="2">' if refresh else ""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">" + again +
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<link rel=\"icon\" href=\"data:,\">"
             f"<title>{_esc(title, 200)}</title><style>{CSS}</style></head><body>"
@@ -85,6 +88,9 @@ def list_page(root: str, runs: list, cut: bool) -> str:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(run["mtime"])) + " UTC"
         if run.get("error"):
             cells = f'<td colspan="3" class="na">{_esc(run["error"], 300)}</td>'
+        elif "reading" in run:
+            size = f" ({run['reading'] / 2**20:.0f} MB)" if run["reading"] else ""
+            cells = f'<td colspan="3" class="na reading">reading the run{size}\u2026</td>'
         else:
             cells = f'<td>{_esc(run["mode"], 40)}</td><td>{run["rows"]}</td><td>{_p1(run["pass_at"])}</td>'
         copy = f' <span class="badge">+ Parquet copy</span>' if run.get("copy") else ""
@@ -98,7 +104,8 @@ def list_page(root: str, runs: list, cut: bool) -> str:
             + "".join(lines) + '</tbody></table><p><button type="submit">Compare the ticked runs</button>'
             ' <span class="note">pass@1, pass^k and pass@k for k = 1..K, side by side</span></p></form>'
             f"{note}</section>")
-    return document("whileai-ray view", f"{root} \u00b7 {len(runs)} runs", body)
+    return document("whileai-ray view", f"{root} \u00b7 {len(runs)} runs", body,
+                    refresh=any("reading" in run for run in runs))
 
 
 def _menu(name: str, values: list, chosen: dict) -> str:
@@ -141,15 +148,22 @@ def run_page(rel: str, index, chosen: dict, page: int, picked: list) -> str:
         pager.append(f'<a class="prev" href="{link("/run", path=rel, page=page - 1, **chosen)}">previous</a>')
     if page < pages:
         pager.append(f'<a class="next" href="{link("/run", path=rel, page=page + 1, **chosen)}">next</a>')
-    pa = index.pass_at()
     skipped = f" \u00b7 {index.skipped} lines skipped (not JSON rows)" if index.skipped else ""
-    body = (f'<section id="summary"><h2>Run</h2><p>{_esc(rel, 300)}: <b class="nrows">{len(index)}</b> rows, '
-            f'mode {_esc(index.mode, 40)}, pass@1 {_p1(pa)}{skipped}</p>'
-            f'<p class="note">{_esc(str(pa), 600)}</p></section>'
+    if index.partial:
+        summary = (f'<p class="reading">Reading {_esc(rel, 300)} ({index.sig[2] / 2**20:.0f} MB): its first '
+                   f'<b class="nrows">{len(index)}</b> rows are below; the counts, filters over every row and '
+                   'pass@1 appear when the whole run is read (this page reloads by itself).</p>')
+    else:
+        pa = index.pass_at()
+        summary = (f'<p>{_esc(rel, 300)}: <b class="nrows">{len(index)}</b> rows, '
+                   f'mode {_esc(index.mode, 40)}, pass@1 {_p1(pa)}{skipped}</p>'
+                   f'<p class="note">{_esc(str(pa), 600)}</p>')
+    body = (f'<section id="summary"><h2>Run</h2>{summary}</section>'
             f'<section id="rows"><h2>Rows</h2>{form}<div class="pager">{"".join(pager)}</div>'
             '<table class="rows"><thead><tr><th>row</th><th>verdict</th><th>tier</th><th>tools</th><th>faults</th>'
             f'<th>judge</th><th>prompt</th></tr></thead><tbody>{"".join(lines)}</tbody></table></section>')
-    poll = f' data-poll="{link("/api/run", path=rel)}" data-rows="{len(index)}"'
+    poll = (f' data-poll="{link("/api/run", path=rel)}" data-rows="{len(index)}"'
+            f' data-ready="{0 if index.partial else 1}"')
     return document(f"Run {rel}", f"{len(index)} rows \u00b7 refreshes as rows land", body, poll)
 
 

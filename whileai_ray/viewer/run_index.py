@@ -10,6 +10,8 @@ row decodes that row alone.
 
 A checkpoint still being written only grows: when the same file (same inode) is longer than
 the index read, only the new bytes are read (``RunCache``). Any other change reads it again.
+A large file not read yet is read in the background (``RunCache.peek``): the page shows its
+first rows at once and reloads when the whole run is read.
 Files are data: JSON lines and Parquet are parsed, nothing is unpickled or run.
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = ["RunIndex", "RunCache", "signature"]
 
 PROMPT_CHARS = 160
 BATCH = 2048
+BLOCK_BYTES = 8 << 20         # a run file up to this size is read while the page waits (about half a second)
 
 
 def signature(path: str) -> tuple:
@@ -56,6 +59,7 @@ class RunIndex:
     path: str
     kind: str                                        # "jsonl" or "parquet"
     sig: tuple = ()
+    partial: bool = False                            # the first rows only (``RunCache.peek``)
     end: int = 0                                     # JSONL: bytes read (complete lines only)
     offsets: list = field(default_factory=list)      # JSONL: where each row's line starts
     verdict: list = field(default_factory=list)      # "pass" / "fail" / "ungraded"
@@ -91,8 +95,9 @@ class RunIndex:
             self.facts.setdefault(name, []).extend(values)
         self._tally, self._curves = None, {}
 
-    def read_jsonl(self, fh, size: int) -> None:
-        """Read complete lines from ``self.end`` up to ``size``; a torn last line waits for its newline."""
+    def read_jsonl(self, fh, size: int, limit: int | None = None) -> None:
+        """Read complete lines from ``self.end`` up to ``size`` (or ``limit`` rows); a torn last
+        line waits for its newline."""
         fh.seek(self.end)
         batch: list = []
         pos = self.end
@@ -115,17 +120,21 @@ class RunIndex:
                 continue
             self.offsets.append(start)
             batch.append(row)
+            if limit is not None and len(self.offsets) >= limit:
+                break
             if len(batch) >= BATCH:
                 self._add(batch)
                 batch = []
         self._add(batch)
         self.end = pos
 
-    def read_parquet(self) -> None:
+    def read_parquet(self, limit: int | None = None) -> None:
         from ..store.arrow_rows import ArrowRows
         self._arrow = ArrowRows.open(self.path)
         for batch in self._arrow.batches():
-            self._add(batch)
+            self._add(batch[:limit] if limit is not None else batch)
+            if limit is not None:
+                break
 
     # ------------------------------------------------------------ rows
     def row(self, i: int) -> dict:
@@ -161,7 +170,7 @@ class RunIndex:
         """A copy to extend: pages still rendering from this one never see its lists change."""
         lists = {name: list(getattr(self, name)) for name in
                  ("offsets", "verdict", "reward", "tier", "tools", "faults", "judge", "prompt")}
-        return RunIndex(self.path, self.kind, self.sig, self.end, facts={k: list(v) for k, v in self.facts.items()},
+        return RunIndex(self.path, self.kind, sig=self.sig, end=self.end, facts={k: list(v) for k, v in self.facts.items()},
                         meta=self.meta, skipped=self.skipped, **lists)
 
     @property
@@ -178,6 +187,8 @@ class RunCache:
         self._items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self._path_locks: dict = {}
+        self._reading: set = set()                   # runs being read in the background
+        self.block_bytes = BLOCK_BYTES
 
     def get(self, path: str) -> RunIndex:
         with self._lock:
@@ -200,16 +211,47 @@ class RunCache:
         with self._lock:
             return self._items.get(path)
 
+    def peek(self, path: str, head: int = 100) -> RunIndex:
+        """The run's index without waiting long: up to date when it is cached, or cheap to bring
+        up to date (a grown checkpoint, a small file); else a read of the whole file starts in the
+        background and this returns its first ``head`` rows (``partial=True``), read at once."""
+        sig = signature(path)
+        index = self.cached(path)
+        if index is not None and index.sig == sig:
+            return index
+        if sig[2] <= self.block_bytes or (index is not None and index.sig[0] == sig[0] and sig[2] >= index.sig[2]):
+            return self.get(path)
+        with self._lock:
+            start = path not in self._reading
+            self._reading.add(path)
+        if start:
+            threading.Thread(target=self._background, args=(path,), daemon=True,
+                             name="whileai-view-read").start()
+        return self._read(path, sig, None, limit=head)
+
+    def reading(self, path: str) -> bool:
+        with self._lock:
+            return path in self._reading
+
+    def _background(self, path: str) -> None:
+        try:
+            self.get(path)
+        except Exception:
+            pass                                     # the next page that asks reads it and says why
+        finally:
+            with self._lock:
+                self._reading.discard(path)
+
     @staticmethod
-    def _read(path: str, sig: tuple, old: RunIndex | None) -> RunIndex:
+    def _read(path: str, sig: tuple, old: RunIndex | None, limit: int | None = None) -> RunIndex:
         meta, _ = checked_meta(read_meta(path), path)
         if os.path.isdir(path) or path.endswith(".parquet"):
-            index = RunIndex(path, "parquet", sig, meta=meta)
-            index.read_parquet()
+            index = RunIndex(path, "parquet", sig, meta=meta, partial=limit is not None)
+            index.read_parquet(limit)
             return index
         grown = old is not None and old.kind == "jsonl" and old.sig[0] == sig[0] and sig[2] >= old.end
-        index = old.copy() if grown else RunIndex(path, "jsonl")
+        index = old.copy() if grown else RunIndex(path, "jsonl", partial=limit is not None)
         index.sig, index.meta = sig, meta
         with open(path, "rb") as fh:
-            index.read_jsonl(fh, sig[2])
+            index.read_jsonl(fh, sig[2], limit)
         return index

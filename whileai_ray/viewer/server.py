@@ -135,9 +135,12 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError as exc:
             self._refuse(500, "Could not read the run", f"{type(exc).__name__}: {exc}")
 
-    def _index(self, query, name: str = "path"):
-        rel = (query.get(name) or [None])[0]
-        return rel, self.server.cache.get(resolve(self.server.root, rel))
+    def _index(self, query, wait: bool = True):
+        """``(rel, index)`` of the run ``?path=`` names; ``wait=False``: a large run not read yet
+        gives its first rows at once (``RunCache.peek``) while the rest is read."""
+        rel = (query.get("path") or [None])[0]
+        path = resolve(self.server.root, rel)
+        return rel, self.server.cache.get(path) if wait else self.server.cache.peek(path)
 
     def _list(self, query) -> None:
         rels, cut = find_runs(self.server.root)
@@ -146,15 +149,18 @@ class _Handler(BaseHTTPRequestHandler):
             full = os.path.join(self.server.root_real, rel)
             info = {"rel": rel, "mtime": os.path.getmtime(full), "copy": parquet_copy(full)}
             try:
-                index = self.server.cache.get(resolve(self.server.root, rel))
-                info.update(rows=len(index), mode=index.mode, pass_at=index.pass_at())
+                index = self.server.cache.peek(resolve(self.server.root, rel), head=0)
+                if index.partial:
+                    info.update(reading=os.path.getsize(full) if os.path.isfile(full) else None)
+                else:
+                    info.update(rows=len(index), mode=index.mode, pass_at=index.pass_at())
             except Exception as exc:          # one damaged file must not hide the others
                 info["error"] = f"could not read it: {type(exc).__name__}: {exc}"
             runs.append(info)
         self._send(200, pages.list_page(self.server.root, runs, cut))
 
     def _run(self, query) -> None:
-        rel, index = self._index(query)
+        rel, index = self._index(query, wait=False)
         chosen, page = filters.parse(query)
         self._send(200, pages.run_page(rel, index, chosen, page, filters.select(index, chosen)))
 
@@ -179,9 +185,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, pages.compare_page(rels, table, leaderboard.chart_svg(rels, all_curves), problems))
 
     def _api_run(self, query) -> None:
-        rel, index = self._index(query)
-        self._send(200, json.dumps({"path": rel, "rows": len(index), "mtime_ns": index.sig[1], "size": index.sig[2]}),
-                   "application/json")
+        rel, index = self._index(query, wait=False)
+        self._send(200, json.dumps({"path": rel, "rows": len(index), "ready": not index.partial,
+                                    "mtime_ns": index.sig[1], "size": index.sig[2]}), "application/json")
 
 
 def make_server(root, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,

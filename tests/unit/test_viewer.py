@@ -267,3 +267,23 @@ def test_hostile_file_names_and_row_text_stay_text_on_every_page(tmp_path, serve
     for text in pages:
         assert "<img" not in text and "<script>alert" not in text and "onerror=alert(1)>" not in text
     assert "8 of 8 rows match" in pages[2]
+
+
+def test_the_view_command_prints_its_address_and_serves_until_stopped(folder):
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "whileai_ray.cli", "view", str(folder), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = {}
+        reader = threading.Thread(target=lambda: line.setdefault("text", proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+        text = line.get("text", "")
+        assert "serving" in text and "http://127.0.0.1:" in text, text
+        url = text.split(" at ")[1].split()[0]
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200 and "a.jsonl" in page.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

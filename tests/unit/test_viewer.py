@@ -155,10 +155,12 @@ def _checkpoint_lines(rows) -> bytes:
 def test_a_growing_checkpoint_is_read_again_as_rows_land(tmp_path, serve, rows_a):
     path = tmp_path / "run.jsonl"
     path.write_bytes(json.dumps({HEADER_KEY: 1}).encode() + b"\n" + _checkpoint_lines(rows_a[:10]))
+    (tmp_path / "run.jsonl.meta.json").write_text(json.dumps({HEADER_KEY: 1, "fingerprint": {"run": {"mode": "rl"}}}))
     client = serve(tmp_path)
+    assert "run.jsonl.meta.json" not in client.get("/").text    # the checkpoint's sidecar is not a run
     assert client.get("/api/run", params={"path": "run.jsonl"}).json()["rows"] == 10
     page = client.get("/run", params={"path": "run.jsonl"}).text
-    assert 'data-rows="10"' in page and 'data-poll="/api/run?path=run.jsonl"' in page
+    assert 'data-rows="10"' in page and 'data-poll="/api/run?path=run.jsonl"' in page and "mode rl" in page
     torn = json.dumps(rows_a[12], default=str).encode()
     with open(path, "ab") as fh:                               # rows land, the last one half-written
         fh.write(_checkpoint_lines(rows_a[10:12]) + torn[:50])
@@ -224,6 +226,8 @@ def test_paths_outside_the_folder_are_refused(tmp_path, serve, rows_a):
 def test_a_host_that_is_not_loopback_needs_a_token(tmp_path, capsys):
     with pytest.raises(ValueError, match="--token"):
         make_server(tmp_path, host="0.0.0.0", port=0)
+    with pytest.raises(ValueError, match="letters, digits"):
+        make_server(tmp_path, port=0, token="a token; with spaces and a semicolon")
     with pytest.raises(ValueError, match="at least 16"):
         make_server(tmp_path, port=0, token="short")
     with pytest.raises(ValueError, match="not a folder"):

@@ -244,7 +244,13 @@ class RunCache:
 
     @staticmethod
     def _read(path: str, sig: tuple, old: RunIndex | None, limit: int | None = None) -> RunIndex:
-        meta, _ = checked_meta(read_meta(path), path)
+        raw = read_meta(path)
+        meta, _ = checked_meta(raw, path)
+        if "mode" not in meta:                       # a checkpoint's sidecar: the mode is in its run record
+            record = (raw.get("fingerprint") or {}) if isinstance(raw.get("fingerprint"), dict) else {}
+            run = record.get("run") if isinstance(record.get("run"), dict) else {}
+            if isinstance(run.get("mode"), str):
+                meta = {**meta, "mode": run["mode"]}
         if os.path.isdir(path) or path.endswith(".parquet"):
             index = RunIndex(path, "parquet", sig, meta=meta, partial=limit is not None)
             index.read_parquet(limit)

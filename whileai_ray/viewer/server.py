@@ -18,6 +18,7 @@ import hmac
 import ipaddress
 import json
 import os
+import re
 import sys
 import threading
 from http.cookies import SimpleCookie
@@ -199,6 +200,9 @@ def make_server(root, host: str = "127.0.0.1", port: int = 8765, token: str | No
     if not os.path.isdir(root):
         raise ValueError(f"DIR={root!r} is not a folder; pass the folder that holds your runs "
                          "(checkpoint, output= or save() files)")
+    if token is not None and not re.fullmatch(r"[A-Za-z0-9._~+/=-]+", token):
+        raise ValueError("--token may hold letters, digits and . _ ~ + / = - only (it travels in a URL "
+                         "and a cookie); make one with python -c 'import secrets; print(secrets.token_urlsafe())'")
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ValueError(f"--token must be at least {MIN_TOKEN_CHARS} characters; make one with "
                          "python -c 'import secrets; print(secrets.token_urlsafe())'")

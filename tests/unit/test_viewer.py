@@ -291,3 +291,20 @@ def test_the_view_command_prints_its_address_and_serves_until_stopped(folder):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_list_does_not_read_runs_again_when_the_cache_keeps_fewer_than_it_lists(tmp_path, serve, rows_a,
+                                                                                     monkeypatch):
+    from whileai_ray.viewer.run_index import RunCache
+    for name in ("one", "two", "three"):
+        SimulationData(trajectories=[dict(r) for r in rows_a]).save(str(tmp_path / f"{name}.jsonl"))
+    reads = []
+    real = RunCache._read
+    monkeypatch.setattr(RunCache, "_read", staticmethod(lambda *a, **kw: reads.append(a[0]) or real(*a, **kw)))
+    client = serve(tmp_path)
+    client.viewer.cache.keep = 1                                   # one index kept at a time
+    first = client.get("/").text
+    assert client.get("/").text == first and first.count(">48<") == 3
+    assert sorted(os.path.basename(p) for p in reads) == ["one.jsonl", "three.jsonl", "two.jsonl"]
+    (tmp_path / "two.jsonl").write_bytes((tmp_path / "one.jsonl").read_bytes()[:0])   # emptied: read again
+    assert ">0<" in client.get("/").text and len(reads) == 4

@@ -182,12 +182,13 @@ class RunCache:
     """The runs read so far, by path: up to ``keep`` runs and ``keep_rows`` rows in all (the least
     recently used go first; the one just read always stays)."""
 
-    def __init__(self, keep: int = 64, keep_rows: int = 1_000_000):
+    def __init__(self, keep: int = 64, keep_rows: int = 500_000):
         self.keep, self.keep_rows = keep, keep_rows
         self._items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self._path_locks: dict = {}
         self._reading: set = set()                   # runs being read in the background
+        self._summaries: dict = {}                   # path -> (signature, the list page's numbers)
         self.block_bytes = BLOCK_BYTES
 
     def get(self, path: str) -> RunIndex:
@@ -228,6 +229,23 @@ class RunCache:
             threading.Thread(target=self._background, args=(path,), daemon=True,
                              name="whileai-view-read").start()
         return self._read(path, sig, None, limit=head)
+
+    def summary(self, path: str) -> dict | None:
+        """``{"rows", "mode", "pass_at"}`` of the run for the list page, or None while a large run
+        is read in the background. Kept apart from the indexes (a few numbers a run, never evicted),
+        so a folder of more rows than the cache keeps is not read again on every visit of the list."""
+        sig = signature(path)
+        with self._lock:
+            known = self._summaries.get(path)
+        if known is not None and known[0] == sig:
+            return known[1]
+        index = self.peek(path, head=0)
+        if index.partial:
+            return None
+        out = {"rows": len(index), "mode": index.mode, "pass_at": index.pass_at()}
+        with self._lock:
+            self._summaries[path] = (index.sig, out)
+        return out
 
     def reading(self, path: str) -> bool:
         with self._lock:

@@ -150,11 +150,11 @@ class _Handler(BaseHTTPRequestHandler):
             full = os.path.join(self.server.root_real, rel)
             info = {"rel": rel, "mtime": os.path.getmtime(full), "copy": parquet_copy(full)}
             try:
-                index = self.server.cache.peek(resolve(self.server.root, rel), head=0)
-                if index.partial:
+                summary = self.server.cache.summary(resolve(self.server.root, rel))
+                if summary is None:
                     info.update(reading=os.path.getsize(full) if os.path.isfile(full) else None)
                 else:
-                    info.update(rows=len(index), mode=index.mode, pass_at=index.pass_at())
+                    info.update(summary)
             except Exception as exc:          # one damaged file must not hide the others
                 info["error"] = f"could not read it: {type(exc).__name__}: {exc}"
             runs.append(info)

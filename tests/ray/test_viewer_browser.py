@@ -51,7 +51,8 @@ def runs(tmp_path_factory):
     server = make_server(folder, port=0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield {"url": f"http://127.0.0.1:{server.server_address[1]}", "before": before, "after": after, "live": live}
+    yield {"url": f"http://127.0.0.1:{server.server_address[1]}", "before": before, "after": after, "live": live,
+           "server": server, "folder": folder}
     server.shutdown()
     server.server_close()
     thread.join(timeout=10)
@@ -157,3 +158,39 @@ def test_a_running_checkpoint_refreshes_as_rows_land(runs):
         assert page.console_errors == []
         assert any("/api/run?path=live.jsonl" in r for r in page.requests)
         _only_the_viewer(page, runs["url"])
+
+
+def _wait_for(page, expression, want, seconds=20):
+    deadline, seen = time.monotonic() + seconds, None
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            seen = page.evaluate(expression)
+        except RuntimeError:
+            continue                        # the page is reloading
+        if seen == want:
+            break
+    return seen
+
+
+def test_a_large_run_paints_its_first_rows_then_reloads_when_read(runs):
+    rows = [dict(runs["after"][i % 64], scenario_id=f"t{i // 4}") for i in range(400)]
+    SimulationData(trajectories=rows, mode="rl").save(str(runs["folder"] / "large.jsonl"))
+    cache = runs["server"].cache
+    cache.block_bytes = 0                   # counts as large: read in the background
+    lock = cache._path_locks.setdefault(os.path.realpath(runs["folder"] / "large.jsonl"), threading.Lock())
+    try:
+        with Chromium() as page:
+            with lock:                      # the whole-file read waits until the first page is checked
+                page.open_url(f"{runs['url']}/run?path=large.jsonl")
+                assert page.evaluate("document.querySelector('main').dataset.ready") == "0"
+                assert page.evaluate(VISIBLE_ROWS) == 100
+                assert "Reading large.jsonl" in page.evaluate("document.querySelector('#summary').innerText")
+            assert _wait_for(page, "document.querySelector('main') && document.querySelector('main').dataset.ready",
+                             "1") == "1", "the page did not reload once the run was read"
+            assert page.evaluate("document.querySelector('.nrows').textContent") == "400"
+            assert "page 1 of 4" in page.evaluate("document.querySelector('.pager').innerText")
+            assert page.console_errors == []
+            _only_the_viewer(page, runs["url"])
+    finally:
+        cache.block_bytes = 8 << 20

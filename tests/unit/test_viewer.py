@@ -75,9 +75,11 @@ def serve():
 
 
 def test_the_list_shows_each_run_with_its_rows_mode_and_pass_at_1(folder, serve, rows_a, rows_b):
+    SimulationData(trajectories=[dict(r) for r in rows_a]).save(str(folder / "a.parquet"))    # a's Parquet copy
     client = serve(folder)
     page = client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "+ Parquet copy" in page.text and 'href="/run?path=a.parquet"' not in page.text
     text = page.text
     assert 'href="/run?path=a.jsonl"' in text and 'href="/run?path=nested%2Fb.parquet"' in text
     assert "notes.pkl" not in text and "a.meta.json" not in text

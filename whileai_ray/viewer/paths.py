@@ -53,6 +53,11 @@ def parquet_copy(path: str) -> str | None:
     return copy if os.path.exists(copy) else None
 
 
+def _has_jsonl(path: str) -> bool:
+    """Is ``path`` the Parquet copy of a JSONL run beside it (``out.parquet`` of ``out.jsonl``)?"""
+    return path.endswith(".parquet") and os.path.isfile(path[:-8] + ".jsonl")
+
+
 def find_runs(root: str) -> tuple[list[str], bool]:
     """``(relative paths of the runs under root, sorted; whether the list was cut at MAX_RUNS)``.
     Links are not followed into folders, and a linked file that leads out of the root is left out."""
@@ -65,8 +70,9 @@ def find_runs(root: str) -> tuple[list[str], bool]:
             full = os.path.join(folder, d)
             if d.startswith(".") or os.path.islink(full) and not _inside(root_real, full):
                 continue
-            if is_run(full) and not os.path.exists(full[:-8] + ".jsonl" if d.endswith(".parquet") else ""):
-                found.append(full)           # a Parquet folder with no JSONL of its stem: a run of its own
+            if is_run(full):
+                if not _has_jsonl(full):     # a Parquet folder with no JSONL of its stem: a run of its own
+                    found.append(full)
             elif not d.endswith(".parquet") and depth < MAX_DEPTH:
                 keep.append(d)
         dirs[:] = keep
@@ -74,7 +80,7 @@ def find_runs(root: str) -> tuple[list[str], bool]:
             full = os.path.join(folder, f)
             if not _inside(root_real, full) or not is_run(full):
                 continue
-            if f.endswith(".parquet") and os.path.exists(full[:-8] + ".jsonl"):
+            if _has_jsonl(full):
                 continue                     # the Parquet copy of a JSONL run: shown with it
             found.append(full)
         if len(found) > MAX_RUNS:

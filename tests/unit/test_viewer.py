@@ -310,3 +310,15 @@ def test_the_list_does_not_read_runs_again_when_the_cache_keeps_fewer_than_it_li
     assert sorted(os.path.basename(p) for p in reads) == ["one.jsonl", "three.jsonl", "two.jsonl"]
     (tmp_path / "two.jsonl").write_bytes((tmp_path / "one.jsonl").read_bytes()[:0])   # emptied: read again
     assert ">0<" in client.get("/").text and len(reads) == 4
+
+
+def test_a_damaged_file_is_named_on_the_list_and_answered_with_an_error_page(tmp_path, serve, rows_a):
+    SimulationData(trajectories=[dict(r) for r in rows_a]).save(str(tmp_path / "ok.jsonl"))
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 this is not a parquet file PAR1")
+    client = serve(tmp_path)
+    listed = client.get("/").text
+    assert "could not read it" in listed and "ok.jsonl" in listed and ">48<" in listed
+    answer = client.get("/run", params={"path": "broken.parquet"})
+    assert answer.status_code in (404, 500) and ("Could not read the run" in answer.text or "Not found" in answer.text)
+    assert "<h1>" in answer.text                             # a page that says so, not a dropped connection
+    assert client.get("/run", params={"path": "ok.jsonl"}).status_code == 200

@@ -222,13 +222,14 @@ class RunCache:
             return index
         if sig[2] <= self.block_bytes or (index is not None and index.sig[0] == sig[0] and sig[2] >= index.sig[2]):
             return self.get(path)
+        first = self._read(path, sig, None, limit=head)    # before the whole read starts to share the CPU
         with self._lock:
             start = path not in self._reading
             self._reading.add(path)
         if start:
             threading.Thread(target=self._background, args=(path,), daemon=True,
                              name="whileai-view-read").start()
-        return self._read(path, sig, None, limit=head)
+        return first
 
     def summary(self, path: str) -> dict | None:
         """``{"rows", "mode", "pass_at"}`` of the run for the list page, or None while a large run

@@ -133,8 +133,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(404, json.dumps({"error": str(exc)}), "application/json")
             else:
                 self._refuse(404, "Not found", str(exc))
-        except OSError as exc:
-            self._refuse(500, "Could not read the run", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:             # a file that is not what it says: said, never a dropped connection
+            self._refuse(500, "Could not read the run", f"{type(exc).__name__}: {str(exc)[:500]}")
 
     def _index(self, query, wait: bool = True):
         """``(rel, index)`` of the run ``?path=`` names; ``wait=False``: a large run not read yet

@@ -7,6 +7,8 @@
                                             resubmitting resumes from its checkpoint)
     whileai-ray status RUN [--address URL]  the Ray Job's state (RUN: a run id or a spec path)
     whileai-ray demo [--budget N]           an offline simulation (no key; local Ray started for you)
+    whileai-ray view DIR [--port N]         a local web viewer over a folder of runs (127.0.0.1;
+                                            another --host needs --token)
     whileai-ray bench [--quick] [--only L]  the speed figures (see whileai_ray/bench/lines.py)
     whileai-ray bench --scale [--rows N] [--runs 10000,100000,1000000]
                                             a result too large to hold; whole runs of those sizes
@@ -74,6 +76,19 @@ def _bench(args) -> int:
         _err("bench", exc)
         return 2
     return run_bench(quick=args.quick, only=only)
+
+
+def _view(args) -> int:
+    from .viewer.server import serve     # lazy: the viewer's modules, only for this command
+    try:
+        serve(args.dir, host=args.host, port=args.port, token=args.token, verbose=args.verbose)
+    except ValueError as exc:
+        _err("view", exc)
+        return EXIT_USAGE
+    except OSError as exc:               # the port is taken, the address is not this machine's
+        _err("view", f"could not listen on {args.host}:{args.port}: {exc}; pick another --port (0: any free one)")
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def _err(command: str, message) -> None:
@@ -270,6 +285,18 @@ def main(argv=None) -> int:
     b.add_argument("--json", default=None, help="--runs: also write the figures to this JSON file")
     b.set_defaults(func=_bench)
     _add_spec_commands(sub)
+    v = sub.add_parser("view", help="a local web viewer over a folder of runs (list, rows, one row, comparison)",
+                       description="Serve the runs in DIR (checkpoints, output= and save() files, Parquet "
+                       "copies) as web pages: the list with pass@1, one run's rows with filters, a row's "
+                       "conversation, a pass@k / pass^k leaderboard, live while a checkpoint grows.")
+    v.add_argument("dir", metavar="DIR", help="the folder that holds the runs (searched a few levels down)")
+    v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
+                   "address needs --token)")
+    v.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    v.add_argument("--token", default=None, help="a secret every request must carry (?token= once, or "
+                   "Authorization: Bearer); required with a --host that is not loopback")
+    v.add_argument("--verbose", action="store_true", help="log each request to stderr")
+    v.set_defaults(func=_view)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

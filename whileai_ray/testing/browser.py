@@ -153,9 +153,23 @@ class Chromium:
     # -------------------------------------------------------------- the page
     def open(self, path: str) -> None:
         """Load a local file and wait for its load event (and a moment for its script)."""
+        self.open_url("file://" + os.path.abspath(path))
+
+    def open_url(self, url: str) -> None:
+        """Load ``url`` (the viewer's pages: ``http://127.0.0.1:PORT/...``) and wait for its load event."""
         async def go():
             self._load = self.loop.create_future()
-            await self._send("Page.navigate", {"url": "file://" + os.path.abspath(path)})
+            await self._send("Page.navigate", {"url": url})
+            await self._load
+            await asyncio.sleep(0.3)
+        self._run(go())
+
+    def follow(self, expression: str) -> None:
+        """Run script that leaves the page (a click on a link, a form's submit) and wait for the
+        next page's load event."""
+        async def go():
+            self._load = self.loop.create_future()
+            await self._send("Runtime.evaluate", {"expression": expression})
             await self._load
             await asyncio.sleep(0.3)
         self._run(go())

@@ -176,11 +176,16 @@ def _line_schema(quick: bool, out) -> None:
     out(schema_line(bench_schema(rows=150 if quick else 300)))   # real tool schemas (bench/schema_line.py)
 
 
+def _line_viewer(quick: bool, out) -> None:
+    from .viewer_line import bench_viewer, format_line as viewer_line   # (starts chromium: only when asked)
+    out(viewer_line(bench_viewer(rows=20_000 if quick else 100_000)))
+
+
 # name -> line, in the order a full bench prints them (``whileai-ray bench --only async,cpu``)
 LINES = {"latency": _line_latency, "cpu": _line_cpu, "metrics": _line_metrics, "model": _line_model,
          "async": _line_async, "selection": _line_selection, "micro": _line_micro, "judge": _line_judge,
          "resume": _line_resume, "chaos": _line_chaos, "nodes": _line_nodes,
-         "shared": _line_shared, "schema": _line_schema}
+         "shared": _line_shared, "schema": _line_schema, "viewer": _line_viewer}
 
 
 def check_only(only) -> list[str]:

@@ -116,3 +116,11 @@ def test_delta_report_compares_shared_markers_and_flags_ceiling():
 def test_delta_report_with_too_few_tasks():
     rows = [{"scenario_id": "s0", "reward": 1}, {"scenario_id": "s1", "reward": 0}]
     assert delta_report(rows, rows).verdict == "TOO FEW TASKS"
+
+
+def test_identical_runs_have_exactly_zero_spread():
+    """0.675 three times: the float mean is not 0.675, and the spread came out 1.4e-16, 'stable'."""
+    from whileai_ray.score.variance import eval_variance
+    runs = [[{"scenario_id": f"s{i}", "prompt": f"p{i}", "reward": float(i % 40 < 27)} for i in range(40)]] * 3
+    report = eval_variance(*runs)
+    assert report.run_std == 0.0 and report.stability == "deterministic" and report.mean == 0.675

@@ -34,7 +34,7 @@ def plan_fingerprint(cfg, settings) -> str:
     pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
     if settings.pinned_k:                      # a runs= replay's per-ask counts (absent before: same hash)
         pinned = [pinned, list(settings.pinned_k)]
-    return stable_hash("plan-v1", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
+    return stable_hash("plan-v2", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
                        settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
                        cfg.advanced.get("lag"), cfg.reproducible, settings.traces_key)[:16]

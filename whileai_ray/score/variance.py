@@ -129,8 +129,11 @@ def eval_variance(*runs, metric="pass_at_1", by=None, level: float = 0.95) -> Ev
         report.note = ("one evaluation is a draw; replay the task set with simulate(tasks=..., runs=3) "
                        "to measure the re-run noise")
         return report
-    report.mean = math.fsum(values) / len(values)
-    var = math.fsum((v - report.mean) ** 2 for v in values) / (len(values) - 1)
+    if max(values) == min(values):       # identical runs: exactly 0 (the float mean of 0.675 x 3 is not 0.675)
+        report.mean, var = values[0], 0.0
+    else:
+        report.mean = math.fsum(values) / len(values)
+        var = math.fsum((v - report.mean) ** 2 for v in values) / (len(values) - 1)
     report.run_std = math.sqrt(var)
     report.df = len(values) - 1
     report.noise_band = noise_band(report.run_std, 1, 1, report.df, level)

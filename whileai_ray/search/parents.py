@@ -6,13 +6,11 @@ append-only columns (wording id, aim) and a head that moves as parents are used;
 says whether a wording still waits in it, so the planner holds that wording's Situation until
 then. ``state()`` / ``load_state()`` carry it across a planner snapshot.
 
-It also keeps the *owed* mutation slots. The first rounds of a run (512 units at the default lag)
-are decided before any of their rows come back, so a ``failure_mutation`` slot drawn then finds
-no failure to mutate. Such a slot is owed, not lost: its budget is held back (``held()``, at most
-``MAX_OWED`` slots, subtracted from the planner's capacity) and the next grid slots decided once a
-failure waits take it (``slot_due``). Without that a 200-row run was decided whole before any row
-landed and mutated nothing, grader or not. A run in which nothing fails gets the held slots back
-once nothing is in flight (``release_owed``).
+It also counts the *owed* mutation slots. The first rounds of a run are decided before any of
+their rows come back (``search/rounds.py``: ~120 units), so a ``failure_mutation`` slot drawn
+then finds no failure to mutate. Such a slot is owed, not lost: once a failure waits, the next
+``structured`` slots pay it back (``slot_due``), at most ``MAX_OWED`` of them. No budget is held
+back for them (a smaller budget's plan stays a prefix of a larger one's: ``budget_bound.py``).
 """
 from __future__ import annotations
 
@@ -69,15 +67,6 @@ class ParentQueue:
             self.owed -= 1
             return True
         return False
-
-    def held(self) -> int:
-        """Budget held back for owed slots: all of them while no failure waits, else none."""
-        return 0 if self else self.owed
-
-    def release_owed(self, in_flight: int) -> None:
-        """Nothing in flight and no failure waiting: none will come, so the held slots go back."""
-        if not in_flight and not self:
-            self.owed = 0
 
     def pinned(self, wid: int) -> bool:
         return wid < len(self._pins) and bool(self._pins[wid])

@@ -41,6 +41,7 @@ from .parents import ParentQueue
 from .plan_settings import PlanSettings
 from .planner_state import PlannerState
 from .planner_stats import PlannerStatsReport
+from .rounds import round_room
 from .targeting import ShapeTargets
 from .trace_steering import make_picker
 from .wordings import Wordings
@@ -129,8 +130,7 @@ class Planner(PlannerState, PlannerStatsReport):
 
     # ---------------------------------------------------------------- deciding
     def capacity(self) -> int:
-        """Rollouts the budget still allows, less the mutation slots held for failures to come."""
-        return max(0, self.s.budget - self.landed - self.outstanding - self._parents.held())
+        return max(0, self.s.budget - self.landed - self.outstanding)
 
     def decide(self, round_index: int) -> list[Unit]:
         t0 = time.perf_counter()
@@ -140,9 +140,9 @@ class Planner(PlannerState, PlannerStatsReport):
             self.decide_seconds += time.perf_counter() - t0
 
     def _decide(self, round_index: int) -> list[Unit]:
-        self._parents.release_owed(self.outstanding)    # idle and nothing failed: held slots go to the grid
-        room = min(self.s.round_size, self.capacity())
-        if room < self.s.round_size:
+        full = round_room(self.s.round_size, round_index)
+        room = min(full, self.capacity())
+        if room < full:
             self._bound(round_index)
         if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
             room = 0                       # until= says coverage is done: finish what is in flight
@@ -152,7 +152,7 @@ class Planner(PlannerState, PlannerStatsReport):
             out.append(self._take(self._rerolls.popleft())); room -= 1
         while room > 0 and self._backlog:
             out.append(self._take(self._backlog.popleft())); room -= 1
-        while room > 0 and self._can_open() and self.capacity() > 0:
+        while room > 0 and self._can_open():
             if not self.book.covers_a_new_group(
                     self.capacity(), len(out) + len(self._backlog) + len(self._rerolls), self.outstanding):
                 self._bound(round_index)

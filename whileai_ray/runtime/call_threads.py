@@ -48,9 +48,12 @@ class _Worker:
                 result, error = fn(*args), None
             except BaseException as exc:      # handed to the awaiting task as it is
                 result, error = None, exc
+            # back among the idle threads before the caller hears of the result: a caller that
+            # calls again at once then finds this thread, instead of making another
+            keep = not self.abandoned and self.owner.give_back(self)
             _resolve(loop, future, result, error)
             del job, fn, args, result, error
-            if self.abandoned or not self.owner.give_back(self):
+            if not keep:
                 return                          # abandoned (its call took too long) or the pool closed
 
 

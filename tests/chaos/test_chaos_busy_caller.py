@@ -21,27 +21,10 @@ import pytest
 import whileai_ray as wai
 from whileai_ray.store.schema import row_key
 
+from bounded_call import bounded as _bounded
+
 BUDGET = 40
 FAST = {"caller_timeout_s": 2.0, "progress_every_rows": 5, "progress_every_s": 3600.0}
-
-
-def _bounded(fn, timeout: float = 240.0):
-    """``fn()`` in a thread: its result, or a failure when it does not return in ``timeout``."""
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:            # re-raised in the test's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    assert not thread.is_alive(), f"simulate() did not return within {timeout} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _home_agent(tools, on_call=None):

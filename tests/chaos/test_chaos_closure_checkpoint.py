@@ -6,7 +6,6 @@ whole run config, agent included, to the Driver. Nothing of the caller's that st
 travel because a checkpoint is set: the Driver gets the checkpoint's header as plain data.
 Each test runs ``simulate()`` in a thread joined with a limit, so a hang fails the test.
 """
-import threading
 
 import openai
 import pytest
@@ -14,27 +13,10 @@ import pytest
 import whileai_ray as wai
 from whileai_ray.store.schema import row_key
 from whileai_ray.testing.server import start_server
+from bounded_call import bounded
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 LIMIT_S = 120
-
-
-def bounded(fn, limit=LIMIT_S):
-    """``fn()``'s value, its exception re-raised, or a failure when it takes longer than ``limit``."""
-    box = {}
-
-    def go():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:   # re-raised in the test's thread
-            box["error"] = exc
-    t = threading.Thread(target=go, daemon=True)
-    t.start()
-    t.join(limit)
-    assert not t.is_alive(), f"simulate() did not return within {limit} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ import resource
 import subprocess
 import sys
 import textwrap
-import threading
 from html.parser import HTMLParser
 
 import numpy as np
@@ -28,6 +27,7 @@ import pytest
 
 import whileai_ray as wai
 from whileai_ray.result.report_page import CSS, JS
+from bounded_call import bounded as _run_in_thread
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 CHILD_MEMORY = 3 << 30          # bytes of address space a child may take (numpy and pyarrow map ~1 GB)
@@ -189,23 +189,6 @@ def test_wai_load_skips_a_line_nested_100000_deep_and_names_it(tmp_path, spill_r
     """, path, env={"WHILEAI_RAY_SPILL_ROWS": spill_rows})
     assert done.returncode == 0, done.stderr[-1500:]
     assert "4 ['q0', 'q1', 'q2', 'q3']" in done.stdout and "nested too deep" in done.stdout and "OK" in done.stdout
-
-
-def _run_in_thread(fn, timeout):
-    box = {}
-
-    def go():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:      # handed to the test
-            box["error"] = exc
-    t = threading.Thread(target=go, daemon=True)
-    t.start()
-    t.join(timeout)
-    assert not t.is_alive(), f"simulate() did not return within {timeout} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def test_a_checkpoint_with_a_line_nested_100000_deep_resumes(ray_local, tools, tmp_path):

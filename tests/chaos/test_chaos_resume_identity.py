@@ -10,31 +10,14 @@ checkpoint written before the check existed still resumes (and is checked from t
 Each ``simulate()`` runs in a thread joined with a limit, so a hang fails the test.
 """
 import json
-import threading
 
 import pytest
 
 import whileai_ray as wai
+from bounded_call import bounded
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 LIMIT_S = 120
-
-
-def bounded(fn, limit=LIMIT_S):
-    box = {}
-
-    def go():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:   # re-raised in the test's thread
-            box["error"] = exc
-    t = threading.Thread(target=go, daemon=True)
-    t.start()
-    t.join(limit)
-    assert not t.is_alive(), f"simulate() did not return within {limit} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def polite():

@@ -15,7 +15,6 @@ same place. Every ``simulate()`` runs in a thread joined with a timeout: a run t
 the test."""
 import datetime
 import json
-import threading
 import zlib
 
 import numpy as np
@@ -25,27 +24,10 @@ from openai.types.responses import ResponseUsage
 
 import whileai_ray as wai
 from whileai_ray.testing.seeded_rows import TOOLS
+from bounded_call import bounded
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 BUDGET = 24
-
-
-def bounded(fn, seconds=120):
-    """``fn()`` in a thread; its value, its exception, or a failure when it runs past ``seconds``."""
-    box = {}
-
-    def go():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:          # re-raised in the test's thread
-            box["error"] = exc
-    t = threading.Thread(target=go, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"simulate() did not return in {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def kind(message) -> int:

@@ -7,12 +7,11 @@ resume names the rows that do not match (by line and key) and plays their units 
 ``wai.load`` leaves them out with the same warning."""
 import json
 import os
-import threading
 
-import pytest
 
 import whileai_ray as wai
 from whileai_ray.store.schema import row_key
+from bounded_call import bounded
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 
@@ -20,25 +19,6 @@ QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
 def run(tools, **kw):
     kw.setdefault("advanced", QUIET)
     return bounded(lambda: wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, **kw))
-
-
-def bounded(fn, timeout_s: float = 240.0):
-    """``fn()`` in a thread: its value or its exception, or a test failure when it hangs."""
-    box = {}
-
-    def body():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:          # re-raised in the test's thread
-            box["error"] = exc
-    thread = threading.Thread(target=body, daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        pytest.fail(f"simulate() did not return within {timeout_s:.0f}s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def lines(path):

@@ -2,7 +2,6 @@
 rows and types, for a result in memory, one spilled to disk, and a real run that spilled."""
 import copy
 import json
-import threading
 
 import pyarrow as pa
 
@@ -11,26 +10,9 @@ from whileai_ray.result.data import SimulationData
 from whileai_ray.result.row_store import is_arrow, spill_rows
 from whileai_ray.store.schema import arrow_schema
 from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS, played
+from bounded_call import bounded
 
 LIMIT_S = 120
-
-
-def bounded(fn):
-    """``fn()`` in a thread: a hang is a failure after LIMIT_S, never a stuck suite."""
-    out = {}
-
-    def target():
-        try:
-            out["value"] = fn()
-        except BaseException as exc:        # handed to the test
-            out["error"] = exc
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(LIMIT_S)
-    assert not thread.is_alive(), f"Ray Data did not answer within {LIMIT_S}s"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 def table_of(ds) -> pa.Table:

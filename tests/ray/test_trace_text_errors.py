@@ -5,10 +5,11 @@ item 4). Before, they read as success and the traces' fault rate was 0.0."""
 from __future__ import annotations
 
 import json
-import threading
 
 import whileai_ray as wai
 from whileai_ray.situations.grid import TOOL_CONDITIONS, build_axes
+
+from bounded_call import bounded
 
 TOOLS = [{"type": "function", "function": {"name": n, "parameters": {
     "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}
@@ -31,21 +32,7 @@ def chat_trace(i):
 
 
 def _simulate(timeout_s: float = 240, **kwargs):
-    box = {}
-
-    def run():
-        try:
-            box["data"] = wai.simulate(**kwargs)
-        except BaseException as exc:          # surfaced below, in the test's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    assert not worker.is_alive(), f"simulate() did not finish in {timeout_s}s"
-    if "error" in box:
-        raise box["error"]
-    return box["data"]
+    return bounded(lambda: wai.simulate(**kwargs), timeout_s)
 
 
 def test_text_errors_in_traces_are_faults_that_steer_the_grid(ray_local, tmp_path):

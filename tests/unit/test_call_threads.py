@@ -12,25 +12,16 @@ import time
 from whileai_ray.core.unit import RunMeta
 from whileai_ray.runtime.call_threads import CallThreads, CallTimedOut
 from whileai_ray.runtime.rollout_actor import RolloutWorker
-from whileai_ray.search.plan_settings import PlanSettings
-from whileai_ray.search.planner import Planner
-from whileai_ray.situations.grid import build_axes, pairwise_cells
-from whileai_ray.situations.template_writer import TemplateWriter
 from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS
+
+from planned_units import planned_units
 
 META = RunMeta(run_id="r", seed=3, tools=TOOLS, system_prompt=SYSTEM, model_version="hangs")
 RELEASE = threading.Event()
 
 
 def units(n):
-    axes = build_axes(TOOLS, SYSTEM, None)
-    # mutate=False: n units in one decision (a mutating run holds slots back until a failure lands)
-    settings = PlanSettings(run_id="r", seed=3, budget=n, round_size=n, tools=TOOLS, axes=axes, mutate=False)
-    plan, out, r = Planner(settings, TemplateWriter(TOOLS, SYSTEM, 3), pairwise_cells(axes)), [], 0
-    while len(out) < n:                     # the first rounds are small (search/rounds.py)
-        out += plan.decide(r)
-        r += 1
-    return out[:n]
+    return planned_units(n)
 
 
 def test_hung_calls_never_take_the_threads_of_the_calls_after_them():

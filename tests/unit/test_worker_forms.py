@@ -17,24 +17,15 @@ from whileai_ray.core.unit import RunMeta
 from whileai_ray.runtime.judge_actor import JudgeWorker
 from whileai_ray.runtime.rollout_actor import RolloutWorker
 from whileai_ray.score.grading import call_grader, call_grader_async
-from whileai_ray.search.plan_settings import PlanSettings
-from whileai_ray.search.planner import Planner
-from whileai_ray.situations.grid import build_axes, pairwise_cells
-from whileai_ray.situations.template_writer import TemplateWriter
 from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS
+
+from planned_units import planned_units
 
 META = RunMeta(run_id="r", seed=3, tools=TOOLS, system_prompt=SYSTEM, model_version="forms")
 
 
 def units(n=24):
-    axes = build_axes(TOOLS, SYSTEM, None)
-    # mutate=False: n units in one decision (a mutating run holds slots back until a failure lands)
-    settings = PlanSettings(run_id="r", seed=3, budget=n, round_size=n, tools=TOOLS, axes=axes, mutate=False)
-    plan, out, r = Planner(settings, TemplateWriter(TOOLS, SYSTEM, 3), pairwise_cells(axes)), [], 0
-    while len(out) < n:                     # the first rounds are small (search/rounds.py)
-        out += plan.decide(r)
-        r += 1
-    return out[:n]
+    return planned_units(n)
 
 
 def play(worker, chunk):

@@ -21,8 +21,20 @@ SUMMED = ("landed", "scheduled", "timed_out", "agent_errors", "situations", "dec
 SUMMED_BY_REASON = ("rerolled_by", "lost_by")
 
 
+class ReasonTotals:
+    """``rerolled`` and ``lost``: the totals of ``rerolled_by`` / ``lost_by`` (a planner's, its stats')."""
+
+    @property
+    def rerolled(self) -> int:
+        return sum(self.rerolled_by.values())
+
+    @property
+    def lost(self) -> int:
+        return sum(self.lost_by.values())
+
+
 @dataclass(frozen=True)
-class PlannerStats:
+class PlannerStats(ReasonTotals):
     landed: int = 0
     scheduled: int = 0
     timed_out: int = 0
@@ -53,14 +65,6 @@ class PlannerStats:
     writer_seconds: float = 0.0       # the situation writer's own time (situations/timed_writer.py)
     trace_near_copies: int = 0        # traces=: generated asks refused for near-copying a trace
 
-    @property
-    def rerolled(self) -> int:
-        return sum(self.rerolled_by.values())
-
-    @property
-    def lost(self) -> int:
-        return sum(self.lost_by.values())
-
     def plus(self, other: "PlannerStats") -> "PlannerStats":
         """This run's record with ``other``'s counters added (see the module doc)."""
         summed = {name: getattr(self, name) + getattr(other, name) for name in SUMMED}
@@ -70,16 +74,8 @@ class PlannerStats:
         return dataclasses.replace(self, **summed)
 
 
-class PlannerStatsReport:
+class PlannerStatsReport(ReasonTotals):
     """The planner's ``stats()`` (a base of ``Planner``): the figures come from its own parts."""
-
-    @property
-    def rerolled(self) -> int:
-        return sum(self.rerolled_by.values())
-
-    @property
-    def lost(self) -> int:
-        return sum(self.lost_by.values())
 
     def stats(self, stopped_because: str | None = None) -> PlannerStats:
         """The end-of-run figures (called once, when the run stops: the coverage curve is closed)."""

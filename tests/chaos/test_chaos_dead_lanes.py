@@ -122,7 +122,11 @@ def test_an_oom_killed_rollout_actor_is_replaced_and_its_poison_unit_ends_lost(r
     assert got["pool"] == "actors", got
     assert got["rows"] == 24 and got["stopped_because"] == "budget", got
     poison = got["poison"] or {}
-    assert poison.get("lane_deaths", {}).get("OutOfMemoryError", 0) >= 1, got     # the monitor did kill
+    # the monitor's kill reaches the Driver as OutOfMemoryError when a call was on the actor, as
+    # ActorDiedError when it came between calls (both seen here): either is a dead lane
+    deaths = poison.get("lane_deaths", {})
+    assert sum(deaths.values()) >= 2 and set(deaths) <= {"OutOfMemoryError", "ActorDiedError", "RayActorError",
+                                                          "WorkerCrashedError", "ActorUnavailableError"}, got
     assert poison["lanes_replaced"] >= 2, got                                     # and each lane got a new actor
     assert got["lost_by"].get("worker_crashed", 0) >= 2, got    # each poison unit: played twice, then lost
     assert got["lost_by"].get("rollout_failed", 0) == 0, got    # never taken for a unit our code failed on

@@ -90,7 +90,10 @@ def _corrupt(ck: Path, which: int) -> str:
 
 def _start_victim(ck: Path, rows: int, gcs: str) -> subprocess.Popen:
     env = dict(os.environ, RAY_ADDRESS=gcs, RAY_AUTH_MODE=os.environ.get("RAY_AUTH_MODE", "disabled"))
-    return subprocess.Popen([sys.executable, "-m", "whileai_ray.bench.chaos", "--victim", str(ck), str(rows)],
+    # imported, not run as __main__: its PoisonAgent is then whileai_ray.bench.chaos.PoisonAgent, the
+    # same agent as the resumes in this process (a resume is refused for another agent: run_identity)
+    code = "import sys; from whileai_ray.bench.chaos import _victim_main; _victim_main(sys.argv[1:])"
+    return subprocess.Popen([sys.executable, "-c", code, str(ck), str(rows)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

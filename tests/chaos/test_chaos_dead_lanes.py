@@ -21,26 +21,15 @@ import sys
 
 import pytest
 
-OOM_MARGIN_BYTES = 3 * 2**30
-
-
-def _meminfo() -> dict:
-    out = {}
-    with open("/proc/meminfo") as fh:
-        for line in fh:
-            key, value = line.split(":")
-            out[key] = int(value.split()[0]) * 1024
-    return out
-
+from whileai_ray.bench.chaos_lanes import oom_threshold
 
 @pytest.fixture(scope="module")
 def ray_oom(request):
     """The module's Ray (``ray_local``), its raylet's memory monitor set to kill 3 GiB above what the
     machine uses now (the setting is read by the raylet when it starts, then put back)."""
-    m = _meminfo()
-    threshold = (m["MemTotal"] - m["MemAvailable"] + OOM_MARGIN_BYTES) / m["MemTotal"]
+    threshold = oom_threshold()
     saved = {k: os.environ.get(k) for k in ("RAY_memory_usage_threshold", "RAY_memory_monitor_refresh_ms")}
-    os.environ["RAY_memory_usage_threshold"] = f"{min(threshold, 0.9):.4f}"
+    os.environ["RAY_memory_usage_threshold"] = f"{threshold:.4f}"
     os.environ["RAY_memory_monitor_refresh_ms"] = "100"
     try:
         ray = request.getfixturevalue("ray_local")

@@ -3,61 +3,28 @@
 validate against their schema (checked here with jsonschema), every tool is called, every
 situation that aims at bad arguments sends an invalid call, and the world refuses each one."""
 import json
-import re
-import threading
-from datetime import datetime
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 import whileai_ray as wai
+
+from bounded_call import bounded
+from schema_check import schema_validator
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOMAINS = ("retail", "airline", "support")
 RUN_TIMEOUT_S = 240
 
 
-def _formats():
-    fc = jsonschema.FormatChecker()
-
-    @fc.checks("date-time", raises=ValueError)
-    def _dt(value):
-        if isinstance(value, str):
-            if not re.fullmatch(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)", value):
-                raise ValueError("not RFC 3339")
-            datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
-        return True
-    return fc
-
-
 def _validators(tools):
-    out = {}
-    for t in tools:
-        params = t["function"]["parameters"]
-        cls = jsonschema.Draft7Validator if "draft-07" in str(params.get("$schema", "")) else \
-            jsonschema.Draft202012Validator
-        out[t["function"]["name"]] = cls(params, format_checker=_formats())
-    return out
+    return {t["function"]["name"]: schema_validator(t["function"]["parameters"]) for t in tools}
 
 
 def _simulate(tools):
-    """simulate() in a thread, joined with a timeout: a hang fails the test instead of the suite."""
-    box = {}
-
-    def run():
-        try:
-            box["data"] = wai.simulate(wai.seeded_agent(tools, seed=0), tools=tools, simulator=False, mode="rl",
-                                       repeats=2, budget=300, seed=11, concurrency=8)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            box["error"] = exc
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(RUN_TIMEOUT_S)
-    assert not t.is_alive(), f"simulate() did not return within {RUN_TIMEOUT_S}s"
-    if "error" in box:
-        raise box["error"]
-    return box["data"]
+    """simulate(), bounded: a hang fails the test instead of the suite."""
+    return bounded(lambda: wai.simulate(wai.seeded_agent(tools, seed=0), tools=tools, simulator=False, mode="rl",
+                                        repeats=2, budget=300, seed=11, concurrency=8), RUN_TIMEOUT_S)
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

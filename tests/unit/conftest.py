@@ -38,3 +38,14 @@ def server():
     yield _start
     for stop in stops:
         stop()
+
+
+@pytest.fixture
+def clean_model_env(monkeypatch):
+    """No judge, key or URL from the environment, and no ``wai.configure`` left by another test."""
+    from whileai_ray.agents.backends import reset_configuration
+    for name in ("WHILEAI_JUDGE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "VLLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    reset_configuration()
+    yield
+    reset_configuration()

@@ -33,13 +33,7 @@ def bad(i=2):
             "privileged": {"reference": "the order shipped on the fourth of May"}}
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ("WHILEAI_JUDGE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "VLLM_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    reset_configuration()
-    yield
-    reset_configuration()
+pytestmark = pytest.mark.usefixtures("clean_model_env")   # (tests/unit/conftest.py)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from whileai_ray.agents import response_cache as rc
-from whileai_ray.agents.backends import OpenAI, make_client, reset_configuration
+from whileai_ray.agents.backends import OpenAI, make_client
 from whileai_ray.agents.chat_call import chat_completion
 from whileai_ray.config.advanced import validate_advanced
 from whileai_ray.result.data import SimulationData
@@ -24,13 +24,7 @@ BODY = {"model": "m", "messages": [{"role": "user", "content": "Where is ORD-1?"
         "max_tokens": 64, "seed": 7, "tools": [{"type": "function", "function": {"name": "lookup_order"}}]}
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ("WHILEAI_JUDGE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "VLLM_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    reset_configuration()
-    yield
-    reset_configuration()
+pytestmark = pytest.mark.usefixtures("clean_model_env")   # (tests/unit/conftest.py)
 
 
 # ---- the key ------------------------------------------------------------------------------------

@@ -2,10 +2,8 @@
 broken arguments are broken (issue 29, items 1-2). Checked with jsonschema itself."""
 import json
 import re
-from datetime import datetime
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from whileai_ray.core.rng import unit_rng
@@ -13,30 +11,11 @@ from whileai_ray.world.entities import EntityBook, entity_kind
 from whileai_ray.world.schema_breaks import break_arguments
 from whileai_ray.world.schema_values import draw_value
 
+from schema_check import schema_validator
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 CORPUS = [t for name in ("retail", "airline", "support")
           for t in json.loads((DATA / f"tools_{name}.json").read_text())]
-
-
-def _formats():
-    """jsonschema's own format checks, with date-time checked too (its checker needs an extra
-    package for it; RFC 3339 = an ISO date, 'T', a time and an offset)."""
-    fc = jsonschema.FormatChecker()
-
-    @fc.checks("date-time", raises=ValueError)
-    def _dt(value):
-        if isinstance(value, str):
-            if not re.fullmatch(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)", value):
-                raise ValueError("not RFC 3339")
-            datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
-        return True
-    return fc
-
-
-def _validator(schema):
-    cls = jsonschema.Draft7Validator if "draft-07" in str(schema.get("$schema", "")) else \
-        jsonschema.Draft202012Validator
-    return cls(schema, format_checker=_formats())
 
 
 def _draws(schema, n=200, salt="t"):
@@ -52,13 +31,13 @@ def test_the_corpus_is_30_tools_in_three_domains_using_every_keyword():
                     '"type": ["string", "null"]'):
         assert keyword in text, keyword
     for t in CORPUS:
-        _validator(t["function"]["parameters"]).check_schema(t["function"]["parameters"])
+        schema_validator(t["function"]["parameters"]).check_schema(t["function"]["parameters"])
 
 
 @pytest.mark.parametrize("tool", CORPUS, ids=lambda t: t["function"]["name"])
 def test_every_draw_for_every_corpus_tool_validates(tool):
     params = tool["function"]["parameters"]
-    v = _validator(params)
+    v = schema_validator(params)
     for value in _draws(params, 150):
         assert not list(v.iter_errors(value)), (value, [e.message for e in v.iter_errors(value)])
 
@@ -87,7 +66,7 @@ KEYWORDS = {
 @pytest.mark.parametrize("name", list(KEYWORDS))
 def test_each_keyword_is_respected(name):
     schema = KEYWORDS[name]
-    v = _validator(schema)
+    v = schema_validator(schema)
     values = _draws(schema, 100, name)
     assert all(v.is_valid(x) for x in values), [x for x in values if not v.is_valid(x)][:3]
     if name == "enum":
@@ -112,10 +91,10 @@ def test_one_of_and_any_of_pick_every_branch():
                         {"type": "object", "properties": {"k": {"const": "y"}, "n": {"type": "integer"}},
                          "required": ["k", "n"], "additionalProperties": False}]}
     values = _draws(schema, 60)
-    assert {x["k"] for x in values} == {"x", "y"} and all(_validator(schema).is_valid(x) for x in values)
+    assert {x["k"] for x in values} == {"x", "y"} and all(schema_validator(schema).is_valid(x) for x in values)
     any_of = {"anyOf": [{"type": "integer", "minimum": 10}, {"type": "string", "format": "email"}]}
     values = _draws(any_of, 60)
-    assert {type(x) for x in values} == {int, str} and all(_validator(any_of).is_valid(x) for x in values)
+    assert {type(x) for x in values} == {int, str} and all(schema_validator(any_of).is_valid(x) for x in values)
 
 
 def test_draws_are_keyed_not_global():
@@ -152,7 +131,7 @@ def test_a_description_example_is_the_ids_format_not_its_value():
 @pytest.mark.parametrize("tool", CORPUS, ids=lambda t: t["function"]["name"])
 def test_broken_arguments_are_invalid_and_labelled(tool):
     params = tool["function"]["parameters"]
-    v = _validator(params)
+    v = schema_validator(params)
     keywords = set()
     for i in range(40):
         rnd = unit_rng(1, "break", i)

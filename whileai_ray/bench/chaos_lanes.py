@@ -78,7 +78,9 @@ def bench_hung_calls(rows: int = 60, timeout: float = 3.0) -> dict:
             "pool": data.report()["placement"]["pool"]}
 
 
-def _oom_threshold() -> float:
+def oom_threshold() -> float:
+    """``RAY_memory_usage_threshold`` that kills ``OOM_MARGIN_BYTES`` above what the machine uses now
+    (at most 0.9): an agent that takes memory is killed by Ray's monitor, nothing else is."""
     mem = {}
     with open("/proc/meminfo") as fh:
         for line in fh:
@@ -89,7 +91,7 @@ def _oom_threshold() -> float:
 
 def _oom_main(rows: int) -> None:
     """In the subprocess: a Ray of its own whose memory monitor kills 3 GiB above today's use."""
-    os.environ["RAY_memory_usage_threshold"] = f"{_oom_threshold():.4f}"
+    os.environ["RAY_memory_usage_threshold"] = f"{oom_threshold():.4f}"
     os.environ["RAY_memory_monitor_refresh_ms"] = "100"
     t0 = time.monotonic()
     data = simulate(MemoryHog(), tools=TOOLS, simulator=False, budget=rows, seed=11, concurrency=4, timeout=90,

@@ -166,40 +166,34 @@ def _plain(value) -> bool:
     on every rollout)."""
     kind = type(value)
     if kind is dict:
-        for k, v in value.items():
+        for k in value:
             if type(k) is not str or not (k.isascii() or _text_ok(k)):
                 return False
-            t = type(v)
-            if t is str:
-                if not (v.isascii() or _text_ok(v)):
-                    return False
-            elif t is int or t is bool or v is None:
-                continue
-            elif t is float:
-                if v - v != 0.0:
-                    return False
-            elif not _plain(v):
-                return False
-        return True
+        return _plain_items(value.values())
     if kind is list:
-        for v in value:
-            t = type(v)
-            if t is str:
-                if not (v.isascii() or _text_ok(v)):
-                    return False
-            elif t is int or t is bool or v is None:
-                continue
-            elif t is float:
-                if v - v != 0.0:
-                    return False
-            elif not _plain(v):
-                return False
-        return True
+        return _plain_items(value)
     if kind is str:
         return _text_ok(value)
     if kind is float:
         return value - value == 0.0
     return kind is int or kind is bool or value is None
+
+
+def _plain_items(values) -> bool:
+    """``_plain`` over a container's values, the scalar cases inline (one call a container)."""
+    for v in values:
+        t = type(v)
+        if t is str:
+            if not (v.isascii() or _text_ok(v)):
+                return False
+        elif t is int or t is bool or v is None:
+            continue
+        elif t is float:
+            if v - v != 0.0:
+                return False
+        elif not _plain(v):
+            return False
+    return True
 
 
 def _norm(value, path: str, repairs: dict, seen: set):

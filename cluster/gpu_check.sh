@@ -52,7 +52,7 @@ import json, os, time
 import whileai_ray as wai
 from whileai_ray.agents.routing import MultiEndpoint
 from whileai_ray.runtime.cluster import ensure_ray
-from whileai_ray.runtime.model_servers import ModelServers
+from whileai_ray.runtime.servers.model_servers import ModelServers
 
 TOOLS = [{"type": "function", "function": {
     "name": "lookup_order",

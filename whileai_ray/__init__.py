@@ -21,17 +21,17 @@ if _typing.TYPE_CHECKING:
     from .export.dataset_export import export_dataset
     from .export.dataset_export import export_dataset as export_training
     from .result.data import SimulationData
-    from .result.evaluate import evaluate
-    from .result.grading_paths import grade_llm, llm_grade
-    from .result.grading_paths import grade_llm as grade
-    from .result.grading_paths import rank_source as rank
+    from .result.grading.evaluate import evaluate
+    from .result.grading.paths import grade_llm, llm_grade
+    from .result.grading.paths import grade_llm as grade
+    from .result.grading.paths import rank_source as rank
     from .result.loading import load
-    from .result.notebook import notebook_progress
-    from .result.run_judge import run_judge
-    from .result.scored import ScoredData
+    from .result.html.notebook import notebook_progress
+    from .result.grading.run_judge import run_judge
+    from .result.grading.scored import ScoredData
     from .score.compare import compare_runs, delta_report, format_delta_report
-    from .score.llm_judge import Judge
-    from .score.pass_at import PassAt, pass_at
+    from .score.judges.llm_judge import Judge
+    from .score.pass_at.estimate import PassAt, pass_at
     from .score.variance import eval_variance, noise_band
     from .simulation import simulate
     from .world.current import current_rollout
@@ -43,16 +43,16 @@ _LAZY = {
     "OpenAI": (".agents.backends", "OpenAI"), "configure": (".agents.backends", "configure"),
     "SEEDED_BEHAVIORS": (".agents.seeded", "SEEDED_BEHAVIORS"), "seeded_agent": (".agents.seeded", "seeded_agent"),
     "conversation": (".core.rows", "conversation"), "PublishGateError": (".errors", "PublishGateError"),
-    "SimulationData": (".result.data", "SimulationData"), "grade_llm": (".result.grading_paths", "grade_llm"),
-    "llm_grade": (".result.grading_paths", "llm_grade"), "grade": (".result.grading_paths", "grade_llm"),
-    "rank": (".result.grading_paths", "rank_source"), "load": (".result.loading", "load"),
-    "notebook_progress": (".result.notebook", "notebook_progress"), "ScoredData": (".result.scored", "ScoredData"),
+    "SimulationData": (".result.data", "SimulationData"), "grade_llm": (".result.grading.paths", "grade_llm"),
+    "llm_grade": (".result.grading.paths", "llm_grade"), "grade": (".result.grading.paths", "grade_llm"),
+    "rank": (".result.grading.paths", "rank_source"), "load": (".result.loading", "load"),
+    "notebook_progress": (".result.html.notebook", "notebook_progress"), "ScoredData": (".result.grading.scored", "ScoredData"),
     "compare_runs": (".score.compare", "compare_runs"), "delta_report": (".score.compare", "delta_report"),
-    "format_delta_report": (".score.compare", "format_delta_report"), "Judge": (".score.llm_judge", "Judge"),
+    "format_delta_report": (".score.compare", "format_delta_report"), "Judge": (".score.judges.llm_judge", "Judge"),
     "export_dataset": (".export.dataset_export", "export_dataset"),
     "export_training": (".export.dataset_export", "export_dataset"),   # one function, two names (as the docs')
-    "evaluate": (".result.evaluate", "evaluate"), "run_judge": (".result.run_judge", "run_judge"),
-    "PassAt": (".score.pass_at", "PassAt"), "pass_at": (".score.pass_at", "pass_at"),
+    "evaluate": (".result.grading.evaluate", "evaluate"), "run_judge": (".result.grading.run_judge", "run_judge"),
+    "PassAt": (".score.pass_at.estimate", "PassAt"), "pass_at": (".score.pass_at.estimate", "pass_at"),
     "eval_variance": (".score.variance", "eval_variance"), "noise_band": (".score.variance", "noise_band"),
     "simulate": (".simulation", "simulate"), "current_rollout": (".world.current", "current_rollout"),
 }
@@ -60,9 +60,9 @@ _LAZY = {
 
 def _ray_dataset(*args, **kwargs):
     """``data.to_ray_dataset()`` (``result/interop.py``, which may not import ``ray`` or the
-    runtime) reaches ``runtime/ray_data_interop.py`` through this hook, installed here so a
+    runtime) reaches ``runtime/data/interop.py`` through this hook, installed here so a
     result from ``wai.load`` has it too; ray is imported on the first call."""
-    from .runtime.ray_data_interop import to_ray_dataset
+    from .runtime.data.interop import to_ray_dataset
     return to_ray_dataset(*args, **kwargs)
 
 

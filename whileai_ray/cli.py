@@ -30,9 +30,9 @@ from . import __version__
 from .agents.seeded import seeded_agent
 from .bench.lines import LINES, check_only, run_bench
 from .config.run_spec import SpecError, load_spec
-from .result.html_report import check_html_path, write_report
+from .result.html.report import check_html_path, write_report
 from .result.loading import load
-from .runtime.job_plan import resolve_address
+from .runtime.jobs.plan import resolve_address
 from .score.compare import delta_report
 from .simulation import simulate
 from .testing.seeded_rows import TOOLS
@@ -213,7 +213,7 @@ def _print_summary(path, s) -> None:
 
 
 def _submit(args) -> int:
-    from .runtime.jobs import submit   # lazy: ray's job client, only for this command
+    from .runtime.jobs.client import submit   # lazy: ray's job client, only for this command
     try:
         out = submit(args.spec, args.address, run_id=args.run_id, working_dir=args.working_dir,
                      output_dir=args.output_dir)
@@ -227,7 +227,7 @@ def _submit(args) -> int:
           f"checkpoint {out['checkpoint']}")
     if not args.wait:
         return EXIT_OK
-    from .runtime.jobs import JobNotFound, job_logs, wait_for   # lazy: ray
+    from .runtime.jobs.client import JobNotFound, job_logs, wait_for   # lazy: ray
     try:
         state = wait_for(out["run_id"], out["address"], timeout_s=args.timeout)
     except (JobNotFound, ConnectionError, RuntimeError) as exc:
@@ -239,7 +239,7 @@ def _submit(args) -> int:
 
 
 def _status(args) -> int:
-    from .runtime.jobs import status   # lazy: ray's job client, only for this command
+    from .runtime.jobs.client import status   # lazy: ray's job client, only for this command
     run_id = args.run
     try:
         if run_id.endswith(".toml"):
@@ -257,7 +257,7 @@ def _status(args) -> int:
     print(json.dumps(state, default=str) if args.json else
           f"run {run_id}: {state['status']} {state['message']}".rstrip())
     if args.logs:
-        from .runtime.jobs import job_logs   # lazy: ray
+        from .runtime.jobs.client import job_logs   # lazy: ray
         print(job_logs(run_id, resolve_address(args.address)))
     return EXIT_JOB if state["status"] in ("FAILED", "STOPPED") else EXIT_OK
 

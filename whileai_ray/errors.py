@@ -18,4 +18,4 @@ class SpecError(ValueError):
 
 
 class JudgeTrustError(RuntimeError):
-    """``trust="require"`` and the judge is unmeasured or under the floors (``score/labels.py``)."""
+    """``trust="require"`` and the judge is unmeasured or under the floors (``score/judges/labels.py``)."""

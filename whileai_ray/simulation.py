@@ -27,9 +27,9 @@ from .core.run_warning import raised
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result.cluster_hook import install_cluster_runner
-from .result.progress import ProgressReporter, logger
-from .result.progress_display import choose_display
-from .result.run_judge import with_run_cache
+from .result.progress.lines import ProgressReporter, logger
+from .result.progress.display import choose_display
+from .result.grading.run_judge import with_run_cache
 from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
 from .result.role_notes import add_role_notes
@@ -40,30 +40,30 @@ from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
 from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
-from .score.judging import judge_name
-from .score.llm_judge import Judge
-from .search.planner import Planner
+from .score.judges.contract import judge_name
+from .score.judges.llm_judge import Judge
+from .search.planner.planner import Planner
 from .search.tasks import UNFAITHFUL, build_tasks
-from .search.trace_report import apply_trace_plan, drop_trace_copies
-from .search.trace_steering import plan_traces
+from .search.traces.report import apply_trace_plan, drop_trace_copies
+from .search.traces.steering import plan_traces
 from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
 from .situations.template_writer import TemplateWriter
-from .store.checkpoint_lock import caller_identity
-from .store.checkpoint_meta import read_sidecar, write_sidecar
-from .store.fingerprint import GRADER_ONLY, RUN_KEY, fingerprint, fingerprint_mismatch, with_grader
-from .store.jsonl_lines import HEADER_KEY
-from .store.jsonl import JsonlCheckpoint
-from .store.plan_snapshot_file import snapshot_path
-from .store.shards import fill_stubs, open_shards, shards_folder, shards_of
-from .store.sink import CheckpointSink
+from .store.checkpoint.lock import caller_identity
+from .store.checkpoint.meta import read_sidecar, write_sidecar
+from .store.checkpoint.fingerprint import GRADER_ONLY, RUN_KEY, fingerprint, fingerprint_mismatch, with_grader
+from .store.checkpoint.lines import HEADER_KEY
+from .store.checkpoint.jsonl import JsonlCheckpoint
+from .store.snapshots.file import snapshot_path
+from .store.shards.storage import fill_stubs, open_shards, shards_folder, shards_of
+from .store.checkpoint.sink import CheckpointSink
 
 
 
 def _ray_data_runner(*args, **kwargs):
     """Large results are graded on the cluster: ``result/`` reaches the runtime's Ray Data path
     through this hook (it may not import ray itself); ray is imported on the first such grade."""
-    from .runtime.ray_data_grading import map_row_batches
+    from .runtime.data.grading import map_row_batches
     return map_row_batches(*args, **kwargs)
 
 
@@ -99,12 +99,12 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     ``agent`` is a callable ``message -> {"steps": [...], "final_text": str}`` (or a backend
     spec): a function (run in threads), an ``async def`` function (awaited on its pool's event
     loop) or a class (built once per rollout actor with ``advanced["agent_args"/"agent_kwargs"]``,
-    then called per rollout); see ``agents/forms.py``. Where each runs: ``runtime/pool_sizing.py``.
+    then called per rollout); see ``agents/forms.py``. Where each runs: ``runtime/pools/sizing.py``.
     Every other argument is keyword-only and documented in the seeds' ``simulate.md``. Nothing
     is spent before every argument has been checked.
     """
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
-    started = time.time()                   # time_budget= counts from this call (search/clock.py)
+    started = time.time()                   # time_budget= counts from this call (search/planner/clock.py)
     cfg = resolve_config(agent, explicit, passed)
     if rubric_unused_note(cfg):
         _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
@@ -204,7 +204,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     if cfg.llm_grade:
         data.llm_grade()
     if cfg.output:
-        from .store.parquet import write_parquet   # lazy: pyarrow, only when output= is set
+        from .store.parquet.folder import write_parquet   # lazy: pyarrow, only when output= is set
         data.save(cfg.output, meta=True)
         write_parquet((stored_row(t) for t in data.trajectories), _parquet_path(cfg.output))
     return data
@@ -222,7 +222,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     """Play one evaluation run; return its ``RunResult`` and its rows (a list, or ``ArrowRows``
     over the Driver's spill, whose folder this process now owns). ``started``: when simulate()
     was called (wall clock)."""
-    from .runtime.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
+    from .runtime.caller.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
     spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles, started)
     regraded = _regrade_on_disk(spec)
     knobs = cfg.advanced
@@ -303,7 +303,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
                                        sampling=sampling, model=model)}
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
-    storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards.py)
+    storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards/storage.py)
     shards = shards_folder(cfg.checkpoint, storage) if storage not in (None, False) and cfg.checkpoint else None
     cache = cache_spec(knobs)
     if cache is not None and isinstance(grader, Judge):    # grader=wai.Judge(...) reads the run's cache too
@@ -318,13 +318,13 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
                    if cfg.checkpoint else None), shards=shards,
         checkpoint=cfg.checkpoint, checkpoint_header=setup, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         progress_every_rows=knobs["progress_every_rows"],
-        # Ray metrics tagged by this run (runtime/metrics.py); advanced={"metrics": False} turns them off
+        # Ray metrics tagged by this run (runtime/metrics/recorder.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,
         # rows: a list up to spill_rows (a Driver keeps at most DRIVER_LIST_ROWS), Parquet past it
         make_spool=partial(row_spool, min(knobs["spill_rows"], DRIVER_LIST_ROWS)),
         lineage=lineage(cfg, eval_run),
-        # planner snapshots (store/plan_snapshot_file.py): reproducible runs with a checkpoint and a
+        # planner snapshots (store/snapshots/file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         snapshot=(str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
                   and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
@@ -343,7 +343,7 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
 def _regrade_on_disk(spec) -> str | None:
     """A resume whose only change is the caller's ``grader=`` regrades the rows on disk with it (in
     place, under the checkpoint's lock: ``store/run_files.py``), records that grader in the header
-    and says so; any other change is left to the Driver, which refuses it (``store/fingerprint.py``)."""
+    and says so; any other change is left to the Driver, which refuses it (``store/checkpoint/fingerprint.py``)."""
     side = read_sidecar(spec.checkpoint, HEADER_KEY) if spec.checkpoint_header and spec.grader_is_callers else None
     stored = (side or {}).get("fingerprint")
     if not isinstance(stored, dict) or fingerprint_mismatch(stored, spec.checkpoint_header) != GRADER_ONLY:

@@ -9,7 +9,7 @@ label (KubeRay's PodMonitor sets it per cluster; one Prometheus may scrape sever
 ``.*`` for All so a cluster without that label still matches. Two more variables keep runs apart:
 ``RunId`` and ``Mode``.
 ``tests/unit/test_grafana_dashboard.py`` checks that the JSON is what this script writes and
-that every series it queries is one ``whileai_ray/runtime/metric_names.py`` defines.
+that every series it queries is one ``whileai_ray/runtime/metrics/names.py`` defines.
 
     python cluster/grafana/build_dashboard.py
 """

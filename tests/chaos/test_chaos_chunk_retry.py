@@ -1,7 +1,7 @@
-"""The poison-rollout policy alone (runtime/chunk_retry.py, no Ray): issue 11 item 8."""
+"""The poison-rollout policy alone (runtime/driver/chunk_retry.py, no Ray): issue 11 item 8."""
 import pytest
 
-from whileai_ray.runtime.chunk_retry import (MAX_TRIES, NODE_LOST, UNSERIALIZABLE, WORKER_CRASHED,
+from whileai_ray.runtime.driver.chunk_retry import (MAX_TRIES, NODE_LOST, UNSERIALIZABLE, WORKER_CRASHED,
                                              ChunkRetry)
 
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import whileai_ray as wai
-from whileai_ray.result.report_page import CSS, JS
+from whileai_ray.result.html.page import CSS, JS
 from bounded_call import bounded as _run_in_thread
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}
@@ -279,7 +279,7 @@ def _stub_checkpoint(tmp_path, name):
 
 LOAD_STUBS = """
     import sys, whileai_ray as wai
-    from whileai_ray.store.shards import check_stub_shards
+    from whileai_ray.store.shards.storage import check_stub_shards
     for what, call in (("LOAD", lambda: wai.load(sys.argv[1])), ("RESUME", lambda: check_stub_shards(sys.argv[2], sys.argv[1]))):
         try:
             call()

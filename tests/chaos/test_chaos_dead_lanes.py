@@ -45,8 +45,8 @@ def ray_oom(request):
 def test_every_way_an_actor_dies_is_a_dead_lane():
     from ray import exceptions as X
 
-    from whileai_ray.runtime.actor_pool import death_cause, lane_is_dead
-    from whileai_ray.runtime.chunk_retry import NODE_LOST, WORKER_CRASHED
+    from whileai_ray.runtime.pools.actor_pool import death_cause, lane_is_dead
+    from whileai_ray.runtime.driver.chunk_retry import NODE_LOST, WORKER_CRASHED
 
     oom = X.OutOfMemoryError("1 worker(s) were killed due to the node running low on memory.")
     worker_gone = [oom, X.WorkerCrashedError(), X.ActorDiedError(), X.RayActorError(),

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import whileai_ray as wai
-from whileai_ray.store.checkpoint_lock import CheckpointBusy, probe
+from whileai_ray.store.checkpoint.lock import CheckpointBusy, probe
 from whileai_ray.store.schema import row_key
 from bounded_call import bounded
 

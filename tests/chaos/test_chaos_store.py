@@ -11,12 +11,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from whileai_ray.store.fingerprint import fingerprint
-from whileai_ray.store.jsonl import JsonlCheckpoint
-from whileai_ray.store.key_index import RECORD, index_path
+from whileai_ray.store.checkpoint.fingerprint import fingerprint
+from whileai_ray.store.checkpoint.jsonl import JsonlCheckpoint
+from whileai_ray.store.checkpoint.key_index import RECORD, index_path
 from whileai_ray.store.row_key_set import key_digest
 from whileai_ray.store.schema import row_key
-from whileai_ray.store.sink import CheckpointSink
+from whileai_ray.store.checkpoint.sink import CheckpointSink
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
     "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
@@ -101,7 +101,7 @@ def test_a_corrupt_parquet_side_is_rebuilt_from_the_jsonl_with_a_warning(tmp_pat
     assert any("ck.parquet" in w and "rebuil" in w for w in sink.warnings), sink.warnings
     sink.append([make_row(7)])
     sink.close()
-    from whileai_ray.store.parquet import read_parquet
+    from whileai_ray.store.parquet.folder import read_parquet
     back = read_parquet(tmp_path / "ck.parquet")
     assert sorted(map(row_key, back)) == sorted(map(row_key, rows + [make_row(7)]))
 
@@ -114,8 +114,8 @@ FULL_DISK = textwrap.dedent(r"""
     rows = [{"prompt": "p%d" % i, "steps": [], "final_text": "x" * 2000, "scenario_id": "s%d" % i}
             for i in range(200)]
     if what == "checkpoint":
-        from whileai_ray.store.fingerprint import fingerprint
-        from whileai_ray.store.jsonl import JsonlCheckpoint
+        from whileai_ray.store.checkpoint.fingerprint import fingerprint
+        from whileai_ray.store.checkpoint.jsonl import JsonlCheckpoint
         ck = JsonlCheckpoint(target, fingerprint([], "", "a"))
         ck.open()
         ck.append(rows[:10])
@@ -125,7 +125,7 @@ FULL_DISK = textwrap.dedent(r"""
             from whileai_ray.store.reader import save_jsonl_atomic
             save_jsonl_atomic(rows, target)
         elif what == "parquet":
-            from whileai_ray.store.parquet import write_parquet
+            from whileai_ray.store.parquet.folder import write_parquet
             rows = [dict(r, final_text=os.urandom(1000).hex()) for r in rows]   # incompressible
             write_parquet(rows, target)
         elif what == "checkpoint":
@@ -183,7 +183,7 @@ def test_nan_infinity_and_lone_surrogates_are_written_as_strict_json(tmp_path):
     save_jsonl_atomic(odd, tmp_path / "saved.jsonl")
     for line in (tmp_path / "saved.jsonl").read_text(encoding="utf-8").splitlines():
         strict_loads(line)
-    from whileai_ray.store.parquet import read_parquet, write_parquet
+    from whileai_ray.store.parquet.folder import read_parquet, write_parquet
     write_parquet(odd, tmp_path / "rows.parquet")
     table = polars.read_parquet(tmp_path / "rows.parquet")
     for text in table["row_json"].to_list():
@@ -199,7 +199,7 @@ def test_load_pushed_refuses_names_that_leave_the_store(tmp_path):
     outside.mkdir(parents=True)
     rows = [make_row(i) for i in range(3)]
     push(rows, {"mode": "explore"}, "orders", store=str(store), gate=False)
-    from whileai_ray.store.parquet import rows_to_table
+    from whileai_ray.store.parquet.folder import rows_to_table
     import pyarrow.parquet as pq
     pq.write_table(rows_to_table(rows), outside / "rows.parquet")
     (outside / "meta.json").write_text(json.dumps({"secret": True}))
@@ -215,12 +215,12 @@ def test_the_lock_of_a_killed_process_does_not_block_and_a_live_one_is_named(tmp
     import pickle
     import signal
 
-    from whileai_ray.store.checkpoint_lock import CheckpointBusy, CheckpointLock, probe
+    from whileai_ray.store.checkpoint.lock import CheckpointBusy, CheckpointLock, probe
 
     ck = tmp_path / "ck.jsonl"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
-        from whileai_ray.store.checkpoint_lock import CheckpointLock
+        from whileai_ray.store.checkpoint.lock import CheckpointLock
         CheckpointLock({str(ck)!r}, run_id="holder-run").acquire()
         print("held", flush=True)
         time.sleep(600)

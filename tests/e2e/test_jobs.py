@@ -50,13 +50,13 @@ def cli(*args, ok=(0,)):
 
 
 def wait_status(run_id, address, want, timeout=240):
-    from whileai_ray.runtime.jobs import status
+    from whileai_ray.runtime.jobs.client import status
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = status(run_id, address)
         if st and st["status"] in want:
             if st["status"] == "FAILED":
-                from whileai_ray.runtime.jobs import job_logs
+                from whileai_ray.runtime.jobs.client import job_logs
                 st["logs"] = job_logs(run_id, address)[-3000:]
             return st
         time.sleep(1)
@@ -90,7 +90,7 @@ def test_submit_runs_to_completion_and_a_stopped_job_resumes(head, tmp_path):
         time.sleep(0.5)
     assert len(body(ck)) >= 200, "the job did not get going"
     from ray.job_submission import JobSubmissionClient
-    from whileai_ray.runtime.jobs import status
+    from whileai_ray.runtime.jobs.client import status
     first = status("jobs-slow", head.address)
     assert first["attempt"] == 1 and first["submission_id"] == "jobs-slow"
     JobSubmissionClient(head.address).stop_job(first["submission_id"])

@@ -21,7 +21,7 @@ import pytest
 
 import whileai_ray as wai
 from whileai_ray.agents.routing import MultiEndpoint
-from whileai_ray.runtime.model_servers import ModelServers
+from whileai_ray.runtime.servers.model_servers import ModelServers
 from whileai_ray.testing.models import MissingTestModel, smollm2_gguf
 
 ALIAS = "smollm2"

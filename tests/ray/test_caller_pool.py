@@ -1,6 +1,6 @@
 """Callables as people write them, on a local (one-node) Ray: they stay in the caller's process.
 
-The caller's own pool (runtime/caller_pool.py, caller_player.py) plays every rollout in this
+The caller's own pool (runtime/pools/caller_pool.py, caller/player.py) plays every rollout in this
 process, so a function closing over an ``openai.OpenAI`` client, an ``async def`` agent sharing
 one ``AsyncOpenAI``, an ``execute=`` that appends to a list here and a grader that holds a lock
 all run as written: nothing of theirs is pickled. Each of these failed before the caller's pool

@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from whileai_ray.runtime.model_servers import ModelServers
+from whileai_ray.runtime.servers.model_servers import ModelServers
 
 
 @pytest.fixture(scope="module")

@@ -231,7 +231,7 @@ def test_a_larger_budget_resumes_from_the_snapshot_before_the_budget_cut_and_app
     after, held rounds that budget cut short: continuing from it gave other rows from row 1,001),
     and appends its own snapshots to that file as deltas (writing the whole planner again was a
     million-row resume's largest allocation); the resume after it reads them and is exact too."""
-    from whileai_ray.store.plan_snapshot_frames import read_frames
+    from whileai_ray.store.snapshots.frames import read_frames
     agent = wai.seeded_agent(tools)
     adv = {"plan_snapshot_s": 0.2, "progress_every_rows": 10**6, "progress_every_s": 3600.0}
     full = wai.simulate(agent, tools=tools, simulator=False, budget=3000, seed=6, advanced=adv, concurrency=8,

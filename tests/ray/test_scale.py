@@ -11,7 +11,7 @@ import pytest
 
 import whileai_ray as wai
 from whileai_ray.result.row_store import is_arrow
-from whileai_ray.runtime.ray_data_grading import PASSES
+from whileai_ray.runtime.data.grading import PASSES
 from whileai_ray.store.reader import load_rows, save_jsonl_atomic
 from whileai_ray.testing.seeded_rows import TOOLS, truthful
 from whileai_ray.testing.server import start_server

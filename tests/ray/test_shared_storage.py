@@ -12,7 +12,7 @@ import pytest
 
 import whileai_ray as wai
 from whileai_ray.store.schema import row_key
-from whileai_ray.store.shards import shards_of
+from whileai_ray.store.shards.storage import shards_of
 
 FAST_HEALTH = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
                "health_check_failure_threshold": 3, "health_check_timeout_ms": 2000}
@@ -117,7 +117,7 @@ def test_a_resume_after_a_node_loss_is_exact(cluster, tools, tmp_path):
                   for n in os.listdir(shards / "rows") if n.endswith(".jsonl"))
     assert written >= 600
     # every landed row is in the Parquet too: the lost node's actor never wrote its last part, the Driver did
-    from whileai_ray.store.parquet import read_parquet
+    from whileai_ray.store.parquet.folder import read_parquet
     assert {row_key(r) for r in data.rows()} <= {row_key(r) for r in read_parquet(shards / "parquet")}
     # resume: every shard read back through the stubs, nothing played, nothing lost or twice
     again = wai.simulate(agent, checkpoint=str(ck), **kw)
@@ -139,7 +139,7 @@ def test_a_resume_after_a_node_loss_is_exact(cluster, tools, tmp_path):
 def test_a_second_run_on_the_kept_actors_checks_the_folder_and_writes_its_shards(cluster, tools, tmp_path):
     """The rollout actors of the first run are renewed for the second; each still checks that it
     sees the shared folder the Driver opened for *this* run, then writes its shards there."""
-    from whileai_ray.runtime import warm_pools
+    from whileai_ray.runtime.caller import warm_pools
     warm_pools.release_all()
     agent = SlowAgent(tools, 0.002)
     kw = dict(tools=tools, simulator=False, budget=120, seed=3, concurrency=48,

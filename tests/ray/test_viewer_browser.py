@@ -19,7 +19,7 @@ import pytest
 
 from whileai_ray.result import failure_breakdown as fb
 from whileai_ray.result.data import SimulationData
-from whileai_ray.store.jsonl_lines import HEADER_KEY
+from whileai_ray.store.checkpoint.lines import HEADER_KEY
 from whileai_ray.testing.browser import Chromium, chromium_path
 from whileai_ray.testing.png import colours, saturated_colours
 from whileai_ray.testing.seeded_rows import played

@@ -1,6 +1,6 @@
 """Warm starts: the next simulate() of a process reuses the last run's Driver and rollout actors
 when the agent and options match, starts fresh rollout actors when they do not, and never carries
-anything of one run into the next (runtime/warm_pools.py, driver_host.py, warm_rollout.py).
+anything of one run into the next (runtime/caller/warm_pools.py, driver/actor.py, pools/warm_rollout.py).
 
 What a user sees is ``report()["placement"]["warm"]``: whether the Driver and the rollout actors
 were started or reused, and the rollout actors' ids."""
@@ -13,7 +13,7 @@ import time
 import pytest
 
 import whileai_ray as wai
-from whileai_ray.runtime import warm_pools
+from whileai_ray.runtime.caller import warm_pools
 from whileai_ray.testing.seeded_rows import TOOLS as TOOLS_FOR_INIT
 
 

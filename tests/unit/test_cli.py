@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from whileai_ray.cli import main
-from whileai_ray.runtime.job_plan import (RUNTIME_ENV_EXCLUDES, attempt_id, latest_attempt, plan_submission,
+from whileai_ray.runtime.jobs.plan import (RUNTIME_ENV_EXCLUDES, attempt_id, latest_attempt, plan_submission,
                               resubmit_action)
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from whileai_ray.cli import main
-from whileai_ray.runtime.job_plan import RUNTIME_ENV_EXCLUDES
+from whileai_ray.runtime.jobs.plan import RUNTIME_ENV_EXCLUDES
 from whileai_ray.config.run_spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]

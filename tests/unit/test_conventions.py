@@ -171,7 +171,7 @@ def test_the_finder_finds_a_print(tmp_path):
 
 
 def test_a_runtime_warning_reaches_the_whileai_ray_runtime_logger(caplog):
-    from whileai_ray.runtime import metrics
+    from whileai_ray.runtime.metrics import recorder as metrics
     line = "whileai_ray: metrics test line seen once"
     with caplog.at_level(logging.WARNING, logger="whileai_ray.runtime"):
         metrics._said_once(line)

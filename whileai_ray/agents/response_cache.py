@@ -184,7 +184,7 @@ def summary(spec: CacheSpec | None, rows=(), extra: dict | None = None) -> dict 
         for role, counts in (row.get("_cache") or {}).items():
             _add(by_role, role, counts)
         looked = (row.get("judge_meta") or {}).get("cache") if isinstance(row.get("judge_meta"), dict) else None
-        if looked in ("hit", "miss"):           # the run's judge (score/llm_judge.py) notes it per verdict
+        if looked in ("hit", "miss"):           # the run's judge (score/judges/llm_judge.py) notes it per verdict
             _add(by_role, "judge", {"hits": int(looked == "hit"), "misses": int(looked == "miss")})
     for role, counts in (extra or {}).items():
         _add(by_role, role, counts)

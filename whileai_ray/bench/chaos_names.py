@@ -21,7 +21,7 @@ from pathlib import Path
 from ..agents.seeded import seeded_agent
 from ..core.identity import row_key
 from ..simulation import simulate
-from ..store.checkpoint_lock import probe
+from ..store.checkpoint.lock import probe
 from ..testing.seeded_rows import TOOLS
 
 QUIET = {"progress_every_rows": 10**6, "progress_every_s": 3600.0}

@@ -10,7 +10,7 @@ Each line runs a real ``simulate()`` on the local Ray (started once for all line
 * CPU-bound: the seeded agent with no delay, 20,000 explore rows; rows/s and the caller's
   peak RSS.
 * metrics: the CPU-bound line with Ray metrics off and on (alternating pairs, best of each),
-  and the recorder's own CPU time for that many rows (runtime/bench_metrics.py).
+  and the recorder's own CPU time for that many rows (runtime/metrics/bench.py).
 * resume exact / plan snapshot: a 19,000-row run with a checkpoint, then the same call with a
   20,000 budget: time to the first new row, the planner snapshot's size as a share of the
   checkpoint's, and the longest pause a snapshot put on the driver's loop (target <= 5%, <= 50 ms).
@@ -37,7 +37,7 @@ import time
 
 from ..agents.seeded import seeded_agent
 from ..simulation import simulate
-from ..store.jsonl import JsonlCheckpoint
+from ..store.checkpoint.jsonl import JsonlCheckpoint
 from ..testing.seeded_rows import TOOLS
 from ..testing.server import start_server
 from .async_line import bench_async, format_async_line
@@ -218,7 +218,7 @@ def bench_metrics(rows: int = 20000, pairs: int = 2) -> dict:
         off.append(bench_cpu(rows=rows, metrics=False)["rows_s"])
         on.append(bench_cpu(rows=rows, metrics=True)["rows_s"])
     best_off, best_on = max(off), max(on)
-    from ..runtime.bench_metrics import recorder_cpu_seconds
+    from ..runtime.metrics.bench import recorder_cpu_seconds
     recorder_s = recorder_cpu_seconds(rows)
     return {"rows": rows, "off": off, "on": on, "best_off": best_off, "best_on": best_on,
             "cost": (best_off - best_on) / best_off, "recorder_s": recorder_s,
@@ -260,8 +260,8 @@ def bench_resume(rows_on_disk: int = 100_000) -> dict:
         simulate(agent, tools=TOOLS, simulator=False, budget=1000, seed=0, checkpoint=path,
                  advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
         lines = open(path, encoding="utf-8").read().splitlines()
-        from ..store.checkpoint_meta import read_sidecar
-        from ..store.jsonl import HEADER_KEY
+        from ..store.checkpoint.meta import read_sidecar
+        from ..store.checkpoint.jsonl import HEADER_KEY
         header, body = read_sidecar(path, HEADER_KEY), [json.loads(x) for x in lines]
         for leftover in (path, path + ".keys", path + ".meta.json"):
             os.remove(leftover)
@@ -335,7 +335,7 @@ def bench_model(rows: int = 1000, concurrency: int = 256, latency_ms: int = 200)
 def bench_nodes(per_node: int = 16, latency_s: float = 0.1, seconds_per_run: float = 4.0) -> dict:
     """Latency-bound throughput on 1 vs 3 simulated nodes, with a fixed concurrency per node:
     the engine should scale with the nodes it gets."""
-    from ..runtime.bench_nodes import simulated_nodes   # lazy: ray, only for this line
+    from ..runtime.jobs.bench_nodes import simulated_nodes   # lazy: ray, only for this line
     out = {}
     with simulated_nodes(workers=2):
         agent = SleepyAgent(TOOLS, latency_s)

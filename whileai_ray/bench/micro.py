@@ -17,12 +17,12 @@ from pathlib import Path
 from ..agents.seeded import seeded_agent
 from ..core.rows import export_row
 from ..score.conduct import conduct_check
-from ..score.pass_at import pass_at
+from ..score.pass_at.estimate import pass_at
 from ..search.novelty import NoveltyIndex
 from ..situations.grid import build_axes, pairwise_cells
 from ..situations.template_writer import TemplateWriter
-from ..store.fingerprint import fingerprint
-from ..store.jsonl import JsonlCheckpoint
+from ..store.checkpoint.fingerprint import fingerprint
+from ..store.checkpoint.jsonl import JsonlCheckpoint
 from ..testing.seeded_rows import TOOLS, played
 from ..testing.server import start_server
 

@@ -23,8 +23,8 @@ import time
 from ..result.data import SimulationData
 from ..result.report import run_tally
 from ..result.row_store import new_writer
-from ..store.arrow_rows import ArrowRows
-from ..store.spill import OwnedFolder
+from ..store.parquet.arrow_rows import ArrowRows
+from ..store.parquet.spill import OwnedFolder
 from ..testing.seeded_rows import SYSTEM, TOOLS, played
 
 __all__ = ["run_scale_bench", "spilled_result", "arrow_of_every_row"]
@@ -83,7 +83,7 @@ def _load() -> str:
 _WALK = """
 import json, resource, sys, time
 from whileai_ray.result.data import SimulationData
-from whileai_ray.store.arrow_rows import ArrowRows
+from whileai_ray.store.parquet.arrow_rows import ArrowRows
 def rss():
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * {page} / 1024**2
@@ -112,7 +112,7 @@ def walk_every_row(files) -> dict:
 _ARROW = """
 import json, resource, sys, time
 from whileai_ray.result.data import SimulationData
-from whileai_ray.store.arrow_rows import ArrowRows
+from whileai_ray.store.parquet.arrow_rows import ArrowRows
 def rss():
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * {page} / 1024**2

@@ -9,7 +9,7 @@ left running), then a resume of that checkpoint in another fresh process. Per si
 * the rate over the first 10% of rows against the last 10% (target: last >= 85% of first);
 * peak resident memory of the caller (its own ``VmHWM``: ``ru_maxrss`` would carry the peak of
   the process that spawned it across the exec) and of the Driver actor (its process's
-  ``VmHWM``, sampled every 0.25 s: the Driver is the process titled ``ray::DriverHost`` among
+  ``VmHWM``, sampled every 0.25 s: the Driver is the process titled ``ray::Driver`` among
   this process's descendants); target <= 1 GB each;
 * the resume: Ray is started first, then ``simulate()`` with a larger budget on the same
   checkpoint; seconds from the call to the first new row landed (target <= 5 s), how long
@@ -87,7 +87,7 @@ class DriverWatch:
                         title = fh.read(200)
                 except OSError:
                     continue
-                if b"DriverHost" in title or b"DriverWorker" in title:
+                if b"Driver" in title or b"DriverRun" in title:
                     peak = _peak_mb(pid)
                     if peak is not None:
                         self.peaks[pid] = max(peak, self.peaks.get(pid, 0.0))

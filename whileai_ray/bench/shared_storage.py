@@ -2,7 +2,7 @@
 Driver receives from the rollout actors against the row bytes they write (issue 14 item 2).
 
 With ``advanced={"shared_storage": True}`` the actors write each chunk's rows to shards beside
-the checkpoint and answer the Driver with keys and outcomes only (``runtime/dataplane.py``); the
+the checkpoint and answer the Driver with keys and outcomes only (``runtime/pools/dataplane.py``); the
 run's ``search["data_plane"]`` counts both sides. Target: the Driver's share at most 5%. The same
 run through the Driver is timed beside it (on one machine the shards cost a file write a chunk).
 """
@@ -20,7 +20,7 @@ __all__ = ["bench_shared_storage", "format_line"]
 
 
 def bench_shared_storage(rows: int = 3000) -> dict:
-    from ..runtime.bench_nodes import simulated_nodes   # lazy: ray, only for this line
+    from ..runtime.jobs.bench_nodes import simulated_nodes   # lazy: ray, only for this line
     with simulated_nodes(workers=2), tempfile.TemporaryDirectory(prefix="whileai-shared-") as shared:
         walls = {}
         for mode in ("driver", "shared"):     # the same run through the Driver first, for the wall times

@@ -3,7 +3,7 @@
 1,000-row runs of the 50 ms agent at concurrency 32, one after the other in this process, the
 first from a cold start (no Driver or rollout actor of an earlier run to reuse:
 ``warm_pools.release_all()`` first), the later ones on the first one's actors
-(``runtime/warm_pools.py``). For the first and the second: the wall-clock rate (the whole
+(``runtime/caller/warm_pools.py``). For the first and the second: the wall-clock rate (the whole
 ``simulate()`` call) as a share of the ideal C/L = 640 rows/s, the time from the call to the first
 landed row, and whether the Driver and rollout actors were started or reused; for every warm
 run (the second and later): the median, lowest and highest share. One warm run moves +-2% from
@@ -38,7 +38,7 @@ def _one(agent, rows: int, concurrency: int, seed: int) -> dict:
 
 def bench_warm(rows: int = 1000, concurrency: int = 32, latency_s: float = 0.05, runs: int = 6) -> dict:
     from ..runtime.cluster import ensure_ray   # lazy: ray, once the bench starts
-    from ..runtime.warm_pools import release_all
+    from ..runtime.caller.warm_pools import release_all
     ensure_ray()
     release_all()                              # the first run starts cold
     agent = SleepyAgent(TOOLS, latency_s)

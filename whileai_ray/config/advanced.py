@@ -236,10 +236,10 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "user_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "writer_temperature": lambda v, lab: as_number(v, lab, "a sampling temperature", low=0.0),
     "tool_choice": _tool_choice,
-    "metrics": _bool,          # Ray metrics (runtime/metrics.py); False: no metric is recorded
+    "metrics": _bool,          # Ray metrics (runtime/metrics/recorder.py); False: no metric is recorded
     "agent_args": _ctor_args, "agent_kwargs": _ctor_kwargs, "grader_args": _ctor_args,
     "grader_kwargs": _ctor_kwargs, "execute_args": _ctor_args, "execute_kwargs": _ctor_kwargs,
-    "shared_storage": _shared_storage,   # rollout actors write their rows there (store/shards.py)
+    "shared_storage": _shared_storage,   # rollout actors write their rows there (store/shards/storage.py)
     "cache": _cache_path,
     "cache_agent_sampled": _bool,
 }

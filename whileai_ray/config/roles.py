@@ -16,7 +16,7 @@ from ..agents.backends import parse_spec, preflight, redact, resolve_role
 from ..agents.response_cache import cache_spec
 from ..agents.routing import MultiEndpoint
 from ..core.run_warning import RunWarning
-from ..score.llm_judge import make_run_judge
+from ..score.judges.llm_judge import make_run_judge
 from ..situations.llm_writer import LLMWriter, resolve_writer
 
 

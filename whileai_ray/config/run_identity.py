@@ -1,6 +1,6 @@
 """Which arguments make a unit what it is: the part of a checkpoint's fingerprint a resume must match.
 
-A resume continues the run that wrote the checkpoint, or it is refused (``store/fingerprint.py``
+A resume continues the run that wrote the checkpoint, or it is refused (``store/checkpoint/fingerprint.py``
 names what differs). Rows of two setups under one file would mix two experiments: pass@1 taken
 over two agents, rewards of two graders side by side, faults drawn under two seeds. So the
 header records, beside tools, system prompt and the agent's name, every argument that changes
@@ -27,7 +27,7 @@ what a unit *is* (how it is drawn, played or scored), and only those:
 Everything else may change on a resume, because it says how far or how fast a run goes, not what
 its units are: ``budget`` (the main use of a resume: a larger budget continues), ``time_budget``,
 ``until``, ``situations``, ``seeds``, ``traces``, ``dimensions``, ``hard_share`` (which units
-are drawn, not what one is: a changed plan resumes by counting the rows on disk, ``store/resume.py``),
+are drawn, not what one is: a changed plan resumes by counting the rows on disk, ``store/checkpoint/resume.py``),
 ``concurrency``, ``timeout``, ``on_progress``, ``output``, ``runs``, ``reproducible`` and the
 engine's ``advanced`` knobs. A header written before this record existed lacks it and resumes.
 

@@ -6,7 +6,7 @@ runtime receives their results as data. Split from ``simulation.py``, which runs
 from __future__ import annotations
 
 from ..core.rng import stable_hash
-from ..search.plan_settings import PlanSettings
+from ..search.planner.settings import PlanSettings
 
 __all__ = ["DEFAULT_FAULT_RATE", "resolve_fault_rate", "seeds_that_fit", "plan_fingerprint", "lineage",
            "plan_settings"]

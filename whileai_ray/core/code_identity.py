@@ -1,6 +1,6 @@
 """What a callable *is*, as a digest that is the same in every process: the resume check's agent.
 
-A checkpoint may only be continued by the run that wrote it (``store/fingerprint.py``). Names
+A checkpoint may only be continued by the run that wrote it (``store/checkpoint/fingerprint.py``). Names
 are not enough: ``def agent(m)`` edited to answer differently keeps its ``__name__``, and a
 resume would then mix two agents' rows (pass@1 taken over both). :func:`code_digest` reduces an
 agent, a grader or an ``execute=`` function to a short hex digest of what decides its behaviour:

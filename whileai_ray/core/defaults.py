@@ -17,7 +17,7 @@ MAX_TOKENS = 768
 
 # Why a unit is re-rolled (and, once its re-rolls are spent, lost): planner counters and report keys.
 REROLL_REASONS = ("agent_error", "empty_reply", "tool_markup")
-# Why a unit could not be played at all (runtime/chunk_retry.py): its worker process died with it, its
+# Why a unit could not be played at all (runtime/driver/chunk_retry.py): its worker process died with it, its
 # row could not be stored, or building the row raised. Played at most POISON_TRIES times, then lost.
 POISON_REASONS = ("worker_crashed", "unserializable_result", "rollout_failed")
 # An agent call cut at timeout= (an agent error that was a call timeout): re-rolled, then lost, under its own name.

@@ -1,6 +1,6 @@
 """Calls the world refused because their arguments broke the tool's schema, counted in one row
 (plain logic at the bottom layer: the row's fact column ``invalid_calls`` is computed from it in
-``result/row_facts.py``, the run's report in ``result/invalid_calls.py``).
+``score/row_facts.py``, the run's report in ``result/invalid_calls.py``).
 
 A step whose result is ``{"status": "invalid_arguments", ...}`` (``world/validation.py``) is an
 invalid call: the agent sent what the tool's JSON Schema does not allow.

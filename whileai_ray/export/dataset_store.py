@@ -15,7 +15,7 @@ which is rebuilt from the version folders whenever it is missing or unreadable.
 
 Many pushers at once (processes on one machine, a notebook and a job): on a local store every
 change of ``index.json`` (read, add the entry, write) holds ``index.json.lock``, the checkpoint's
-``flock`` (``store/checkpoint_lock.py``), so no pusher writes an index that lacks another's entry;
+``flock`` (``store/checkpoint/lock.py``), so no pusher writes an index that lacks another's entry;
 every file is written under a temporary name of its own (pid and a random part), then renamed.
 On an object store there is no lock: the index is rebuilt from the version folders when needed.
 
@@ -36,7 +36,7 @@ import uuid
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..store.checkpoint_lock import CheckpointBusy, CheckpointLock
+from ..store.checkpoint.lock import CheckpointBusy, CheckpointLock
 
 __all__ = ["DatasetStore", "default_store", "STORE_ENV", "NAME_RE", "check_name", "HOLDOUT_SUFFIX"]
 

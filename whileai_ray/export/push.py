@@ -24,8 +24,8 @@ import re
 
 from ..core.rng import short_hash
 from ..score.intervals import wilson
-from ..score.pass_at import as_rows, task_key_of
-from ..store.parquet import rows_to_table
+from ..score.pass_at.estimate import as_rows, task_key_of
+from ..store.parquet.folder import rows_to_table
 from ..store.run_files import refuse_run_file
 from ..store.schema import arrow_schema
 from ..core.rows import export_row

@@ -27,7 +27,7 @@ import re
 
 from ..core.rng import short_hash
 from ..core.rows import export_row
-from ..score.pass_at import as_rows
+from ..score.pass_at.estimate import as_rows
 from .hack_scan import check_endorsed, hack_scan
 from .row_checks import is_junk, is_truncated, leaks_privileged, reward_of
 from .training import export_training

@@ -11,7 +11,7 @@ and ``rejected_response`` None. Ungraded rows (no reward, or a failed judge) are
 """
 from __future__ import annotations
 
-from ..score.pass_at import as_rows
+from ..score.pass_at.estimate import as_rows
 from .row_checks import reward_of
 
 __all__ = ["sft_rows"]

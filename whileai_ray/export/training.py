@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from ..core.rows import conversation
-from ..score.pass_at import as_rows
+from ..score.pass_at.estimate import as_rows
 from .row_checks import leaks_privileged, reward_of
 from .training_files import read_training_file, write_records, write_training_jsonl, write_training_parquet
 

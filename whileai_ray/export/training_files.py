@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..store.atomic import unique_tmp
-from ..store.jsonl import parse_jsonl
+from ..store.checkpoint.jsonl import parse_jsonl
 from ..store.reader import save_jsonl_atomic
 from ..store.run_files import refuse_run_file
 

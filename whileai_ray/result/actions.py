@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..core.defaults import JUDGE_FLOORS, JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
-from ..score.judge_compare import compare_judges
-from .grading_paths import attach_labels_to, grade_llm, grade_run, leak_report_of, llm_grade, rank_source
+from ..score.judges.compare import compare_judges
+from .grading.paths import attach_labels_to, grade_llm, grade_run, leak_report_of, llm_grade, rank_source
 
 
 def _export():

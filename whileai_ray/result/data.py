@@ -20,13 +20,13 @@ from typing import Any
 
 from ..core.rows import stored_row
 from ..core.strict_json import dumps
-from ..score.pass_at import pass_at_of_tally
+from ..score.pass_at.estimate import pass_at_of_tally
 from ..store.atomic import atomic_path
 from ..store.run_files import refuse_run_file, write_rows
 from .actions import RunActions
-from .html_report import write_report
+from .html.report import write_report
 from .row_store import is_arrow, row_store
-from .notebook import html_view
+from .html.notebook import html_view
 from .rows_view import RowsView
 
 
@@ -170,7 +170,7 @@ class SimulationData(RowsView, RunActions):
         """Write this run as one self-contained HTML report (summary, pass rates with intervals,
         coverage curve, failures by cell, tool, fault and arm, re-roll and loss causes, a row
         browser) and return the path. ``baseline=`` (another run) puts it beside this one with
-        the paired delta. Opens offline: nothing in it is fetched. See ``result/html_report.py``."""
+        the paired delta. Opens offline: nothing in it is fetched. See ``result/html/report.py``."""
         refuse_run_file(path, "to_html(path=...)")      # never onto a checkpoint or its own files
         runs = [self] if baseline is None else [baseline, self]
         if labels is None and baseline is not None:

@@ -1,6 +1,6 @@
 """Where a run fails: graded failures counted by grid cell, tool, fault kind and arm.
 
-Plain functions over exported rows, for the HTML report (``html_report.py``) and anyone who
+Plain functions over exported rows, for the HTML report (``html/report.py``) and anyone who
 wants the same table in a notebook. A row is *graded* when it carries a numeric ``reward``
 (a judge failure leaves ``reward`` unset and is not counted either way); it *failed* when that
 reward is under 0.5, the same line the search steers by. Each breakdown is a list of

@@ -20,7 +20,7 @@ million-row result is never decoded into a million dicts at once; only the Arrow
   ``messages`` as list<struct> columns instead of JSON text (``nested_columns.py``), so a query
   unnests the tool calls; the Parquet copy itself keeps them as JSON text;
 * ``to_ray_dataset()``: a lazy ``ray.data.Dataset`` over the result's Parquet files
-  (``runtime/ray_data_interop.py``, reached through ``cluster_hook.py``: ``result/`` never
+  (``runtime/data/interop.py``, reached through ``cluster_hook.py``: ``result/`` never
   imports ``ray``).
 
 The same rows give the same table whether they are in memory or on disk.
@@ -57,7 +57,7 @@ def _batches_of_rows(rows, batch_rows: int = BATCH_ROWS):
 def arrow_batches(rows, nested: bool = False):
     """``pyarrow.RecordBatch``es of ``interop_schema(nested)`` for ``rows`` (internal rows, a list
     or ``ArrowRows``), made one batch at a time."""
-    from ..store.parquet import rows_to_table
+    from ..store.parquet.folder import rows_to_table
     from .nested_columns import nest_columns
     for exported in _batches_of_rows(rows):
         table = rows_to_table(exported)

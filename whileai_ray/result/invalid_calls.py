@@ -2,7 +2,7 @@
 
 A row's step whose result is ``{"status": "invalid_arguments", ...}`` (``world/validation.py``)
 is an invalid call: the agent sent what the tool's JSON Schema does not allow. The count per
-row is a fact column (``invalid_calls``, ``row_facts.py``); ``report()["delivered"]`` carries
+row is a fact column (``invalid_calls``, ``score/row_facts.py``); ``report()["delivered"]`` carries
 the run's total, the rows with at least one, and the count per tool, so a run whose agent
 breaks schemas says so instead of passing for one that did the job.
 """

@@ -144,7 +144,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     if seeds or dropped:
         search["seeds_dropped"] = list(dropped)
     if result.clock:
-        search["clock"] = result.clock           # how a time_budget stop landed (search/clock.py)
+        search["clock"] = result.clock           # how a time_budget stop landed (search/planner/clock.py)
     if result.stuck_units:
         search["stuck_units"] = result.stuck_units
     if stats.agent_errors:

@@ -2,7 +2,7 @@
 
 ``build_report``, the warnings and ``simulate()``'s notes read a handful of values of every
 row (distinct prompts, cell and shape counts, per-tool outcomes, fault shares, ...). They
-read them from a ``ReportTally``, made once from the fact columns (``row_facts.py``): for a
+read them from a ``ReportTally``, made once from the fact columns (``score/row_facts.py``): for a
 run on disk, straight from the files; for a list, from the facts of its rows. One
 aggregation for both forms, so the report of an Arrow-backed run equals the in-memory one.
 

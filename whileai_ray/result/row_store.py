@@ -1,12 +1,12 @@
 """The row store behind a SimulationData: one interface over a list or Arrow-backed files.
 
 ``data.trajectories`` is a plain list for small runs (as it always was) and an ``ArrowRows``
-(``store/arrow_rows.py``: Parquet files, decoded when used) for large ones. ``row_store(rows)``
+(``store/parquet/arrow_rows.py``: Parquet files, decoded when used) for large ones. ``row_store(rows)``
 wraps either in the same interface, so summaries and actions are written once:
 
 * ``len()``, iteration, ``[i]``: the rows (an Arrow store decodes one row group at a time);
 * ``batches()``: the rows a row group at a time (a list store: the list itself, one batch);
-* ``facts(columns)``: the fact columns (``row_facts.py``) as an Arrow table: read from disk
+* ``facts(columns)``: the fact columns (``score/row_facts.py``) as an Arrow table: read from disk
   for Arrow stores, computed from the rows for a list;
 * ``update(fn)``: change every row: ``fn(batch)`` edits a batch's dicts in place; a list
   store is edited where it is, an Arrow store is rewritten batch by batch into a new spill
@@ -18,7 +18,7 @@ spill); ``open_parquet(path)`` reads a Parquet file or folder as rows without lo
 """
 from __future__ import annotations
 
-from .row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
+from ..score.row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
 
 __all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "land_runs", "as_trajectories", "open_parquet", "row_spool",
            "adopt_spilled", "grader_note_rows",
@@ -31,15 +31,15 @@ def is_arrow(rows) -> bool:
 
 
 def new_writer(folder: str):
-    """A ``SpillWriter`` that writes the fact columns of ``row_facts.py`` beside each row."""
-    from ..store.spill import SpillWriter
+    """A ``SpillWriter`` that writes the fact columns of ``score/row_facts.py`` beside each row."""
+    from ..store.parquet.spill import SpillWriter
     return SpillWriter(folder, facts=row_facts, facts_schema=facts_schema())
 
 
 def rows_table(rows: list):
     """Rows as one spill table (row_json + fact columns): what a cluster worker returns for the
     batch it changed (a plain function, so it travels to the worker by reference)."""
-    from ..store.spill import spill_schema, table_of
+    from ..store.parquet.spill import spill_schema, table_of
     return table_of(rows, row_facts, spill_schema(facts_schema()))
 
 
@@ -100,7 +100,7 @@ class ArrowStore(_Store):
         return cached[1].select(names)
 
     def update(self, fn) -> None:
-        from ..store.spill import OwnedFolder
+        from ..store.parquet.spill import OwnedFolder
         owner = OwnedFolder(parent=parent_of(self.rows))
         writer = new_writer(owner.path)
         for batch in self.rows.batches():
@@ -128,8 +128,8 @@ def row_store(rows):
 def spill_rows(rows, parent: str | None = None):
     """Write ``rows`` (any iterable of dicts, or batches via ``row_batches``) to a new owned
     spill folder; return them as ``ArrowRows``."""
-    from ..store.arrow_rows import ArrowRows
-    from ..store.spill import OwnedFolder
+    from ..store.parquet.arrow_rows import ArrowRows
+    from ..store.parquet.spill import OwnedFolder
     owner = OwnedFolder(parent=parent)
     writer = new_writer(owner.path)
     writer.append(rows)
@@ -139,7 +139,7 @@ def spill_rows(rows, parent: str | None = None):
 def landed_rows(threshold: int, parent: str | None = None):
     """Where ``simulate()`` puts landed rows: a list until ``threshold``, then a spill folder
     (``store/spill.LandedRows``). ``as_trajectories(landed)`` gives what a SimulationData holds."""
-    from ..store.spill import LandedRows
+    from ..store.parquet.spill import LandedRows
     return LandedRows(threshold, new_writer, parent)
 
 
@@ -153,8 +153,8 @@ def row_spool(threshold: int, parent: str | None = None):
 
 def adopt_spilled(spilled):
     """A Driver's ``SpilledRows`` as ``ArrowRows`` owning its folder (removed when they go)."""
-    from ..store.arrow_rows import ArrowRows
-    from ..store.spill import OwnedFolder
+    from ..store.parquet.arrow_rows import ArrowRows
+    from ..store.parquet.spill import OwnedFolder
     return ArrowRows(spilled.files, owner=OwnedFolder.adopt(spilled.folder))
 
 
@@ -178,7 +178,7 @@ def as_trajectories(landed):
     out = landed.finish()
     if isinstance(out, list):
         return out
-    from ..store.arrow_rows import ArrowRows
+    from ..store.parquet.arrow_rows import ArrowRows
     files, owner = out
     return ArrowRows(files, owner=owner)
 
@@ -225,7 +225,7 @@ def open_large_path(path, threshold: int | None = None):
 def open_parquet(path):
     """A Parquet file or folder (``rows.parquet`` / ``part-*.parquet``, or a spill) as ``ArrowRows``;
     the files are read, never written."""
-    from ..store.arrow_rows import ArrowRows
+    from ..store.parquet.arrow_rows import ArrowRows
     return ArrowRows.open(path)
 
 

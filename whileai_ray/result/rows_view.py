@@ -93,9 +93,9 @@ class RowsView(ArrowInterop):
     def _pass_tally(self):
         """The pass@k tally of these rows: Arrow compute over the fact columns when the rows are
         on disk, one pass over ``rows`` when they are in memory."""
-        from ..score.pass_at_tally import tally_rows
+        from ..score.pass_at.tally import tally_rows
         if is_arrow(self.trajectories):
-            from ..score.pass_at_arrow import DICTIONARY_COLUMNS, FACT_COLUMNS, tally_table
+            from ..score.pass_at.arrow import DICTIONARY_COLUMNS, FACT_COLUMNS, tally_table
             return tally_table(row_store(self.trajectories).facts(FACT_COLUMNS, DICTIONARY_COLUMNS))
         return tally_rows(self.rows)
 

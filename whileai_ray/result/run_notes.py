@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from ..core.run_warning import RunWarning, drop
 from ..search.tasks import UNFAITHFUL
-from ..store.plan_snapshot_file import snapshot_path
-from .run_log import announce
+from ..store.snapshots.file import snapshot_path
+from .progress.run_log import announce
 from .warnings_text import TEMPLATE_WRITER
 
 if TYPE_CHECKING:

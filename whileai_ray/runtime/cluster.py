@@ -21,10 +21,10 @@ import sys
 
 import ray
 
-from .pool_sizing import ClusterView
+from .pools.sizing import ClusterView
 
 NAMESPACE = "whileai_ray"
-PRELOAD = ("whileai_ray.runtime.driver_host",)   # imports the rollout actor's modules too
+PRELOAD = ("whileai_ray.runtime.driver.actor",)   # imports the rollout actor's modules too
 
 
 def _local_node_ip() -> str | None:

@@ -4,14 +4,14 @@
 role resolved; the runtime reads its fields by name (the Driver, the pools, the players), so a
 renamed or missing field fails where the record is built, not in an actor halfway through a run.
 It travels to the Driver actor as it is (pickled), so what it holds must pickle when the run's
-pools are Ray actors; the caller's own pool (``caller_pool.py``) keeps the callables at home, and
-``run.py`` leaves them out of the Driver's copy. So no other field may hold a callable of the
+pools are Ray actors; the caller's own pool (``pools/caller_pool.py``) keeps the callables at home, and
+``caller/run.py`` leaves them out of the Driver's copy. So no other field may hold a callable of the
 caller's (an agent inside a ``partial``, the run's config): ``make_sink`` carries the checkpoint's
 path and header as plain data, the agent's fingerprint in place of the agent (issue 28, item 8).
 
 What the run *asks* about its pool (``rollout_actors``, ``concurrency_per_actor``, the agent's
 form) is here; what the pool *is* depends on the cluster, known only once Ray is up, and is a
-``PoolPlan`` (``pool_sizing.py``) decided by the caller's side of the runtime.
+``PoolPlan`` (``pools/sizing.py``) decided by the caller's side of the runtime.
 
 Plain data, no Ray: simulate() imports this module without paying for Ray.
 """
@@ -38,20 +38,20 @@ class JobSpec:
     grader: Any = None                         # grader=, the conduct check, or a Judge (None: no judging)
     grader_is_callers: bool = False            # grader= came from the caller (not our conduct check or Judge)
     model: Any = None                          # ModelSettings when the agent is a model backend
-    agent_form: str = "sync"                   # one of AGENT_FORMS: sizes the pool (pool_sizing.py)
+    agent_form: str = "sync"                   # one of AGENT_FORMS: sizes the pool (pools/sizing.py)
     make_sink: Callable | None = None          # () -> CheckpointSink (checkpoint=); opened on the Driver, from
                                                # plain data only (a path, the header): never the callables
     checkpoint: str | None = None              # its path: a live writer is refused, an orphan cleared first
     checkpoint_header: dict | None = None      # its header as plain data: fingerprint, plan, run record
     caller: dict | None = None                 # who the Driver works for (pid, host): it stops without us
     caller_timeout_s: float = 10.0             # no poll for this long: the caller counts as gone
-    progress_every_rows: int = 10              # a progress mark every this many events (progress_marks.py)
+    progress_every_rows: int = 10              # a progress mark every this many events (driver/progress_marks.py)
     metrics: dict | None = None                # Ray metrics tags {"run_id", "mode"}; None: metrics off
     plan_fingerprint: str | None = None        # what decides the plan (an exact resume replays it)
     stream_path: str | None = None             # output=: landed rows appended while the run goes
     make_spool: Callable | None = None         # () -> RowSpool the Driver lands rows into (None: a list)
     lineage: dict | None = None                # stamped on every row handed back (runs=N, tasks=)
-    shards: str | None = None                  # shared storage: rollout actors write rows here (store/shards.py)
+    shards: str | None = None                  # shared storage: rollout actors write rows here (store/shards/storage.py)
     snapshot: str | None = None                # planner snapshot file (None: no snapshots)
     snapshot_every_s: float = 0.0
     reproducible: bool = True                  # decide round r + lag from what landed by round r only
@@ -60,7 +60,7 @@ class JobSpec:
     concurrency: int = 32                      # rollouts in flight, all lanes together
     time_budget: float | None = None           # seconds from simulate()'s call; None: no clock
     started_at: float | None = None            # wall clock (time.time()) when simulate() was called
-    deadline_at: float | None = None           # started_at + time_budget (search/clock.py); None: no clock
+    deadline_at: float | None = None           # started_at + time_budget (search/planner/clock.py); None: no clock
     timeout: float | None = None               # one agent call's limit (and the watchdog's base)
     judge_timeout: float | None = None
     judge_concurrency: int = 32                # verdicts in flight per judge lane
@@ -78,7 +78,7 @@ class JobSpec:
             raise ValueError(f"JobSpec.agent_form must be one of {AGENT_FORMS}; got {self.agent_form!r}")
 
     def callables(self) -> dict:
-        """The caller's own callables by role (``stay_home.py`` looks at them): the agent when it is
+        """The caller's own callables by role (``caller/stay_home.py`` looks at them): the agent when it is
         a function or class (not a model backend), ``execute=``, and a ``grader=`` of theirs."""
         return {role: obj for role, obj in (("agent", self.agent if self.model is None else None),
                                             ("execute", self.execute),

@@ -1,7 +1,7 @@
 """RunResult: what one run hands back to ``simulate()``, as one typed record.
 
-The Driver builds it when its loop stops (``driver_actor.py``); the caller's side adds when the
-Driver started (``run.py``). The rows are where the Driver's spool left them
+The Driver builds it when its loop stops (``driver/run.py``); the caller's side adds when the
+Driver started (``caller/run.py``). The rows are where the Driver's spool left them
 (``store/row_spool.py``): ``rows`` for a small run, else ``spilled`` says which Parquet files in
 which temporary folder hold them (the caller adopts the folder); ``row_count`` either way. ``simulate()`` and
 ``result/report.py`` read its fields by name (the report imports it for type checking only: the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..search.planner_stats import PlannerStats
+from ..search.planner.stats import PlannerStats
 from ..store.row_spool import SpilledRows
 
 __all__ = ["RunResult", "merge_results"]
@@ -45,11 +45,11 @@ class RunResult:
     actor_nodes: list = field(default_factory=list)
     stuck_units: dict = field(default_factory=dict)      # unit key -> seconds in flight past the watchdog
     writer: dict | None = None                  # the situation writer's counts (an LLM writer)
-    clock: dict | None = None                   # how a time_budget stop landed: RunClock.summary() (search/clock.py)
+    clock: dict | None = None                   # how a time_budget stop landed: RunClock.summary() (search/planner/clock.py)
     driver_started_at: float = 0.0              # caller's monotonic clock when the Driver was started
     resumed_count: int = 0                      # rows settled from the checkpoint (leftovers included)
-    data_plane: dict | None = None              # shared storage: bytes through the Driver (dataplane.py)
-    warm: dict = field(default_factory=dict)    # Driver and rollout actors started or reused (driver_host.py)
+    data_plane: dict | None = None              # shared storage: bytes through the Driver (pools/dataplane.py)
+    warm: dict = field(default_factory=dict)    # Driver and rollout actors started or reused (driver/actor.py)
     rows_head: int = 0                          # of ``rows``: the head rows that lead it, then the rest
     rows_shipped: int = 0                       # released rows left out of ``rows``: the caller has them (polls)
     last_poll: dict | None = None               # the Driver's progress answer as the run ended (the last line's counts)

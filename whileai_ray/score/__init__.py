@@ -1,0 +1,2 @@
+"""Scoring: graders, judges, pass@k, comparisons, and the fact columns summaries read.
+"""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .intervals import bootstrap_means, normal_quantile, tail_index
-from .pass_at import as_rows, binary_reward, task_key_of
+from .pass_at.estimate import as_rows, binary_reward, task_key_of
 from .variance import eval_variance, noise_band, split_runs
 
 __all__ = ["compare_runs", "task_values", "delta_report", "DeltaReport", "format_delta_report"]

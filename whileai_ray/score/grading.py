@@ -15,7 +15,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from ..core.rows import export_row
-from .judging import apply_verdict, judge_name, normalize_judge_result
+from .judges.contract import apply_verdict, judge_name, normalize_judge_result
 
 __all__ = ["call_grader", "call_grader_async", "grade_in_place", "grade_batch", "note_grading", "fresh_scoring_run_id"]
 

@@ -19,7 +19,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from .intervals import normal_quantile, t_quantile
-from .pass_at import as_rows, pass_at
+from .pass_at.estimate import as_rows, pass_at
 
 __all__ = ["EvalVarianceReport", "eval_variance", "noise_band", "metric_value", "split_runs"]
 

@@ -1,0 +1,2 @@
+"""The coverage search: the planner, its arms, novelty, coverage and the near-copy caps.
+"""

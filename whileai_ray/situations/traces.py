@@ -15,7 +15,7 @@ and what the world answered them, mapped onto the grid's vocabulary: a ``timeout
 ``malformed`` / ``stale`` / ``permission_denied`` answer is that ``tool_condition``, and an
 error in the other forms real logs write (``Error: order not found``, ``{"error": ...}``,
 ``{"status": 404}``, ``{"ok": false}``, a traceback: ``core/tool_outcome.py``) is the fault
-``"error"``, widened to the grid's fault cells by ``search/trace_steering.py``; a
+``"error"``, widened to the grid's fault cells by ``search/traces/steering.py``; a
 ``not_found`` answer is ``world_state="entity missing"``, ``already_done`` is ``"entity already
 acted on"``, a clean answer about a named record is ``"entity exists"`` (a row's own
 ``scenario_dimensions`` / ``world_state`` / ``faults`` win when present). :meth:`TraceSet.regions`

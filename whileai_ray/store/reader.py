@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ..core.strict_json import dumps
 from .atomic import atomic_path, fsync_file
-from .jsonl_lines import dump_line, parse_jsonl
-from .shards import resolve_stubs
+from .checkpoint.lines import dump_line, parse_jsonl
+from .shards.storage import resolve_stubs
 
 __all__ = ["load_rows", "save_jsonl_atomic", "save_meta_atomic", "meta_path_for", "read_meta", "is_parquet",
            "jsonl_rows"]
@@ -87,7 +87,7 @@ def is_parquet(path) -> bool:
 def jsonl_rows(path, warnings: list):
     """The rows of a JSONL file one at a time, never all held: a checkpoint header, blank lines
     and lines that are not JSON objects are skipped (each invalid line noted in ``warnings``)."""
-    from .jsonl_lines import HEADER_KEY
+    from .checkpoint.lines import HEADER_KEY
     with open(path, "rb") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
@@ -109,9 +109,9 @@ def jsonl_rows(path, warnings: list):
 
 
 def _parquet():
-    """``store/parquet.py``, imported on first use: pyarrow costs ~0.3 s, which ``import whileai_ray``
+    """``store/parquet/folder.py``, imported on first use: pyarrow costs ~0.3 s, which ``import whileai_ray``
     and a JSONL-only load must not pay."""
-    from . import parquet
+    from .parquet import folder as parquet
     return parquet
 
 

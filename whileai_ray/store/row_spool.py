@@ -130,7 +130,7 @@ class RowSpool:
         """Past the threshold: everything released so far goes to disk, and all that follows."""
         if self._writer is not None:
             return
-        from .spill import OwnedFolder      # lazy: pyarrow, only once a run is large
+        from .parquet.spill import OwnedFolder      # lazy: pyarrow, only once a run is large
         self._owner = OwnedFolder(parent=self.parent)
         self._head_writer = self.make_writer(os.path.join(self._owner.path, "head"))
         self._head_writer.append(self._head)

@@ -1,7 +1,7 @@
 """Which files a run owns, and the one way rows are written back to a file that already exists.
 
 A checkpoint ``run.jsonl`` owns ``run.jsonl.meta.json`` (its fingerprint), ``run.jsonl.keys``
-(and ``run.jsonl.keys.seal``, ``key_seal.py``), ``run.jsonl.plan``, ``run.jsonl.lock``, ``run.jsonl.shards.json`` (shared storage: ``shards.py``)
+(and ``run.jsonl.keys.seal``, ``checkpoint/key_seal.py``), ``run.jsonl.plan``, ``run.jsonl.lock``, ``run.jsonl.shards.json`` (shared storage: ``shards/storage.py``)
 and the ``run.parquet/`` folder; an ``output=`` path ``out.jsonl`` writes ``out.jsonl``,
 ``out.parquet`` and ``out.meta.json``. ``check_output(output, checkpoint)`` refuses, before any
 budget is spent, an ``output=`` whose files would land on the checkpoint's (same file after
@@ -35,11 +35,11 @@ from pathlib import Path
 
 from ..core.identity import row_key
 from .atomic import real_path, refuse_symlink
-from .checkpoint_lock import CheckpointLock, lock_path
-from .checkpoint_meta import read_sidecar, sidecar_path
-from .jsonl_lines import HEADER_KEY, dump_line
-from .key_index import index_path, records_for, write_index
-from .key_seal import seal_path
+from .checkpoint.lock import CheckpointLock, lock_path
+from .checkpoint.meta import read_sidecar, sidecar_path
+from .checkpoint.lines import HEADER_KEY, dump_line
+from .checkpoint.key_index import index_path, records_for, write_index
+from .checkpoint.key_seal import seal_path
 from .row_key_set import digest_arrays
 
 __all__ = ["checkpoint_files", "output_files", "is_checkpoint", "is_parquet", "check_output", "write_rows",
@@ -58,7 +58,7 @@ def parquet_folder_for(checkpoint_path) -> str:
 
 def checkpoint_files(checkpoint) -> list[Path]:
     """The checkpoint (by its real path) and every file a run keeps beside it."""
-    from .plan_snapshot_file import snapshot_path
+    from .snapshots.file import snapshot_path
     ck = Path(real_path(checkpoint))
     return [ck, sidecar_path(ck), index_path(ck), seal_path(ck), Path(snapshot_path(ck)), lock_path(ck),
             Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json")]
@@ -179,7 +179,7 @@ def _write_checkpoint(rows, path: Path) -> str:
     """Rewrite checkpoint ``path`` with ``rows`` under its lock, keeping its sidecar (or the header
     line of a checkpoint written before the sidecar existed)."""
     from .atomic import atomic_path, fsync_file
-    from .parquet import write_parquet
+    from .parquet.folder import write_parquet
     with CheckpointLock(path, run_id="rewrite"):
         with open(path, "rb") as fh:
             first = fh.readline()
@@ -212,7 +212,7 @@ def write_rows(rows, path, source=None, argument: str = "save(path=...)") -> str
     """Write stored-form ``rows`` to ``path`` in the format it has (see the module docstring). A
     run's own file other than the checkpoint (a sidecar, its Parquet copy) is written only with
     the data read from that same file (grading a loaded Parquet side in place); else refused."""
-    from .parquet import write_parquet
+    from .parquet.folder import write_parquet
     from .reader import save_jsonl_atomic
     target = Path(path)
     if target.is_dir():

@@ -8,7 +8,7 @@ same reply, on any machine and in any order.
 The script, in the order the rules are tried:
 
 0. The system prompt opens with ``JUDGE_MARKER`` ("You are the judge", see
-   ``score/judge_prompt.py``): the model answers as a 0/1 judge with one line of JSON
+   ``score/judges/prompt.py``): the model answers as a 0/1 judge with one line of JSON
    (:func:`judge_reply`).
 1. The system prompt carries ``USER_MARKER`` ("You are the user", see ``agents/user_sim.py``):
    the model plays the person and answers the agent's question in character, giving the id it
@@ -36,7 +36,7 @@ from ..situations.writer_prompt import AMPLIFY_MARKER, WRITER_MARKER
 __all__ = ["ID_PATTERN", "USER_MARKER", "JUDGE_MARKER", "scripted_completion", "count_tokens",
            "judge_reply"]
 
-JUDGE_MARKER = "You are the judge"   # the same words as score/judge_prompt.py opens the judge prompt with
+JUDGE_MARKER = "You are the judge"   # the same words as score/judges/prompt.py opens the judge prompt with
 JUDGE_FAIL_WORDS = ("sorry", "cannot", "can't", "unable", "failed", "error", "timeout", "not_found",
                     "permission_denied", "(empty)")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..agents.play_callable import play_callable_unit
 from ..agents.seeded import seeded_agent
 from ..core.unit import RunMeta, Unit
-from ..score.judging import apply_verdict, normalize_judge_result
+from ..score.judges.contract import apply_verdict, normalize_judge_result
 from ..situations.grid import build_axes, pairwise_cells
 from ..situations.template_writer import TemplateWriter
 

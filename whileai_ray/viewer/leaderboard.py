@@ -9,8 +9,8 @@ an interval as a thin vertical bar at each point.
 """
 from __future__ import annotations
 
-from ..result.notebook import _esc
-from ..result.report_charts import color
+from ..result.html.notebook import _esc
+from ..result.html.charts import color
 
 __all__ = ["curves", "max_k", "table_html", "chart_svg"]
 

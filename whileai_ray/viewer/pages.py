@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from urllib.parse import urlencode
 
-from ..result.notebook import _esc
-from ..result.report_page import CSS as REPORT_CSS
-from ..result.report_rows import render_row
+from ..result.html.notebook import _esc
+from ..result.html.page import CSS as REPORT_CSS
+from ..result.html.rows import render_row
 from .filters import FILTERS, PAGE_ROWS, options
 
 __all__ = ["document", "list_page", "run_page", "row_page", "compare_page", "message_page", "link"]

@@ -5,7 +5,7 @@ time would take seconds. So a run is read once per ``(path, mtime, size)`` into 
 per row, only what the table shows and filters on (verdict, reward, tier, tools, fault kinds,
 judge status, the prompt's start) plus where the row lives (its byte offset in a JSONL file,
 its position in a Parquet file, read with the Arrow store). The pass@k tally is gathered in the
-same pass from the fact columns the Arrow path uses (``score/pass_at_arrow.py``). Showing one
+same pass from the fact columns the Arrow path uses (``score/pass_at/arrow.py``). Showing one
 row decodes that row alone.
 
 A checkpoint still being written only grows: when the same file (same inode) is longer than
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from ..core.rows import export_row
 from ..result.failure_breakdown import failed, fault_kinds, graded
 from ..result.loading import checked_meta
-from ..score.pass_at_tally import PASS_AT_FACTS, pass_at_facts
-from ..store.jsonl_lines import HEADER_KEY
+from ..score.pass_at.tally import PASS_AT_FACTS, pass_at_facts
+from ..store.checkpoint.lines import HEADER_KEY
 from ..store.reader import read_meta
 
 __all__ = ["RunIndex", "RunCache", "signature"]
@@ -129,7 +129,7 @@ class RunIndex:
         self.end = pos
 
     def read_parquet(self, limit: int | None = None) -> None:
-        from ..store.arrow_rows import ArrowRows
+        from ..store.parquet.arrow_rows import ArrowRows
         self._arrow = ArrowRows.open(self.path)
         for batch in self._arrow.batches():
             self._add(batch[:limit] if limit is not None else batch)
@@ -151,8 +151,8 @@ class RunIndex:
     def tally(self):
         if self._tally is None:
             import pyarrow as pa
-            from ..result.row_facts import facts_schema
-            from ..score.pass_at_arrow import tally_table
+            from ..score.row_facts import facts_schema
+            from ..score.pass_at.arrow import tally_table
             schema = pa.schema([facts_schema().field(name) for name, _ in PASS_AT_FACTS])
             columns = {name: self.facts.get(name, []) for name, _ in PASS_AT_FACTS}
             self._tally = tally_table(pa.Table.from_pydict(columns, schema=schema))
@@ -160,7 +160,7 @@ class RunIndex:
 
     def pass_at(self, k: int | None = None):
         """The run's ``PassAt`` (k: the default, or a given k), computed once per k."""
-        from ..score.pass_at import pass_at_of_tally
+        from ..score.pass_at.estimate import pass_at_of_tally
         if k not in self._curves:
             self._curves[k] = pass_at_of_tally(self.tally()) if k is None else \
                 pass_at_of_tally(self.tally(), k=k, min_k=1)

@@ -1,0 +1,347 @@
+"""The Driver's loop without Ray: real planner, real players, pools that run in this process.
+
+``InProcessPool`` is the pool protocol (``runtime/pools/protocol.py``) over plain ``RolloutWorker`` /
+``JudgeWorker`` objects: each lane plays its chunks on this event loop (a sync agent in the
+worker's threads), after a scripted delay, and can be told to fail (an actor that died).
+"""
+import asyncio
+import random
+
+import pytest
+
+from whileai_ray.agents.seeded import seeded_agent
+from whileai_ray.core.identity import row_key
+from whileai_ray.core.rows import export_row
+from whileai_ray.core.unit import RunMeta
+from whileai_ray.runtime.driver import rules
+from whileai_ray.runtime.driver.chunk_retry import NODE_LOST, WORKER_CRASHED
+from whileai_ray.runtime.driver.loop import DriverLoop, LoopSettings
+from whileai_ray.runtime.pools.judge_worker import JudgeWorker
+from whileai_ray.runtime.driver.landing import Landing
+from whileai_ray.runtime.pools.protocol import LaneFailed
+from whileai_ray.runtime.pools.rollout_worker import RolloutWorker
+from whileai_ray.search.planner.settings import PlanSettings
+from whileai_ray.search.planner.planner import Planner
+from whileai_ray.situations.grid import build_axes, pairwise_cells
+from whileai_ray.situations.template_writer import TemplateWriter
+from whileai_ray.store.checkpoint.resume import ResumeIndex
+from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS, truthful
+
+META = RunMeta(run_id="r", seed=3, tools=TOOLS, system_prompt=SYSTEM, model_version="seeded_agent")
+
+
+class InProcessPool:
+    """Lanes are plain workers in this process. ``delay(lane, n)`` seconds before the ``n``-th chunk
+    sent plays; ``fail(lane, n)`` True makes that chunk fail as a dead actor's would."""
+    where = "actors"
+
+    def __init__(self, make_lane, lanes=1, slots=8, delay=None, fail=None, on_submit=None, poison=None):
+        self.make_lane, self.slots = make_lane, slots
+        self.workers = [make_lane(i) for i in range(lanes)]
+        self.delay, self.fail, self.on_submit, self.poison = delay, fail, on_submit, poison
+        self.sent, self.replaced, self.nodes, self.played_alone = 0, [], [], []
+
+    @property
+    def lanes(self):
+        return len(self.workers)
+
+    async def start(self):
+        self.nodes = [getattr(w, "node_id", "judge") for w in self.workers]
+
+    def submit(self, lane, payload):
+        n, self.sent = self.sent, self.sent + 1
+        if self.on_submit is not None:
+            self.on_submit(lane, payload)
+        return self._play(lane, n, payload)
+
+    async def _play(self, lane, n, payload):
+        await asyncio.sleep(self.delay(lane, n) if self.delay else 0)
+        if self.fail is not None and self.fail(lane, n):
+            raise LaneFailed(f"lane {lane} died on chunk {n}")
+        if self.poison is not None and any(self.poison(u) for u in payload if not isinstance(u, dict)):
+            raise LaneFailed(f"a unit of chunk {n} killed the worker playing it")
+        worker = self.workers[lane]
+        if isinstance(worker, JudgeWorker):
+            return await worker.judge_chunk(payload)
+        return await worker.run_chunk(payload)
+
+    def replace(self, lane, error):
+        """A dead actor's lane: its units are sent again as they are when its node was lost; a worker
+        that a unit killed makes every unit of the chunk a suspect."""
+        self.replaced.append((lane, str(error)))
+        if lane >= 0:
+            self.workers[lane] = self.make_lane(lane)
+        return WORKER_CRASHED if "killed the worker" in str(error) else NODE_LOST
+
+    def submit_alone(self, payload):
+        self.played_alone.extend(u.key for u in payload)
+        return self._play(0, self.sent, payload)
+
+    def alone_ok(self):
+        pass
+
+    async def close(self):
+        pass
+
+
+def rollout_lanes(lanes=1, slots=8, agent=None, **kw):
+    agent = agent or seeded_agent(TOOLS, rate=0.35, seed=3)
+    return InProcessPool(lambda i: RolloutWorker(agent, META, concurrency=slots, node_id=f"lane-{i}"),
+                         lanes=lanes, slots=slots, **kw)
+
+
+def judge_lanes(grader, lanes=1, slots=8, **kw):
+    return InProcessPool(lambda i: JudgeWorker(grader, slots), lanes=lanes, slots=slots, **kw)
+
+
+def planner(budget=120, **kw):
+    axes = build_axes(TOOLS, SYSTEM, None)
+    settings = PlanSettings(run_id="r", seed=3, budget=budget, round_size=16, tools=TOOLS, axes=axes, **kw)
+    return Planner(settings, TemplateWriter(TOOLS, SYSTEM, 3), pairwise_cells(axes))
+
+
+def run(plan, rollouts, judges=None, resume=None, clock=None, **settings):
+    settings = {"lag": 2, "chunk_size": 4, "concurrency": 8, "judge_chunk": 4, **settings}
+    landing = Landing(judge_name="truthful" if judges else None, scoring_run_id="s" if judges else None)
+    loop = DriverLoop(LoopSettings(**settings), plan, rollouts, landing, resume or ResumeIndex([], None, None),
+                      judges=judges, **({"clock": clock} if clock else {}))
+    asyncio.run(loop.run())
+    return loop, Landed(landing)
+
+
+class Landed:
+    """What a Landing handed on, read back from its spool: ``every`` row in the order the spool
+    keeps, the ``rows`` played here and the ``resumed_rows`` settled from disk."""
+
+    def __init__(self, landing):
+        self.every = landing.spool.finish()
+        self.rows = [r for r in self.every if not (r.get("lineage") or {}).get("resumed")]
+        self.resumed_rows = [r for r in self.every if (r.get("lineage") or {}).get("resumed")]
+        self.errors, self.landed, self.resumed_count = landing.errors, landing.landed, landing.resumed_count
+
+
+def played(landing):
+    rows = sorted(landing.rows + landing.resumed_rows, key=lambda r: r["_ordinal"])
+    return [(r["_ordinal"], r["scenario_id"], r["prompt"], r["rollout_index"], r["final_text"]) for r in rows]
+
+
+# ------------------------------------------------------------------------ decisions alone
+def test_the_stop_rule_waits_for_units_in_flight_only_at_the_budget():
+    assert rules.stop_reason(None, "running", 5, 0) is None
+    assert rules.stop_reason("budget", "running", 3, 0) is None        # in flight: part of the budget
+    assert rules.stop_reason("budget", "running", 0, 2) is None        # still being judged
+    assert rules.stop_reason("budget", "running", 0, 0) == "budget"
+    assert rules.stop_reason("agent_failed", "running", 7, 1) == "agent_failed"   # no waiting for a dead agent
+
+
+def test_past_the_deadline_nothing_starts_and_in_flight_work_lands_until_the_grace_is_over():
+    from whileai_ray.search.planner.clock import DRAINING, OVER, RUNNING
+    assert rules.may_start(RUNNING) and not rules.may_start(DRAINING) and not rules.may_start(OVER)
+    assert rules.stop_reason(None, DRAINING, 9, 0) is None             # in flight: may still land
+    assert rules.stop_reason("agent_failed", DRAINING, 1, 0) is None   # past the deadline only the clock speaks
+    assert rules.stop_reason(None, DRAINING, 0, 2) is None             # still being judged
+    assert rules.stop_reason(None, DRAINING, 0, 0) == "time_budget"    # nothing out: stop now
+    assert rules.stop_reason(None, OVER, 9, 9) == "time_budget"        # deadline + timeout: cut
+    assert rules.local_deadline(1_000.0, wall_now=990.0, now=5.0) == 15.0
+    assert rules.local_deadline(None, 990.0, 5.0) is None
+
+
+def test_dispatch_goes_to_the_least_loaded_lane_until_every_lane_is_full():
+    assert rules.pick_lane([4, 1, 1], limit=8) == 1                    # ties: the lowest index
+    assert rules.pick_lane([8, 8], limit=8) is None
+    assert rules.chunk_limit(slots=16, chunk=4) == 20                  # slots plus one chunk of prefetch
+    assert rules.wait_s(now=10.0, edge=10.2) == pytest.approx(0.2)
+    assert rules.wait_s(now=11.0, edge=10.0) == 0.0
+    assert rules.wait_s(now=11.0, edge=None) == rules.WAIT_S
+    assert rules.may_decide(True, book_allows=False, queued=0, inflight=0, target=99) is False
+    assert rules.may_decide(False, book_allows=False, queued=3, inflight=4, target=8) is True
+
+
+# --------------------------------------------------------------------------- the loop
+def test_rows_are_the_same_whatever_the_lanes_and_the_completion_order():
+    one, one_rows = run(planner(), rollout_lanes(lanes=1))
+    draw = random.Random(11)
+    delays = {}
+    shuffled = rollout_lanes(lanes=3, slots=4, delay=lambda lane, n: delays.setdefault(n, draw.random() * 0.01))
+    three, three_rows = run(planner(), shuffled)
+    assert len(played(one_rows)) == 120 and one.stopped_because == "budget"
+    assert played(three_rows) == played(one_rows)
+    assert {r["_node"] for r in three_rows.rows} == {"lane-0", "lane-1", "lane-2"}
+    # the spool hands them on in schedule order, though they landed in another
+    ordinals = [r["_ordinal"] for r in three_rows.every]
+    assert ordinals == sorted(ordinals) and three_rows.landed == 120
+
+
+def test_round_r_plus_lag_is_decided_only_once_round_r_is_observed():
+    seen = []
+    loop_ref = {}
+
+    def check(lane, payload):
+        book = loop_ref["loop"].book
+        seen.append(book.next_decide - 1 - book.observed)
+
+    rollouts = rollout_lanes(lanes=2, slots=4, on_submit=check,
+                             delay=lambda lane, n: 0.002 * ((n * 7) % 5))
+    plan = planner()
+    landing = Landing()
+    loop = DriverLoop(LoopSettings(lag=3, chunk_size=4, concurrency=8), plan, rollouts, landing,
+                      ResumeIndex([], None, None))
+    loop_ref["loop"] = loop
+    asyncio.run(loop.run())
+    assert seen and max(seen) <= 3 and max(seen) == 3              # the pipe is kept full, never past the lag
+
+
+def test_the_first_round_goes_out_before_the_others_are_decided():
+    """The first chunk leaves once one round is decided (the lanes have work), not after all the
+    lag allows; nothing is observed before the rest are decided, so the rows are the same."""
+    decided_at_first_send = []
+    loop_ref = {}
+
+    def check(lane, payload):
+        if not decided_at_first_send:
+            decided_at_first_send.append(loop_ref["loop"].book.next_decide)
+
+    rollouts = rollout_lanes(lanes=2, slots=4, on_submit=check)
+    loop = DriverLoop(LoopSettings(lag=4, chunk_size=4, concurrency=8), planner(), rollouts, Landing(),
+                      ResumeIndex([], None, None))
+    loop_ref["loop"] = loop
+    asyncio.run(loop.run())
+    # rounds of 4, 4 and 8 units (search/planner/rounds.py) fill the lanes' 16 (slots + a chunk each); the
+    # fourth round the lag allows waits
+    assert decided_at_first_send == [3]
+    _, every_round_first = run(planner(), rollout_lanes(lanes=2, slots=4), lag=4, concurrency=64)
+    landed = Landed(loop.landing)
+    assert played(landed) == played(every_round_first) and len(landed.rows) == 120
+
+
+def test_a_lane_that_dies_has_its_chunks_sent_again_and_every_key_lands_once():
+    clean, clean_rows = run(planner(), rollout_lanes(lanes=2, slots=4))
+    dying = rollout_lanes(lanes=2, slots=4, fail=lambda lane, n: n in (1, 4))
+    loop, landing = run(planner(), dying)
+    keys = [row_key(r) for r in landing.rows]
+    assert len(keys) == len(set(keys)) == 120
+    assert played(landing) == played(clean_rows)
+    assert loop.chunks_reissued == 2 and len(dying.replaced) == 2
+    assert any("died on chunk 1" in e for e in landing.errors)
+
+
+def test_a_poison_unit_is_tried_alone_and_lost_while_its_chunk_mates_land():
+    poison = lambda u: u.ordinal % 37 == 5                            # kills whatever plays it
+    pool = rollout_lanes(lanes=2, slots=4, poison=poison)
+    loop, landing = run(planner(), pool)
+    lost = loop.planner.stats("budget").lost_by.get("worker_crashed", 0)
+    assert lost >= 3 and len(landing.rows) == 120 and loop.stopped_because == "budget"
+    assert not any(r["_ordinal"] % 37 == 5 for r in landing.rows)     # a poison unit never lands
+    suspects = pool.played_alone
+    assert len(suspects) == len(set(suspects))                        # each suspect tried alone once
+    assert loop.retry.stats()["lost_by"] == {"worker_crashed": lost}
+    assert loop.retry.stats()["cleared"] == len(suspects) - lost      # its chunk mates landed after all
+    assert {tuple(r["_key"]) for r in landing.rows if "_key" in r} <= set(suspects) | {tuple(r["_key"]) for r in landing.rows}
+
+
+def test_time_budget_stops_dispatch_at_the_deadline_and_lets_what_is_in_flight_land():
+    now, sent_at = [0.0], []
+    pool = rollout_lanes(lanes=2, slots=4, on_submit=lambda lane, payload: sent_at.append(now[0]))
+    real_play = pool._play
+
+    async def play(lane, n, payload):   # every chunk that comes back costs the run one second of its clock
+        out = await real_play(lane, n, payload)
+        now[0] += 1.0
+        return out
+    pool._play = play
+    loop, landing = run(planner(budget=400), pool, clock=lambda: now[0], time_budget=8.0)
+    assert loop.stopped_because == "time_budget"
+    assert sent_at and max(sent_at) < 8.0                           # nothing dispatched at or past the deadline
+    assert 0 < len(landing.rows) < 400
+    assert loop.abandoned == 0 and not loop.flights                 # what was out landed (well within the grace)
+    summary = loop.clock_summary()
+    assert summary["cut"] == 0 and summary["skipped"] > 0           # decided, never sent: skipped
+    assert summary["time_budget"] == 8.0 and summary["stopped_after_s"] >= 8.0
+
+
+def test_a_hung_rollout_is_cut_at_deadline_plus_timeout():
+    now = [0.0]
+
+    def clock():                        # each look at the clock moves it on: the run's time passes
+        now[0] += 0.02
+        return now[0]
+    hung = rollout_lanes(lanes=1, slots=4, delay=lambda lane, n: 3600.0 if n >= 2 else 0.0)
+    loop, landing = run(planner(budget=400), hung, clock=clock, time_budget=1.0, timeout=0.5)
+    assert loop.stopped_because == "time_budget"
+    summary = loop.clock_summary()
+    assert summary["cut"] > 0 and summary["cut"] == loop.abandoned  # the hung chunks were cut...
+    assert summary["overrun_s"] >= 0.5                               # ...at deadline + timeout, not before
+    assert summary["overrun_s"] < 0.5 + 0.5                          # (within a turn of the loop: its clock reads)
+    assert 0 < len(landing.rows) < 400
+
+
+def test_a_rollout_worker_skips_units_it_had_not_started_when_the_deadline_passed():
+    import time as _time
+    units = planner(budget=8).decide(0)[:3]
+    late = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", deadline_at=_time.time() - 1.0)
+    out = asyncio.run(late.run_chunk(units))
+    assert [r.get("skipped") for r in out] == [True, True, True] and all(r["row"] is None for r in out)
+    on_time = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", deadline_at=_time.time() + 3600)
+    assert all(r["row"] is not None for r in asyncio.run(on_time.run_chunk(units)))
+
+
+def test_graded_rows_land_with_their_verdict_and_steer_the_search():
+    calls = []
+
+    def grader(row):
+        calls.append(row["prompt"])
+        return truthful(row)
+
+    judges = judge_lanes(grader, lanes=2, fail=lambda lane, n: n == 0)   # the first judge chunk is lost
+    loop, landing = run(planner(), rollout_lanes(lanes=2, slots=4), judges=judges)
+    assert len(landing.rows) == 120 and loop.stopped_because == "budget"
+    assert all(r["judge_status"] == "ok" for r in landing.rows)
+    assert [r["reward"] for r in landing.rows] == [truthful(r) for r in landing.rows]
+    assert len(calls) == 120 and len(judges.replaced) == 1               # re-judged, once each
+    stats = loop.planner.stats("budget")
+    assert stats.mutation_aims["graded_failure"]["parents"] > 0          # failed verdicts became new asks
+
+
+def test_a_resumed_run_settles_rows_on_disk_and_plays_only_the_rest():
+    full, full_rows = run(planner(), rollout_lanes())
+    on_disk = [export_row(r) for r in full_rows.rows[:50]]
+    loop, landing = run(planner(), rollout_lanes(), resume=ResumeIndex(on_disk, None, None))
+    assert len(landing.resumed_rows) == 50 and len(landing.rows) == 70
+    assert played(landing) == played(full_rows) and landing.resumed_count == 50
+    assert all(r["lineage"]["resumed"] for r in landing.resumed_rows)
+
+
+def test_not_reproducible_mode_keeps_the_lanes_full_and_stops_at_the_budget():
+    loop, landing = run(planner(), rollout_lanes(lanes=2, slots=4), reproducible=False)
+    assert len(landing.rows) == 120 and loop.stopped_because == "budget" and loop.abandoned == 0
+
+
+def test_not_reproducible_mode_refills_freed_slots_from_a_reserve_before_the_planner_decides_more():
+    """Rollouts that started together come back together; their slots refill from units already
+    decided (a reserve of a quarter of the concurrency beyond what the lanes hold), not after the
+    planner has decided more."""
+    plan, events = planner(budget=400), []
+    decide = plan.decide
+
+    def logged_decide(r):
+        units = decide(r)
+        events.append(("decide", len(units)))
+        return units
+    plan.decide = logged_decide
+    lanes = rollout_lanes(lanes=1, slots=64, delay=lambda lane, n: 0.3,
+                          on_submit=lambda lane, payload: events.append(("send", len(payload))))
+    real_play = lanes._play
+
+    async def play(lane, n, payload):
+        out = await real_play(lane, n, payload)
+        events.append(("back", len(payload)))
+        return out
+    lanes._play = play
+    loop, landing = run(plan, lanes, reproducible=False, concurrency=64, chunk_size=4)
+    assert rules.decide_target(64, 4, 1) == 64 + 4 and rules.reserve(64) == 16
+    first_back = events.index(("back", 4))
+    decided = sum(n for kind, n in events[:first_back] if kind == "decide")
+    sent = sum(n for kind, n in events[:first_back] if kind == "send")
+    assert sent == 64 + 4 and decided >= 64 + 4 + 16          # the lane and its prefetch, then the reserve
+    assert next(kind for kind, _ in events[first_back:] if kind != "back") == "send"
+    assert len(landing.rows) == 400 and loop.stopped_because == "budget"

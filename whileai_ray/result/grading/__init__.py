@@ -1,0 +1,2 @@
+"""Grading after the run: ``data.grade(...)``, ``evaluate``, ``run_judge`` and ``ScoredData``.
+"""

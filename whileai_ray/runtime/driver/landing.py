@@ -1,0 +1,127 @@
+"""Landing: what happens to a unit's result once it is back on the Driver.
+
+A played unit's result (its row, or why there is none) and, when the run is graded, its verdict
+become an ``Outcome`` for the planner; the row is counted on the node that played it and waits
+in ``pending`` until the loop ``flush()``es the batch to the checkpoint and the ``output=``
+stream (one write, flush and fsync per batch, never per row) and then to the run's ``spool``
+(``store/row_spool.py``: in ordinal order, a list while few, Parquet files past the run's
+``spill_rows``). A unit whose row is already on disk (a resumed run) lands from the disk
+instead, marked ``lineage.resumed``, straight into the spool. The Landing keeps counts, never
+the rows: the Outcome the planner gets holds the row only until the planner has observed it.
+
+``lineage`` (``runs=N``, ``tasks=``) is stamped on the spool's copy of every row, never on what
+the checkpoint and the stream wrote.
+
+No Ray here: the loop owns a Landing, the Driver actor reads its counts for ``poll()``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from ...score.judges.contract import apply_verdict, failed_markers, is_graded_failure
+from ...search.planner.outcome import Outcome
+from ...store.row_spool import RowSpool
+from .heap_trim import HeapTrim
+from ..pools.rollout_worker import _fault_parent
+
+__all__ = ["Landing", "MAX_ERRORS"]
+
+MAX_ERRORS = 5          # agent errors kept as text (the report shows the first)
+
+
+class Landing:
+    def __init__(self, *, judge_name: str | None = None, scoring_run_id: str | None = None,
+                 label_source: str | None = None, sink=None, stream=None, t0: float | None = None,
+                 clock: Callable[[], float] = time.monotonic, spool: RowSpool | None = None,
+                 lineage: dict | None = None):
+        self.judge_name, self.scoring_run_id, self.label_source = judge_name, scoring_run_id, label_source
+        self.sink, self.stream = sink, stream
+        self.clock = clock
+        self.t0 = clock() if t0 is None else t0
+        # where the rows go (a spool that never spills when none is given: tests, small runs)
+        self.spool = spool if spool is not None else RowSpool(2**62, make_writer=None)
+        self.lineage = dict(lineage) if lineage else None
+        self.landed = 0                         # rows played and landed here
+        self.resumed_count = 0                  # rows settled from the checkpoint
+        self.node_rows: dict[str, int] = {}
+        self.errors: list[str] = []
+        self.first_row_s: float | None = None
+        self.last_row_s: float | None = None    # (the Driver's clock, like first_row_s)
+        self.pending: list[dict] = []           # landed, not yet written
+        self.heap_trim = HeapTrim(clock=clock)  # what each batch freed, back to the system now and then
+
+    def resumed(self, unit, row: dict) -> Outcome:
+        """A unit whose row is already on disk: the row comes back as it was, marked resumed."""
+        row = dict(row)
+        lineage = dict(row.get("lineage") or {})
+        lineage["resumed"] = True
+        row["lineage"] = lineage
+        row["_key"] = list(unit.key)
+        row["_ordinal"] = unit.ordinal
+        row["_landed_s"] = 0.0
+        self.resumed_count += 1
+        self.spool.add(self.stamped([row]))
+        reward = row.get("reward")
+        label = (1 if reward >= 0.5 else 0) if isinstance(reward, (int, float)) and not isinstance(reward, bool) \
+            else row.get("behavior_signature")
+        stub_fp = row.get("_fp")            # a shared-storage stub carries its flag (pools/dataplane.py)
+        return Outcome(unit=unit, row=row, label=label, resumed=True,
+                       fault_parent=bool(stub_fp) if stub_fp is not None else _fault_parent(row))
+
+    def played(self, res: dict) -> Outcome:
+        """A unit's result from a rollout lane (with its verdict when the run is graded)."""
+        row = res["row"]
+        verdict = res.get("verdict")
+        label = None
+        if row is not None:
+            if verdict is not None:
+                apply_verdict(row, verdict, self.judge_name, self.scoring_run_id)
+                if verdict.get("judge_meta"):
+                    row["judge_meta"] = verdict["judge_meta"]
+                if self.label_source:
+                    row["label_source"] = self.label_source
+                r = verdict.get("reward") if verdict.get("judge_status") == "ok" else None
+                label = None if r is None else (1 if r >= 0.5 else 0)
+            if label is None:
+                label = row.get("behavior_signature")
+            self.landed += 1
+            node = row.get("_node", "?")
+            self.node_rows[node] = self.node_rows.get(node, 0) + 1
+            now = self.clock() - self.t0
+            if self.first_row_s is None:
+                self.first_row_s = now
+            self.last_row_s = now
+            row["_landed_s"] = round(now, 4)
+            self.pending.append(row)
+        elif res.get("error") and len(self.errors) < MAX_ERRORS:
+            self.errors.append(str(res["error"])[:300])
+        return Outcome(unit=res["unit"], row=row, unusable=res.get("unusable"),
+                       timed_out=res.get("timed_out", False), label=label,
+                       fault_parent=bool(res.get("fault_parent")) and row is not None,
+                       graded_failure=bool(verdict) and is_graded_failure(verdict),
+                       failed_markers=tuple(failed_markers(verdict)) if verdict else ())
+
+    def flush(self) -> None:
+        """Write the rows landed since the last flush: one batch to the checkpoint and the stream,
+        then into the spool."""
+        if not self.pending:
+            return
+        if self.sink is not None:
+            self.sink.append(self.pending)
+        if self.stream is not None:
+            self.stream.append(self.pending)
+        self.spool.add(self.stamped(self.pending))
+        self.pending = []
+        self.heap_trim.maybe()
+
+    def release(self, upto: int) -> None:
+        """Every unit with an ordinal up to ``upto`` is settled: its row may leave the reorder buffer."""
+        self.spool.release(upto)
+
+    def stamped(self, rows):
+        """``rows`` (any iterable) with the run's lineage stamp, as copies; as they are without one."""
+        if self.lineage is None:
+            return rows
+        stamp = self.lineage
+        return ({**r, "lineage": {**(r.get("lineage") or {}), **stamp}} for r in rows)

@@ -1,0 +1,234 @@
+"""The Driver of one run: a thin shell around the Driver's loop, hosted by the Driver actor.
+
+The Driver actor is a ``Driver`` (``driver/actor.py``), which outlives one run so the next
+``simulate()`` of the process starts warm; it makes one ``DriverRun`` per run. It runs on the
+caller's node (the files it writes are the caller's files). ``run()`` builds the
+run's pools (``pools/actor_pool.py`` on Ray actors, or ``pools/caller_pool.py`` when the caller plays), opens
+the checkpoint and the planner (``driver/setup.py``), hands them to the loop (``driver/loop.py``,
+where every decision lives), and returns a ``RunResult``. ``poll()`` answers the caller's
+progress questions while the loop runs (each poll also tells it the caller is still there:
+``driver/caller_watch.py``); ``pull()`` / ``push()`` are how the caller's own pool takes chunks and
+brings back their results. It feeds the run's Ray metrics (``metrics/recorder.py``).
+
+Rows: the Driver keeps none. Each landed batch goes to the checkpoint and then to the run's
+spool (``store/row_spool.py``, made by ``spec.make_spool``): a list while the run is small,
+Parquet files in a temporary folder past ``spec.spill_rows``. The ``RunResult`` carries that list
+or where the files are (``SpilledRows``), never a list of a large run's rows.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ...core.identity import resumed_unit_key
+from ...store.checkpoint.disk_rows import gc_paused
+from ..pools.actor_pool import judge_pool, rollout_pool
+from ..pools.caller_pool import CallerOutbox, CallerPool
+from .caller_watch import CALLER_GONE, CallerWatch
+from ..pools.dataplane import DataPlane
+from .loop import DriverLoop, LoopSettings
+from .heap_trim import HeapTrim
+from ..job_spec import JobSpec
+from .landing import Landing
+from .rules import local_deadline
+from ..metrics.recorder import run_metrics
+from .progress_marks import ProgressMarks
+from ..pools.sizing import PoolPlan
+from ..run_result import RunResult
+from .setup import close_run, open_run
+
+POLL_ROWS = 20_000          # released rows one progress poll carries at most
+
+
+class DriverRun:
+    def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None):
+        self.spec, self.plan, self.caller_node = spec, plan, caller_node
+        self.rollouts = rollouts        # the rollout pool, made before the run (driver/actor.py), or None: made here
+        self.judges = None
+        self.t0 = time.monotonic()
+        calls_home = plan.where == "caller" or (plan.graded and plan.judges_where == "caller")
+        self.outbox = CallerOutbox() if calls_home else None
+        self.opened = None
+        self.loop: DriverLoop | None = None
+        self.plane: DataPlane | None = None
+        self.landing: Landing | None = None
+        self.done = False
+        self.stopped_because = None
+        self.resumed = 0
+        self.caller_has = 0             # released rows the caller holds already (what its polls brought)
+        self.metrics = run_metrics(spec.metrics)           # NoMetrics when metrics are off
+        self.watch = CallerWatch(spec.caller, spec.caller_timeout_s)
+        self.marks = ProgressMarks(spec.progress_every_rows)   # a line's numbers every N events
+
+    # ------------------------------------------------------------- the caller's pool
+    async def pull(self) -> list | None:
+        """The chunks waiting for the caller's pool (None once the run is over)."""
+        return await self.outbox.pull()
+
+    async def push(self, items: list) -> None:
+        """Finished chunks of the caller's pool: ``[(token, results or None, error or None)]``."""
+        for token, results, error in items:
+            self.outbox.push(token, results, error)
+
+    # ------------------------------------------------------------------ polling
+    def poll(self, have: int | None = None) -> dict:
+        """Progress, for the caller's line and its orphan watch; with ``have`` (the rows the
+        caller holds), also ``new_rows``: the spool's released rows past those, while they are
+        few (``POLL_ROWS`` at most a poll), so a small run's rows cross as it plays, not at its end;
+        ``rows_spilled`` when they go to disk instead (a budget past the spool's list)."""
+        out = self._progress()
+        out["marks"] = self.marks.take()
+        spool = self.landing.spool if self.landing is not None else None
+        if have is None or spool is None or self.done:
+            return out
+        if self.spec.cap > spool.threshold:      # the run's rows go to disk: they are read there
+            out["rows_spilled"] = True
+            return out
+        self.caller_has = max(self.caller_has, have)
+        new = spool.released(have, POLL_ROWS)
+        if new is None:                          # more than the budget (a resume's rows): on disk after all
+            out["rows_spilled"] = True
+        else:
+            out["new_rows"], out["rows_from"] = new, have
+        return out
+
+    def _progress(self) -> dict:
+        self.watch.polled()
+        return self._snapshot()
+
+    def _mark(self) -> None:
+        """After a loop turn settled results: a progress mark when the events passed the next
+        multiple of ``progress_every_rows`` (``driver/progress_marks.py``)."""
+        loop = self.loop
+        if loop is not None:
+            p = loop.planner
+            self.marks.note(self.landing.landed + p.rerolled + p.lost, self._snapshot)
+
+    def _snapshot(self) -> dict:
+        loop, landing = self.loop, self.landing
+        elapsed = round(time.monotonic() - self.t0, 1)
+        if loop is None:
+            return {"rows": self.resumed, "cap": self.spec.cap, "landed": 0, "resumed": self.resumed,
+                    "rerolled": 0, "rerolled_by": {}, "timed_out": 0, "lost": 0, "lost_by": {},
+                    "inflight": 0, "situations": 0, "elapsed_s": elapsed,
+                    "done": self.done, "stopped_because": self.stopped_because}
+        p, opened = loop.planner, self.opened
+        return {"rows": landing.landed + landing.resumed_count + len(opened.snapshots.deferred) +
+                opened.resume.leftover_count(),
+                "cap": self.spec.cap, "landed": landing.landed,
+                "resumed": self.resumed, "rerolled": p.rerolled,
+                "rerolled_by": {k: v for k, v in p.rerolled_by.items() if v},
+                "timed_out": p.timed_out, "lost": p.lost,
+                "lost_by": {k: v for k, v in p.lost_by.items() if v},
+                "inflight": loop.inflight, "situations": p.situations_opened, "elapsed_s": elapsed,
+                "done": self.done, "stopped_because": self.stopped_because}
+
+    # --------------------------------------------------------------------- run
+    async def run(self) -> RunResult:
+        spec, plan = self.spec, self.plan
+        # rollout actors start while the checkpoint loads (a large resume reads for seconds)
+        rollouts = (CallerPool(self.outbox, "roll", plan.per_actor, self.caller_node) if plan.where == "caller"
+                    else self.rollouts or rollout_pool(spec, plan))
+        trim = HeapTrim()                  # (blocks of 1 MiB and up mapped alone from here on: see driver/heap_trim.py)
+        opened = self.opened = await open_run(spec)
+        self.resumed = opened.loaded
+        if opened.loaded:                  # a resume's open freed hundreds of MB (its scan, the snapshot's
+            trim.now()                     # frames, the planner's rebuild): back to the system before the run
+        judges = None
+        if plan.graded:
+            judges = self.judges = (CallerPool(self.outbox, "judge", spec.judge_concurrency, self.caller_node)
+                      if plan.judges_where == "caller" else judge_pool(spec))
+        self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
+                               label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0,
+                               spool=spec.make_spool() if spec.make_spool is not None else None,
+                               lineage=spec.lineage)
+        plane = self.plane = DataPlane(spec.shards) if spec.shards else None     # shared storage
+        loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,
+                          judges=judges, snapshots=opened.snapshots, restored=opened.restored, t0=self.t0,
+                          should_stop=self.watch.gone, metrics=self.metrics, on_settled=self._mark,
+                          unpack=plane.unpack if plane is not None else None,
+                          deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
+        self.loop = loop
+        try:
+            # the first units are decided while the actors start (or, kept from the last run, renew
+            # themselves: ActorPool.renew), not after they answer
+            loop.prime()
+            await rollouts.start()
+            if judges is not None:
+                await judges.start()
+        except BaseException:
+            self.landing.spool.discard()
+            raise
+        try:
+            self.stopped_because = await loop.run()
+        except BaseException:
+            self.landing.spool.discard()                     # nothing will read its folder
+            raise
+        finally:
+            self.done = True
+            for pool in (rollouts, judges):
+                if pool is not None:
+                    await pool.close()
+        if self.plane is not None:      # Parquet for the rows of actors that died before their last part
+            await asyncio.to_thread(self.plane.fill, getattr(rollouts, "flushed", None))
+        orphan = self.stopped_because == CALLER_GONE
+        await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
+        figures = self._planner_figures()
+        await close_run(opened, compact=not orphan)         # and lets go at once
+        # in a thread: turning a large resume's settled rows into the result's files takes minutes,
+        # and poll() keeps answering meanwhile (the caller's progress and orphan watch)
+        return await asyncio.to_thread(self._result, rollouts, figures)
+
+    def _planner_figures(self) -> tuple:
+        """The planner's end-of-run figures, taken once its last snapshot is written. A resume then
+        compacts its checkpoint and writes its settled rows into the result: the planner keeps
+        only what naming those rows reads (~400 MB less a million rows: ``keep_only_keys``)."""
+        p = self.loop.planner
+        figures = p.stats(self.stopped_because), p.writer.stats() if hasattr(p.writer, "stats") else None
+        if len(self.opened.snapshots.deferred) or self.opened.resume.leftover_count():
+            p.keep_only_keys()
+            HeapTrim().now()
+        return figures
+
+    def _result(self, rollouts, figures: tuple) -> RunResult:
+        loop, landing, opened = self.loop, self.landing, self.opened
+        p = loop.planner
+        resumed = landing.resumed_count + len(opened.snapshots.deferred)
+        stats, writer = figures
+        with gc_paused():
+            # the rows a restored snapshot settled come first (smaller ordinals than any the loop
+            # decided); rows on disk no unit matched come last, kept in precount mode
+            landing.spool.head(opened.snapshots.iter_deferred_rows(opened.resume, p.s.run_id, landing.lineage))
+            if opened.resume.mode == "precount":
+                resumed += opened.resume.leftover_count()
+                base = landing.spool.count + 10**9
+                landing.spool.tail(landing.stamped(self._leftover(opened.resume.iter_leftover(), base, p.s.run_id,
+                                                                  p.s.eval_run)))
+        # an orphan keeps every row here (the caller may never read them: driver/actor.py writes them out)
+        skip = 0 if self.stopped_because == CALLER_GONE else self.caller_has
+        kept = landing.spool.finish(skip=skip)
+        spilled = None if isinstance(kept, list) else kept
+        return RunResult(
+            rows=kept if spilled is None else [], spilled=spilled, row_count=landing.spool.count,
+            rows_head=landing.spool.head_count, rows_shipped=skip if spilled is None else 0,
+            resumed_count=resumed,
+            resume={**opened.resume.summary(), **opened.snapshots.summary()},
+            stopped_because=self.stopped_because, elapsed_s=time.monotonic() - self.t0,
+            first_row_s=landing.first_row_s, last_row_s=landing.last_row_s, planner=stats,
+            node_rows=dict(landing.node_rows), errors=landing.errors, chunks_reissued=loop.chunks_reissued,
+            chunk_retry={**loop.retry.stats(), **getattr(rollouts, "lane_figures", dict)()},
+            checkpoint_warnings=list(opened.sink.warnings) if opened.sink is not None else [],
+            abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
+            actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
+            writer=writer, clock=loop.clock_summary(),
+            data_plane=self.plane.figures() if self.plane is not None else None)
+
+    @staticmethod
+    def _leftover(rows, base: int, run_id: str, eval_run: int):
+        """Rows on disk no planned unit matched (precount mode): kept, after every other row."""
+        for n, r in enumerate(rows):
+            r = dict(r)
+            r["lineage"] = {**(r.get("lineage") or {}), "resumed": True}
+            r["_ordinal"] = base + n
+            r["_key"] = resumed_unit_key(run_id, r, eval_run)
+            yield r

@@ -1,0 +1,2 @@
+"""Ray metrics of a run (Prometheus, Grafana): names, the recorder, and its own cost.
+"""

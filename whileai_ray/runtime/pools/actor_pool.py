@@ -1,0 +1,379 @@
+"""ActorPool: a pool (``pools/protocol.py``) whose lanes are Ray actors, spread over the cluster's nodes.
+
+Rollout lanes are ``RolloutWorker`` actors (``run_chunk``), judge lanes ``JudgeWorker`` actors
+(``judge_chunk``). Actor options come from ``advanced={"ray": {...}}`` (``num_cpus`` default 0,
+``num_gpus``, ``resources``, ``max_restarts``, ``scheduling_strategy``). Rollout actors that ask
+for no resources are placed by us, deterministically: each new actor goes to the node, among
+those the ``PoolPlan`` names (the alive nodes that have CPUs), that holds the fewest of ours per
+CPU. Ray's own SPREAD (and soft affinity) was measured to stack two of three actors on one node
+of a 3-node cluster. A lane whose actor is gone gets a fresh actor, placed by the same rule among
+the nodes still alive. An actor is gone in more ways than ``RayActorError`` says: Ray's memory
+monitor killing it raises ``OutOfMemoryError`` on that call *and every later one* (a lane never
+replaced failed ~250 chunks a second for good), a lost node ``NodeDiedError``; ``lane_is_dead``
+knows them all (``death_cause`` names why).
+
+The actors are made when the pool is made (they start while the Driver reads its checkpoint),
+or were made before it (``prebuilt``: by the caller, while the Driver itself starts, or kept from
+an earlier run by the Driver host, ``driver/actor.py``); ``start()`` waits until one answers
+``ping`` (the others are waited for while the run begins) and the run fails with a clear error
+when the cluster cannot place them all. Rollout actors are
+``ReusableRolloutWorker`` actors (``pools/warm_rollout.py``): a later run of the same process may renew them
+(``renew()``: asked before the Driver opens its run, settled by ``start()``; a renewed lane is up).
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from ..driver.chunk_retry import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
+from .judge_worker import JudgeWorker
+from .warm_rollout import ReusableRolloutWorker
+
+__all__ = ["ActorPool", "rollout_pool", "rollout_args", "judge_pool", "actor_options", "await_ref",
+           "PLACEMENT_TIMEOUT_S", "lane_is_dead", "death_cause"]
+
+PLACEMENT_TIMEOUT_S = 60.0
+FLUSH_TIMEOUT_S = 30.0
+
+_X = ray.exceptions
+# Every error by which Ray says a call's actor is gone (ray/exceptions.py, Ray 2.60): ActorDiedError
+# (ray.kill, os._exit, a segfault, its node gone) and ActorUnavailableError are RayActorErrors;
+# the memory monitor's kill is an OutOfMemoryError, a worker that died mid-call a
+# WorkerCrashedError, a node NodeDiedError or LocalRayletDiedError, a result that died with its
+# node an ObjectLostError (OwnerDiedError, ObjectReconstructionFailedError, ...).
+LANE_DEAD = (_X.RayActorError, _X.OutOfMemoryError, _X.WorkerCrashedError, _X.NodeDiedError,
+             _X.LocalRayletDiedError, _X.ObjectLostError)
+_NODE_GONE = (_X.NodeDiedError, _X.LocalRayletDiedError)
+
+
+def lane_is_dead(error: BaseException) -> bool:
+    """Whether ``error`` (what awaiting a chunk raised) says the lane's actor is gone, so the lane needs a
+    fresh one; False when the actor is alive and the chunk raised in our code (a ``RayTaskError``)."""
+    return isinstance(error, LANE_DEAD) and not isinstance(error, _X.RayTaskError)
+
+
+def death_cause(error: BaseException, node_alive: bool = True) -> str | None:
+    """Why a lane died, as ``chunk_retry`` names it, or None when it did not (``lane_is_dead``).
+
+    ``node_lost`` when its node went (the units are sent again as they are); ``worker_crashed``
+    otherwise: the actor's process died under a unit (an OOM kill, a segfault, ``os._exit``,
+    ``ray.kill``), whose units are then tried alone until the one that kills is found."""
+    if not lane_is_dead(error):
+        return None
+    if (isinstance(error, _NODE_GONE) or not node_alive or getattr(error, "preempted", False)
+            or "node has died" in str(error)):
+        return NODE_LOST
+    return WORKER_CRASHED
+
+
+async def await_ref(ref):
+    """An ObjectRef as a coroutine (what asyncio.ensure_future and gather take)."""
+    return await ref
+
+
+def actor_options(ray_opts: dict) -> dict:
+    """Ray options for our actors from ``advanced={"ray": {...}}``."""
+    opts = {"num_cpus": ray_opts.get("num_cpus", 0), "max_concurrency": 1000,
+            "max_restarts": ray_opts.get("max_restarts", 0)}
+    if ray_opts.get("num_gpus"):
+        opts["num_gpus"] = ray_opts["num_gpus"]
+    if ray_opts.get("resources"):
+        opts["resources"] = ray_opts["resources"]
+    opts["scheduling_strategy"] = ray_opts.get("scheduling_strategy", "SPREAD")
+    return opts
+
+
+class ActorPool:
+    where = "actors"
+
+    def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
+                 options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S, flush: bool = False,
+                 prebuilt: list | None = None):
+        self.make, self.method, self.what = make, method, what
+        self.flush = flush                         # shared storage: actors write their last Parquet part on close
+        self.flushed: set | None = None            # the shard writers (tokens) that did, once closed
+        self.slots = max(1, int(slots))
+        self.options = options
+        self.start_timeout_s = start_timeout_s
+        self._node_of: dict = {}                   # id(actor) -> the node it was placed on (None: Ray's choice)
+        if prebuilt is not None:                   # [(actor or None, node)]: a None lane is made on start()
+            self.actors = list(actor for actor, _ in prebuilt)
+            self._node_of.update((id(actor), node) for actor, node in prebuilt if actor is not None)
+        else:
+            self.actors = [self._new() for _ in range(max(1, int(lanes)))]
+        self._alone = self._spare = None           # the quarantine lane's actor, and the one readied after it
+        self.nodes: list = []
+        self._placing: asyncio.Future | None = None   # the lanes still starting after start() returned
+        self._unplaced: RuntimeError | None = None    # set when they were not placed in time
+        self._renewing: list | None = None            # kept lanes becoming this run's (``renew``)
+        self.placer = None                            # rollout_pool's _Placer, when it places the actors
+        self.replaced = 0                             # lanes whose actor died and was replaced (or will be)
+        self.deaths: dict = {}                        # how they died: Ray's error class -> lanes
+
+    @property
+    def lanes(self) -> int:
+        return len(self.actors)
+
+    def _new(self):
+        actor, node = self.make()
+        self._node_of[id(actor)] = node
+        return actor
+
+    def placed(self) -> list:
+        """``[(actor, node)]`` of the lanes (what ``prebuilt`` takes)."""
+        return [(a, self._node_of.get(id(a)) if a is not None else None) for a in self.actors]
+
+    def kill(self) -> None:
+        """Stop every actor of the pool now (a Driver host letting go of a pool it will not reuse)."""
+        for actor in (*self.actors, self._alone, self._spare):
+            if actor is not None:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
+        self.actors = [None] * len(self.actors)
+        self._alone = self._spare = None
+
+    def trim(self) -> None:
+        """After a run, before the pool waits for the next: the quarantine's actors go (a new run
+        starts with no suspects)."""
+        for actor in (self._alone, self._spare):
+            if actor is not None:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
+        self._alone = self._spare = None
+
+    def renew(self, args: tuple, kwargs: dict) -> None:
+        """Ask the kept actors (``prebuilt``) to become this run's (``pools/warm_rollout.py``) and go on:
+        the Driver opens its run and decides its first units while they do. ``start()`` settles
+        the answers: a renewed lane is up (no ping), one that did not answer is made again."""
+        self._renewing = [asyncio.ensure_future(await_ref(a.renew.remote(args, kwargs))) if a is not None else None
+                          for a in self.actors]
+
+    async def _settle_renewals(self) -> list:
+        """The node of each lane the renewal brought up (None: made again by ``start()``)."""
+        renewing, self._renewing = self._renewing, None
+        await asyncio.gather(*(t for t in renewing if t is not None), return_exceptions=True)
+        nodes = []
+        for lane, task in enumerate(renewing):
+            error = task.exception() if task is not None else None
+            if error is not None and not lane_is_dead(error):
+                raise error                      # what its ping would raise: the run cannot start
+            node = None if task is None or error is not None else task.result()
+            if node is None and self.actors[lane] is not None:     # gone since the last run
+                self._forget(self.actors[lane])
+                self.actors[lane] = None
+            nodes.append(node)
+        return nodes
+
+    def _forget(self, actor) -> None:
+        node = self._node_of.pop(id(actor), None)
+        if self.placer is not None and self.placer.placed.get(node):
+            self.placer.placed[node] -= 1            # its replacement is placed as if it never was
+
+    async def start(self) -> None:
+        """Return once one lane answers: the run may begin (a chunk sent to a lane still starting
+        waits at Ray until its actor is up, so the first row does not wait for the slowest actor
+        to start). The other lanes are waited for in the background; when they are not all
+        placed within ``start_timeout_s``, their chunks fail with the placement error and
+        ``replace`` raises it (the run stops, saying what the cluster lacks). Renewed lanes
+        (``renew``) answered already, but on shared storage (``flush``) they are pinged too: the
+        ping checks the folder's probe, which the Driver writes when it opens the run."""
+        known = await self._settle_renewals() if self._renewing is not None else [None] * len(self.actors)
+        if self.flush:          # shared storage: every lane's ping checks the probe the Driver wrote since
+            known = [None] * len(self.actors)
+        self.actors = [a if a is not None else self._new() for a in self.actors]
+        self.nodes = list(known)
+        if all(node is not None for node in known):
+            return
+        deadline = asyncio.get_running_loop().time() + self.start_timeout_s
+        pings = [asyncio.ensure_future(self._ping(i, a)) for i, a in enumerate(self.actors) if known[i] is None]
+        done, pending = await asyncio.wait(pings, timeout=self.start_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        if not done:
+            for task in pending:
+                task.cancel()
+            raise self._not_placed(len(self.actors))
+        for task in done:
+            task.result()                        # an actor whose constructor failed: raised here
+        if pending:
+            self._placing = asyncio.ensure_future(self._place_rest(pending, deadline))
+
+    async def _ping(self, lane: int, actor) -> None:
+        self.nodes[lane] = await actor.ping.remote()
+
+    async def _place_rest(self, pending: set, deadline: float) -> None:
+        done, late = await asyncio.wait(pending, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+        for task in done:
+            task.exception()                     # a constructor that failed shows on the lane's first chunk
+        if late:
+            for task in late:
+                task.cancel()
+            self._unplaced = self._not_placed(len(late))
+
+    def _not_placed(self, n: int) -> RuntimeError:
+        opts = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
+        return RuntimeError(
+            f"{n} of the {len(self.actors)} {self.what} actor(s) could not be placed (or a class given as agent=, "
+            f"execute= or grader= had not finished __init__) within {self.start_timeout_s:.0f}s; "
+            f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
+            "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.")
+
+    def submit(self, lane: int, payload: list):
+        if self.actors[lane] is None:            # replaced only when there is work for it
+            self.actors[lane] = self._new()
+        return self._call(self.actors[lane], payload)
+
+    def submit_alone(self, payload: list):
+        if self._alone is None:                  # the spare, started while the last one worked, takes over
+            self._alone, self._spare = self._spare or self._new(), None
+        return self._call(self._alone, payload)
+
+    def alone_ok(self) -> None:
+        """Start the quarantine's spare once its actor has proved it works (one start at a time:
+        on a busy machine two starts at once take as long as two in a row)."""
+        if self._spare is None and self._alone is not None:
+            self._spare = self._new()
+
+    async def _call(self, actor, payload: list):
+        try:
+            ref = getattr(actor, self.method).remote(payload)
+            placing = self._placing
+            if placing is None or placing.done() and self._unplaced is None:
+                return await ref
+            call = asyncio.ensure_future(await_ref(ref))     # its lane may still be starting
+            await asyncio.wait([call, placing], return_when=asyncio.FIRST_COMPLETED)
+            if not call.done() and self._unplaced is not None:
+                call.cancel()
+                raise self._unplaced
+            return await call
+        except Exception as exc:
+            exc.whileai_actor = actor            # which actor failed: replace() replaces it once
+            raise
+
+    def replace(self, lane: int, error: BaseException) -> str:
+        if error is self._unplaced:              # no unit's fault, and no new actor would be placed either
+            raise error
+        if self.what == "judge":                 # a judge chunk is simply judged again, by a fresh judge
+            self.actors[lane] = self._new()
+            return ROLLOUT_FAILED
+        actor = getattr(error, "whileai_actor", None)
+        cause = self._cause(error, actor)
+        if lane_is_dead(error):                  # the other chunks on it fail too: replace once,
+            if lane < 0 and self._alone is actor:            # when work comes (its start competes with nothing)
+                self._alone = None
+                self._bury(actor, error)
+            elif lane >= 0 and self.actors[lane] is actor:
+                self.actors[lane] = None
+                self._bury(actor, error)
+        return cause
+
+    def lane_figures(self) -> dict:
+        """``search["poison"]``'s lane figures: lanes replaced, and how their actors died."""
+        return {"lanes_replaced": self.replaced, "lane_deaths": dict(self.deaths)}
+
+    def _bury(self, actor, error: BaseException) -> None:
+        """A dead lane's actor is let go for good (one only unavailable would not come back to play)."""
+        self.replaced += 1
+        name = type(error).__name__
+        self.deaths[name] = self.deaths.get(name, 0) + 1
+        node = self._node_of.get(id(actor))          # kept: its other chunks' failures are named by it too
+        if self.placer is not None and self.placer.placed.get(node):
+            self.placer.placed[node] -= 1            # its replacement is placed as if it never was
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:
+            pass
+
+    def _cause(self, error: BaseException, actor) -> str:
+        """Why a chunk failed: its node died, its worker process died, or it raised."""
+        if lane_is_dead(error):
+            if getattr(error, "_actor_init_failed", False):   # no unit's fault: every new actor would fail
+                raise RuntimeError(f"a {self.what} actor could not start: {error}"[:2000]) from None
+            node = self._node_of.get(id(actor))
+            alive = not node or node in {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+            return death_cause(error, alive)
+        text = f"{type(error).__name__}: {error}"
+        if any(word in text for word in ("erializ", "ickl", "RecursionError", "ircular")):
+            return UNSERIALIZABLE
+        return ROLLOUT_FAILED
+
+    async def close(self) -> None:
+        """The actors belong to the Driver actor and end with it; on shared storage each first
+        writes the Parquet rows it still buffers (a lane that died lost only those: its JSONL
+        shards hold every row)."""
+        if not self.flush:
+            return
+        live = [a for a in self.actors + [self._alone] if a is not None]
+        done = asyncio.gather(*(await_ref(a.flush_shards.remote()) for a in live), return_exceptions=True)
+        try:
+            self.flushed = {t for t in await asyncio.wait_for(done, FLUSH_TIMEOUT_S) if isinstance(t, str)}
+        except asyncio.TimeoutError:
+            self.flushed = set()
+
+
+class _Placer:
+    """Where the next rollout actor goes: the candidate node holding the fewest of ours per CPU."""
+
+    def __init__(self, nodes: dict[str, float]):
+        self.cpus = dict(nodes)               # node id -> CPUs, from the PoolPlan
+        self.placed: dict[str, int] = {}
+
+    def strategy(self):
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        candidates = sorted(n for n in self.cpus if n in alive) or sorted(alive)
+        if not candidates:
+            return "SPREAD"
+        node = min(candidates, key=lambda n: (self.placed.get(n, 0) / max(self.cpus.get(n, 1.0), 1e-9), n))
+        self.placed[node] = self.placed.get(node, 0) + 1
+        return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+
+
+def rollout_args(spec, plan) -> tuple[tuple, dict]:
+    """The constructor arguments of ``spec``'s rollout actors (``ReusableRolloutWorker.renew`` takes them too)."""
+    return ((spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout, spec.judge_timeout,
+             spec.model), {"metrics": spec.metrics, "shards": spec.shards, "deadline_at": spec.deadline_at})
+
+
+def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
+    """The rollout actors of ``spec`` (a JobSpec), as many and as wide as ``plan`` (a PoolPlan) says;
+    ``prebuilt`` (``[(actor, node)]``): actors already made for it (new lanes are placed beside them)."""
+    opts = actor_options(spec.actor_options)
+    ours = opts["scheduling_strategy"] == "SPREAD" and not (opts.get("num_gpus") or opts.get("resources")
+                                                            or opts.get("num_cpus"))
+    placer = _Placer(dict(plan.nodes)) if ours else None
+    if placer is not None:
+        for actor, node in prebuilt or ():
+            if actor is not None and node is not None:
+                placer.placed[node] = placer.placed.get(node, 0) + 1
+    cls = ray.remote(ReusableRolloutWorker)
+    args, kwargs = rollout_args(spec, plan)
+
+    def make():
+        o = dict(opts)
+        if placer is not None:
+            o["scheduling_strategy"] = placer.strategy()
+        actor = cls.options(**o).remote(*args, **kwargs)
+        return actor, getattr(o["scheduling_strategy"], "node_id", None)
+    pool = ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s,
+                     flush=bool(spec.shards), prebuilt=prebuilt)
+    pool.placer = placer
+    return pool
+
+
+def judge_pool(spec) -> ActorPool | None:
+    """The judge actors of ``spec`` (None when the run is not graded)."""
+    if spec.grader is None:
+        return None
+    opts = {k: v for k, v in actor_options(spec.actor_options).items() if k not in ("num_gpus", "resources")}
+    cls = ray.remote(JudgeWorker)
+
+    def make():
+        return cls.options(**opts).remote(spec.grader, spec.judge_concurrency, spec.judge_timeout or None,
+                                          metrics=spec.metrics), None
+    return ActorPool(make, max(1, int(spec.judge_actors)), spec.judge_concurrency, "judge_chunk", "judge", opts,
+                     spec.start_timeout_s)

@@ -1,0 +1,185 @@
+"""RolloutWorker: plays chunks of work units, many at a time, on one asyncio loop.
+
+A plain class: a rollout pool makes it a Ray actor (``pools/actor_pool.py``), and the caller's own
+pool (``caller/player.py``) runs the very same class in the caller's process. It asks Ray only
+for the name of its node, and only when it was not told one.
+
+The agent comes in three forms (``agents/forms.py``). A class is built here, once per lane (a
+model loaded or a client opened in its ``__init__``), then its instance is called per rollout.
+An ``async def`` agent (or a class whose ``__call__`` is one) is awaited on this loop, one task
+per rollout: no thread, no new loop, one shared client, thousands in flight. A plain callable
+runs on a thread (never on the event loop), one thread per concurrent rollout (made on
+first use), under a semaphore sized ``concurrency``. The driver sends more units
+than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
+instead of waiting for the driver's next round trip. An agent call that runs past
+``timeout`` is cut: the unit comes back as an agent error marked timed out (lost as
+``timed_out`` once its re-rolls are spent). A sync call's thread runs on (Python cannot kill
+it) but leaves the lane's threads (``pools/call_threads.py``), so hung calls never starve the
+others; an async call's task is cancelled and never waited for.
+
+Grading happens on separate judge actors (pools/judge_worker.py), so a rollout slot is free as
+soon as its rollout ends.
+
+A model-backed actor imports the model path (openai, the mock world) and builds its clients
+in ``__init__``: about 0.6 s of CPU that would otherwise stall the first chunk's event loop.
+The driver pings every actor before it sends work, so that time is spent before any unit.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ...agents.callable import agent_error
+from ...agents.forms import RoleBuildError, build_role, is_async_callable
+from ...agents.play_callable import play_async_unit, play_callable_unit
+from ...agents.play_model import play_model_row
+from ...agents.routing import EndpointClients
+from ...agents.row_builder import build_row
+from ...core.rows import stored_row
+from ...core.tool_outcome import classify_tool_answer
+from ...core.strict_json import dumps
+from ...store.shards.storage import ShardWriter, check_probe
+from .call_threads import CallThreads, CallTimedOut
+from ..driver.chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
+from .dataplane import pack
+from ..metrics.recorder import run_metrics
+
+FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
+
+
+class RolloutWorker:
+    def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
+                 timeout: float | None = None, judge_timeout: float | None = None, model=None,
+                 metrics: dict | None = None, node_id: str | None = None, shards: str | None = None,
+                 deadline_at: float | None = None):
+        self.build_error: RoleBuildError | None = None
+        try:                                  # a class form is built here, once per lane
+            agent = build_role(agent, "agent")
+            execute = build_role(execute, "execute")
+        except RoleBuildError as exc:
+            self.build_error = exc
+        self.agent = agent
+        self.is_async = model is None and self.build_error is None and is_async_callable(agent)
+        self.model = model                  # ModelSettings when the agent is a model backend
+        self.clients = None
+        if model is not None:                 # one client per endpoint per actor, sticky per rollout
+            self.clients = EndpointClients(model.backend, model.user_backend, timeout=model.timeout or 300.0,
+                                           cache=getattr(model, "cache", None))
+            self.clients.warm()
+        self.meta = meta
+        self.execute = execute
+        self.grader = grader
+        self.timeout = timeout
+        self.judge_timeout = judge_timeout
+        self.slots = max(1, int(concurrency))
+        self.sem = asyncio.Semaphore(self.slots)
+        self.threads = CallThreads("rollout")     # sync agents only; threads made on first use
+        self.node_id = node_id or _ray_node_id()
+        self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
+        self.played = 0
+        self.metrics = run_metrics(metrics)
+        self.shards = ShardWriter(shards) if shards else None    # shared storage: rows go there (pools/dataplane.py)
+
+    def shutdown(self) -> None:
+        """Let the idle threads go (a sync agent's; one still in a call ends when the call does)."""
+        self.threads.shutdown()
+
+    def ping(self) -> str:
+        if self.build_error is not None:      # a class whose __init__ raised: said once, at start
+            raise self.build_error
+        if self.shards is not None:          # every actor sees the Driver's folder, or the run stops here
+            check_probe(self.shards.folder, self.meta.run_id, self.node_id)
+        return self.node_id
+
+    async def run_chunk(self, units: list) -> list[dict] | bytes:
+        """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
+        started comes back ``{"skipped": True}`` unplayed (search/planner/clock.py). On shared storage the
+        rows go to a shard and the Driver gets keys and outcomes (pools/dataplane.py)."""
+        results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
+        self.metrics.rollout_seconds([r["seconds"] for r in results if "seconds" in r])    # metrics: once per chunk
+        if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
+            return await asyncio.to_thread(pack, results, self.shards, self.node_id)
+        return results
+
+    def flush_shards(self) -> str | None:
+        """The run is over: write the Parquet rows still buffered; returns the writer's token."""
+        return self.shards.flush() if self.shards is not None else None
+
+    async def _one(self, unit, deadline_at: float | None = None) -> dict:
+        async with self.sem:
+            if deadline_at is not None and time.time() >= deadline_at:
+                return {"unit": unit, "row": None, "skipped": True}
+            t0 = time.monotonic()
+            try:
+                if self.model is not None:
+                    client, user_client = self.clients.for_unit(unit)
+                    row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
+                    problem = storable_problem(row)
+                elif self.build_error is not None:
+                    row, problem = build_row(unit, agent_error(self.build_error), self.meta), None
+                elif self.is_async:
+                    row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
+                    problem = storable_problem(row)
+                else:
+                    try:
+                        row, problem = await self.threads.call(_play_checked, self.agent, unit, self.meta,
+                                                               self.execute, timeout=self.timeout or None)
+                    except CallTimedOut:
+                        err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
+                        row, problem = build_row(unit, agent_error(err, timed_out=True), self.meta), None
+            except Exception as exc:       # our code failed on this unit's output: the unit, not the chunk
+                bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
+                row, problem = None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
+                                      f"{type(exc).__name__}: {exc}"[:300])
+            if problem is not None:        # one unit that cannot become a row never sinks its chunk
+                self.played += 1
+                return {"unit": unit, "row": None, "unusable": problem[0], "timed_out": False, "verdict": None,
+                        "fault_parent": False, "error": problem[1], "seconds": time.monotonic() - t0}
+            unusable = row.get("_unusable")
+        self.played += 1
+        row["_ordinal"] = unit.ordinal
+        row["_node"] = self.node_id
+        seconds = time.monotonic() - t0
+        row["_seconds"] = round(seconds, 4)
+        return {"unit": unit, "row": None if unusable else row, "unusable": unusable, "seconds": seconds,
+                "timed_out": bool(row.get("_timed_out")), "verdict": None,
+                "fault_parent": _fault_parent(row), "error": row.get("_error")}
+
+
+def _ray_node_id() -> str:
+    """The node this actor runs on, as Ray names it (rows carry it: ``placement.rows_by_node``)."""
+    import ray   # here only: a RolloutWorker told its node (the caller's pool, a unit test) never needs Ray
+    return ray.get_runtime_context().get_node_id()
+
+
+def storable_problem(row: dict):
+    """``(cause, message)`` when ``row`` cannot be stored or sent back (a circular or
+    5,000-deep value an agent returned), else None. The checkpoint encodes the same form."""
+    try:
+        dumps(stored_row(row))
+    except (ValueError, RecursionError, TypeError) as exc:
+        kind = "circular" if "ircular" in str(exc) else "too deep" if isinstance(exc, RecursionError) else "not JSON"
+        return UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: {str(exc)[:120]})"
+    return None
+
+
+def _play_checked(agent, unit, meta, execute):
+    """Play in the worker thread and check the row there, off the event loop."""
+    row = play_callable_unit(agent, unit, meta, execute)
+    return row, storable_problem(row)
+
+
+def _fault_parent(row: dict) -> bool:
+    """Did the world fault in this rollout (a failure to mutate from)? The mock world's statuses,
+    or an answer of the user's own tools (``execute=``) in a form real logs write errors in:
+    ``Error: ...`` text, ``{"error": ...}``, an HTTP status (``core/tool_outcome.py``)."""
+    if row.get("faults"):
+        return True
+    for step in row.get("steps") or ():
+        res = step.get("result") if isinstance(step, dict) else None
+        if isinstance(res, dict) and isinstance(res.get("status"), str):      # the mock world's own words
+            if res["status"] in FAULT_STATUSES or res["status"] == "invalid_arguments":
+                return True
+        elif res is not None and classify_tool_answer(res).fault:
+            return True
+    return False

@@ -1,0 +1,2 @@
+"""Model servers (vLLM, llama.cpp) as Ray actors on placement-group bundles.
+"""

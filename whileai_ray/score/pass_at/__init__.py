@@ -1,0 +1,2 @@
+"""pass@1, pass^k and pass@k with task-bootstrap intervals, over rows or Arrow fact columns.
+"""

@@ -1,0 +1,2 @@
+"""The planner: round by round, which work units to play, its state, stats and settings.
+"""

@@ -1,0 +1,83 @@
+"""CheckpointSink: what the driver appends landed rows to (the stored form, one fsync a batch)."""
+from __future__ import annotations
+
+import os
+
+from ...core.rows import stored_row
+from .jsonl import dump_line
+from ..run_files import parquet_folder_for  # noqa: F401  (re-exported)
+
+
+class CheckpointSink:
+    """The checkpoint of a run: every landed batch goes to the JSONL file (one write, flush,
+    fsync) and, as a row group, to a Parquet part file beside it; ``close()`` compacts the parts
+    into ``<stem>.parquet/rows.parquet``. A resumed run appends to both (keys already present
+    are skipped), so the two never disagree about which rows exist.
+
+    ``stubs=True`` (shared storage, ``shards/storage.py``): the rows are the Driver's stubs, written to
+    the JSONL as they are (their ``_shard`` pointer included); the actors write the Parquet."""
+
+    def __init__(self, checkpoint, parquet: bool = True, stubs: bool = False):
+        from ..parquet.folder import ParquetSink   # lazy: pyarrow, only when a run writes Parquet
+        self.checkpoint = checkpoint
+        self.stubs = stubs
+        parquet = parquet and not stubs
+        self.loaded = checkpoint.open()
+        self.header = checkpoint.header
+        self.warnings = list(checkpoint.warnings)
+        self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
+        # a side that holds exactly the JSONL's rows (its files' key tallies say so) takes the
+        # rows the JSONL takes without looking each up among a million keys
+        self.mirrored = self.parquet is not None and self.parquet.mirrors(self.loaded.digests[0])
+        if self.parquet is not None:
+            self.warnings.extend(self.parquet.warnings)
+
+    def append(self, rows: list[dict]) -> None:
+        exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
+        taken = self.checkpoint.append_new(exported)
+        if self.parquet is not None:
+            self.parquet.write(taken, new=self.mirrored)     # keys the JSONL just took: new to a mirror
+
+    def close(self, compact: bool = True) -> None:
+        """Finish the Parquet side, then close the checkpoint (which releases its lock last, so
+        the next run never meets a compaction in progress)."""
+        try:
+            if self.parquet is not None and not compact:    # leave the parts; the next run compacts them
+                self.parquet.close(compact=False)
+            elif self.parquet is not None:
+                # rows a crash left in the JSONL but not yet in a part file (usually at most one row
+                # group; all of them when the side was lost); only those are decoded
+                missing = [] if self.mirrored else self.parquet.missing_digests(*self.loaded.digests,
+                                                                                 self.loaded.key_of)
+                step = self.parquet.row_group_size      # decoded a row group at a time: a lost side of
+                for at in range(0, len(missing), step):  # a million rows is never held whole
+                    self.parquet.write([self.loaded[i] for i in missing[at:at + step]])
+                self.parquet.close(compact=True)
+        finally:
+            self.checkpoint.close()
+
+
+def _stub(row: dict) -> dict:
+    """A stub as the checkpoint keeps it: None values dropped, as for a stored row."""
+    return {k: v for k, v in row.items() if v is not None}
+
+
+class StreamSink:
+    """``output=`` while the run goes: landed rows appended as JSONL, flushed per batch.
+
+    The file is truncated when the run starts; at the end ``save(meta=True)`` rewrites it
+    atomically with every row of the run (resumed ones included) plus the sidecar.
+    """
+
+    def __init__(self, path: str):
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        self.path = path
+        self._fh = open(path, "wb")
+
+    def append(self, rows: list[dict]) -> None:
+        self._fh.write(b"".join(dump_line(stored_row(r)) for r in rows))
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()

@@ -1,0 +1,2 @@
+"""Rows as Parquet: the run's Parquet copy (parts, compaction), spills, and the lazy reader.
+"""

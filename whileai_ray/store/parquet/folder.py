@@ -1,0 +1,348 @@
+"""Parquet output: rows stream into part files, then compact into one ``rows.parquet``.
+
+Folder layout while a run is going::
+
+    <folder>/part-00000.parquet   one row group of up to ``row_group_size`` rows
+    <folder>/part-00001.parquet
+    ...
+
+Each part is written to a temporary name and renamed, so every ``part-*.parquet`` on disk
+is a complete, readable file even if the process dies. ``close(compact=True)`` merges the
+parts (after any ``rows.parquet`` already there, in ``mode="a"``) into
+``<folder>/rows.parquet`` with row groups of ``row_group_size`` rows, then removes the parts.
+
+The columns are the versioned schema of ``schema.py`` (``SCHEMA_VERSION = "1"``, also in the
+file's key-value metadata). DuckDB / polars / pandas can query the typed columns; reading
+back with ``read_parquet`` decodes ``row_json`` and returns rows equal to those written.
+"""
+from __future__ import annotations
+
+import json
+import os
+from itertools import islice
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..atomic import atomic_path
+from ..checkpoint.disk_rows import gc_paused
+from .key_tally import KeyTally
+from .limits import byte_budget, check_footer, checked_file, read_row_group
+from ..row_key_set import RowKeySet, key_digest
+from ..schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
+                     record_of, row_key)
+
+__all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "COMPACT_NAME"]
+
+COMPACT_NAME = "rows.parquet"
+_PART_GLOB = "part-*.parquet"
+_COMPRESSION = "zstd"
+
+
+def rows_to_table(rows: list[dict]) -> pa.Table:
+    """Exported rows -> an Arrow table with the version-1 schema."""
+    with gc_paused():
+        records = [record_of(r) for r in rows]
+    try:
+        return pa.Table.from_pylist(records, schema=arrow_schema())
+    except UnicodeEncodeError:  # a typed string column held a lone surrogate; row_json is exact
+        for rec in records:
+            for name in ("row_key",) + STRING_COLUMNS:
+                rec[name] = clean_text(rec[name])
+        return pa.Table.from_pylist(records, schema=arrow_schema())
+
+
+def _atomic_write_table(table: pa.Table, path: Path, row_group_size: int) -> None:
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, row_group_size=max(1, row_group_size), compression=_COMPRESSION)
+
+
+def write_parquet(rows, path, row_group_size: int = 2000) -> str:
+    """Write rows (any iterable) to one Parquet file, a row group at a time (atomically, parent
+    dirs created); return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    it = iter(rows)
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
+        while True:
+            chunk = list(islice(it, max(1, row_group_size)))
+            if not chunk:
+                break
+            writer.write_table(rows_to_table(chunk), row_group_size=max(1, row_group_size))
+    return str(path)
+
+
+def _check_version(schema: pa.Schema, path) -> None:
+    meta = schema.metadata or {}
+    version = meta.get(METADATA_VERSION_KEY)
+    if version is not None and version.decode() != SCHEMA_VERSION:
+        raise ValueError(
+            f"{path} was written with whileai_ray row schema version {version.decode()!r}; this "
+            f"version reads schema {SCHEMA_VERSION!r}. Upgrade whileai_ray or re-export the file."
+        )
+
+
+def _rows_of_table(table: pa.Table, path, warnings: list | None = None, first: int = 0) -> list[dict]:
+    if "row_json" in table.column_names:
+        loads, rows = json.loads, []
+        with gc_paused():
+            for i, text in enumerate(table.column("row_json").to_pylist()):
+                if text is None:
+                    continue
+                try:
+                    rows.append(loads(text))
+                except RecursionError:          # a crafted row: more nesting than the decoder walks
+                    if warnings is not None:
+                        warnings.append(f"{path}: row {first + i} is nested too deep to decode; skipped as corrupt")
+        return rows
+    # A foreign Parquet file: take its columns as they are, dropping nulls like rows() does.
+    return [{k: v for k, v in rec.items() if v is not None} for rec in table.to_pylist()]
+
+
+def _read_file(path, warnings: list | None = None, columns=None) -> list[dict]:
+    """The rows of one Parquet file, a row group at a time, each checked against what the file's
+    size can hold before it is decoded (``parquet/limits.py``): a crafted footer is refused."""
+    pf = checked_file(path)
+    _check_version(pf.schema_arrow, path)
+    size = os.path.getsize(path)
+    budget, spent, first, rows = byte_budget(size), 0, 0, []
+    for g in range(pf.num_row_groups):
+        table = read_row_group(path, pf, g, columns=columns, size=size)
+        spent += table.nbytes
+        if spent > budget:
+            raise ValueError(f"{path}: its row groups decode to more than {budget:,} bytes, over what a Parquet "
+                             "file of this size may hold; it was written by something else or crafted. Not read.")
+        rows.extend(_rows_of_table(table, path, warnings, first))
+        first += table.num_rows
+    return rows
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    files = []
+    if (folder / COMPACT_NAME).is_file():
+        files.append(folder / COMPACT_NAME)
+    files.extend(sorted(folder.glob(_PART_GLOB)))
+    return files
+
+
+def read_parquet(path, warnings: list | None = None) -> list[dict]:
+    """Rows from a Parquet file, or a folder holding ``rows.parquet`` and/or part files.
+
+    In a folder, rows are read from ``rows.parquet`` first, then the parts in order; a key
+    seen twice (parts left by an interrupted compaction) is kept once. A row too deeply nested
+    to decode is skipped and said in ``warnings``; a file whose footer claims more than its
+    size can hold is refused (``parquet/limits.py``).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no Parquet file or folder at {str(path)!r}")
+    if path.is_file():
+        return _read_file(path, warnings)
+    files = _folder_files(path)
+    if not files:
+        raise FileNotFoundError(f"{str(path)!r} holds no {COMPACT_NAME} and no {_PART_GLOB} files")
+    rows, seen = [], set()
+    for file in files:
+        for row in _read_file(file, warnings):
+            key = row_key(row)
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
+    return rows
+
+
+class ParquetSink:
+    """Stream rows into ``<folder>/part-NNNNN.parquet`` row groups; compact on close.
+
+    ``mode="w"`` (default) removes this sink's files (``rows.parquet``, ``part-*.parquet``)
+    left in the folder by an earlier run; ``mode="a"`` keeps them, continues the part
+    numbering and skips rows whose key is already there. The keys already there are read only
+    when a question needs them (opening reads each file's footer: a million-row side's keys
+    are seconds of hashing a resume does not wait for). Each file this sink writes carries a
+    ``KeyTally`` of its rows' keys in its footer; ``mirrors(a)`` says whether the files found at
+    open hold exactly the keys whose digests are ``a`` (a checkpoint's JSONL), and when they
+    do, ``write(rows, new=True)`` takes rows the JSONL just took without looking them up.
+    """
+
+    def __init__(self, folder, row_group_size: int = 2000, mode: str = "w"):
+        if mode not in ("w", "a"):
+            raise ValueError(f"ParquetSink(mode={mode!r}): use 'w' (start fresh) or 'a' (append)")
+        if not isinstance(row_group_size, int) or row_group_size < 1:
+            raise ValueError(f"ParquetSink(row_group_size={row_group_size!r}): use a positive int such as 2000")
+        self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ValueError(f"ParquetSink folder {str(self.folder)!r} is a file; pass a folder path")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.row_group_size = row_group_size
+        self.rows_written = 0
+        self.duplicates_skipped = 0
+        self._buffer: list[dict] = []
+        self._buffer_a: list[int] = []          # their key digests' first halves (a part's KeyTally)
+        self._keys = RowKeySet()                # row_key strings taken (128-bit digests)
+        self._closed = False
+        existing = _folder_files(self.folder)
+        if mode == "w":
+            for file in existing:
+                file.unlink()
+            existing = []
+        self.warnings: list[str] = []
+        self.existing_rows = 0                   # rows in the files found at open
+        self._found_tally: KeyTally | None = KeyTally()     # their keys' tally (None: a file has none)
+        for file in list(existing):
+            try:
+                meta = pq.ParquetFile(file).metadata
+                check_footer(file, meta)             # a crafted footer: removed like an unreadable file
+                self.existing_rows += meta.num_rows
+                tally = KeyTally.of_metadata(meta.metadata, meta.num_rows)
+                self._found_tally = None if tally is None or self._found_tally is None else \
+                    self._found_tally.merge(tally)
+            except (OSError, ValueError, pa.ArrowException) as exc:   # the JSONL beside it is the truth
+                file.unlink()
+                existing.remove(file)
+                self.warnings.append(f"{file}: unreadable Parquet ({type(exc).__name__}: {str(exc)[:240]}); "
+                                     "removed, its rows are rebuilt from the checkpoint when the run closes")
+        self._found = list(existing)             # their keys: read when first needed (_old_keys)
+        self._old: RowKeySet | None = None if self._found else RowKeySet()
+        numbers = [int(p.stem.split("-")[1]) for p in existing if p.name != COMPACT_NAME]
+        self._next_part = max(numbers) + 1 if numbers else 0
+
+    def mirrors(self, a) -> bool:
+        """Do the files found at open hold exactly the keys whose ``key_digest`` first halves are
+        ``a`` (each once)? Answered from the files' tallies; False when one has none."""
+        return (self._found_tally is not None and not self._cut_short()
+                and self._found_tally == KeyTally.of_digests(a))
+
+    def _cut_short(self) -> bool:
+        """Did the files found at open include ``rows.parquet`` and parts beside it? (A compaction
+        cut short leaves the parts it merged; a run that stopped without compacting leaves new
+        ones: either way the compaction that follows drops any row it already wrote.)"""
+        names = {f.name for f in self._found}
+        return COMPACT_NAME in names and len(names) > 1
+
+    def _old_keys(self) -> RowKeySet:
+        """The keys of the rows in the files found at open (read now, once)."""
+        if self._old is None:
+            found = []
+            for file in self._found:
+                pf = pq.ParquetFile(file)
+                found += [k for g in range(pf.num_row_groups)
+                          for k in read_row_group(file, pf, g, columns=["row_key"]).column("row_key").to_pylist()]
+            self._old = RowKeySet.first_of(found)[0]
+        return self._old
+
+    def write(self, rows, new: bool = False) -> int:
+        """Buffer rows (new keys only); write full row groups out as parts. Returns rows taken.
+        ``new=True``: the caller knows these keys are not in the files found at open."""
+        if self._closed:
+            raise RuntimeError(f"ParquetSink {self.folder} is closed")
+        taken = 0
+        for row in rows:
+            a, b, key = key_digest(key_string(row_key(row)))
+            if (not new and key in self._old_keys()) or not self._keys.add_digest(a, b, key):
+                self.duplicates_skipped += 1
+                continue
+            self._buffer.append(row)
+            self._buffer_a.append(a)
+            taken += 1
+        while len(self._buffer) >= self.row_group_size:
+            chunk, digests = self._buffer[: self.row_group_size], self._buffer_a[: self.row_group_size]
+            del self._buffer[: self.row_group_size], self._buffer_a[: self.row_group_size]
+            self._write_part(chunk, digests)
+        return taken
+
+    def missing(self, keys) -> list[int]:
+        """Positions in ``keys`` (``row_key`` tuples) of the rows this sink does not hold yet."""
+        have, old = self._keys, self._old_keys()
+        return [i for i, key in enumerate(keys) if key_string(key) not in have and key_string(key) not in old]
+
+    def missing_digests(self, a, b, key_of) -> list[int]:
+        """``missing`` for the rows a checkpoint's JSONL held at open, given by their key digests
+        (``identity.key_digest``), vectorised; ``key_of(i)`` gives key ``i`` for the rare digest
+        that needs its text."""
+        import numpy as np
+        text = lambda i: key_string(key_of(i))   # noqa: E731
+        held = self._keys.has_many(a, b, text) | self._old_keys().has_many(a, b, text)
+        return np.flatnonzero(~held).tolist()
+
+    def flush(self) -> None:
+        """Write whatever is buffered as a (possibly short) part file."""
+        if self._buffer:
+            chunk, self._buffer = self._buffer, []
+            digests, self._buffer_a = self._buffer_a, []
+            self._write_part(chunk, digests)
+
+    def _write_part(self, rows: list[dict], digests: list[int]) -> None:
+        path = self.folder / f"part-{self._next_part:05d}.parquet"
+        tally = KeyTally()
+        for a in digests:
+            tally.add(a)
+        table = rows_to_table(rows)
+        _atomic_write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **tally.meta()}),
+                            path, self.row_group_size)
+        self._next_part += 1
+        self.rows_written += len(rows)
+
+    def parts(self) -> list[Path]:
+        """The part files currently on disk, in order."""
+        return sorted(self.folder.glob(_PART_GLOB))
+
+    def close(self, compact: bool = True) -> str:
+        """Flush; with ``compact`` merge everything into ``rows.parquet``. Returns the path read
+        back by ``read_parquet`` (the compacted file, or the folder when not compacted)."""
+        if self._closed:
+            target = self.folder / COMPACT_NAME
+            return str(target if target.is_file() else self.folder)
+        self.flush()
+        self._closed = True
+        if not compact:
+            return str(self.folder)
+        target = self.folder / COMPACT_NAME
+        parts = self.parts()
+        sources = ([target] if target.is_file() else []) + parts
+        # a compaction cut short left the parts it merged: drop rows already written. The new
+        # file's KeyTally is its sources' (hashed from their keys where one has none)
+        seen = RowKeySet() if self._cut_short() else None
+        tally = KeyTally()
+        with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
+            pending, count = [], 0
+            for source in sources:                # a row group at a time: a million rows are never all read
+                file = pq.ParquetFile(source)
+                known = None if seen is not None else KeyTally.of_metadata(file.metadata.metadata,
+                                                                           file.metadata.num_rows)
+                tally = tally.merge(known) if known is not None else tally
+                # read_row_group, not iter_batches: the batch reader pre-buffers what it reads and
+                # keeps it for the whole file (+400 MB live in a million-row compaction)
+                for batch in (b for g in range(file.num_row_groups) for b in file.read_row_group(g).to_batches()):
+                    if known is None:
+                        batch = self._tallied(batch, tally, seen)
+                    pending.append(pa.Table.from_batches([batch]))
+                    count += batch.num_rows
+                    if count >= self.row_group_size:  # merge short parts into full row groups
+                        writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
+                        pending, count = [], 0
+            if pending:
+                writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
+            writer.add_key_value_metadata(tally.meta())
+        for part in parts:
+            part.unlink()
+        return str(target)
+
+    @staticmethod
+    def _tallied(batch, tally: KeyTally, seen: RowKeySet | None):
+        """``batch`` with its keys added to ``tally`` (and, with ``seen``, without rows whose key
+        ``seen`` already holds)."""
+        keep = []
+        for key in batch.column("row_key").to_pylist():
+            a, b, text = key_digest(key)
+            fresh = seen.add_digest(a, b, text) if seen is not None else True
+            if fresh:
+                tally.add(a)
+            keep.append(fresh)
+        return batch.filter(pa.array(keep)) if seen is not None else batch
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -158,7 +158,7 @@ def _print_uses(path: Path) -> list:
 
 def test_the_runtime_says_things_through_logging_never_print():
     """Calls and references alike (``log=print`` as a default is a print too)."""
-    runtime = sorted((PACKAGE / "runtime").glob("*.py"))
+    runtime = sorted((PACKAGE / "runtime").rglob("*.py"))
     assert len(runtime) > 10
     found = {p.name: lines for p in runtime if (lines := _print_uses(p))}
     assert found == {}, f"route these through logging.getLogger(__name__): {found}"

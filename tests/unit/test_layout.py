@@ -115,3 +115,42 @@ def test_the_top_level_holds_only_what_the_project_fixes():
     top = {line.split("/", 1)[0] for line in tracked.splitlines() if line}
     assert top and top <= {"pyproject.toml", "whileai_ray", "cluster", "tests", "notebooks", "README.md", ".ci",
                            ".gitignore"}, sorted(top)
+
+
+def _modules():
+    """Every module of the package but ``__init__`` files, as paths."""
+    return [p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" and "__pycache__" not in p.parts]
+
+
+def test_no_folder_holds_more_than_16_modules():
+    """A folder is one concept; past 16 modules it holds several, and gets sub-packages."""
+    folders: dict = {}
+    for p in _modules():
+        folders.setdefault(str(p.parent.relative_to(PACKAGE.parent)), []).append(p.name)
+    crowded = {f: len(names) for f, names in folders.items() if len(names) > 16}
+    assert crowded == {}
+
+
+def test_few_modules_are_tiny():
+    """At most 15% of modules under 40 lines: the 400-line cap is kept by concepts, not by splitting."""
+    sizes = [len(p.read_text().splitlines()) for p in _modules()]
+    tiny = sum(n < 40 for n in sizes)
+    assert tiny <= 0.15 * len(sizes), f"{tiny} of {len(sizes)} modules are under 40 lines"
+
+
+def test_every_package_says_what_it_owns():
+    """Each package's ``__init__`` opens with a docstring a newcomer reads first."""
+    import ast
+    silent = [str(p.parent.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("__init__.py")
+              if "__pycache__" not in p.parts and not ast.get_docstring(ast.parse(p.read_text()))]
+    assert silent == []
+
+
+def test_unit_test_folders_mirror_the_packages():
+    """``tests/unit/store/checkpoint/`` tests ``whileai_ray/store/checkpoint/``: every unit-test
+    folder names a package, so a module's tests are found where the module is."""
+    unit = pathlib.Path(__file__).resolve().parent
+    folders = {p.parent.relative_to(unit) for p in unit.rglob("test_*.py")} - {pathlib.Path(".")}
+    assert folders, "no unit-test folders"
+    strays = sorted(str(f) for f in folders if not (PACKAGE / f / "__init__.py").is_file())
+    assert strays == []

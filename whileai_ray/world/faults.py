@@ -8,9 +8,10 @@ Whether a call faults is a keyed draw of (run seed, scenario, rollout, tool, cal
 from __future__ import annotations
 
 from ..core.rng import draw
+from ..core.tool_outcome import classify_tool_answer
 from .options import CONDITION_MODES, WorldOptions
 
-__all__ = ["FAULT_MODES", "ARGUMENT_FAULT", "normalize_mode", "validate_fault_plan", "plan_entry", "scheduled_fault",
+__all__ = ["is_fault_parent", "FAULT_STATUSES", "FAULT_MODES", "ARGUMENT_FAULT", "normalize_mode", "validate_fault_plan", "plan_entry", "scheduled_fault",
            "fault_answer"]
 
 FAULT_MODES = ("timeout", "malformed", "stale", "permission_denied")
@@ -104,3 +105,23 @@ def fault_answer(mode: str, tool: str, arguments, ctx, options: WorldOptions | N
         out["as_of"] = opts.stale_as_of
         return out
     raise ValueError(f"unknown fault mode {mode!r}; valid modes: {', '.join(FAULT_MODES)}")
+
+
+# what the mock world answers when it injects a fault (a failure the search may mutate from)
+FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
+
+
+def is_fault_parent(row: dict) -> bool:
+    """Did the world fault in this rollout (a failure to mutate from)? The mock world's statuses,
+    or an answer of the user's own tools (``execute=``) in a form real logs write errors in:
+    ``Error: ...`` text, ``{"error": ...}``, an HTTP status (``core/tool_outcome.py``)."""
+    if row.get("faults"):
+        return True
+    for step in row.get("steps") or ():
+        res = step.get("result") if isinstance(step, dict) else None
+        if isinstance(res, dict) and isinstance(res.get("status"), str):      # the mock world's own words
+            if res["status"] in FAULT_STATUSES or res["status"] == "invalid_arguments":
+                return True
+        elif res is not None and classify_tool_answer(res).fault:
+            return True
+    return False

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from ..messages import PoolChunk, PoolReply
 from ..pools.judge_worker import JudgeWorker
 from ..pools.rollout_worker import RolloutWorker
 
@@ -82,9 +83,9 @@ class CallerPlayer:
                 batch = await self.driver.pull.remote()
                 if batch is None:
                     return
-                for token, kind, payload in batch:
-                    worker = rollouts if kind == "roll" else judges
-                    task = asyncio.ensure_future(self._play(worker, kind, token, payload))
+                for chunk in batch:
+                    worker = rollouts if chunk.kind == "roll" else judges
+                    task = asyncio.ensure_future(self._play(worker, chunk))
                     playing.add(task)
                     task.add_done_callback(playing.discard)
         finally:
@@ -113,18 +114,19 @@ class CallerPlayer:
             if self._main is not None:
                 self._main.cancel()
 
-    async def _play(self, worker, kind: str, token: int, payload: list) -> None:
+    async def _play(self, worker, chunk: PoolChunk) -> None:
         try:
             if worker is None:
-                raise RuntimeError(f"no {kind} worker in the caller's pool")
-            results = await (worker.run_chunk(payload) if kind == "roll" else worker.judge_chunk(payload))
+                raise RuntimeError(f"no {chunk.kind} worker in the caller's pool")
+            results = await (worker.run_chunk(chunk.payload) if chunk.kind == "roll"
+                             else worker.judge_chunk(chunk.payload))
         except asyncio.CancelledError:
             raise
         except Exception as exc:          # our code failed on the chunk: the Driver re-issues it
-            self._done.put_nowait((token, None, f"{type(exc).__name__}: {exc}"[:500]))
+            self._done.put_nowait(PoolReply(chunk.token, None, f"{type(exc).__name__}: {exc}"[:500]))
             return
         self.chunks += 1
-        self._done.put_nowait((token, results, None))
+        self._done.put_nowait(PoolReply(chunk.token, results))
 
 
 def _let_cancelled_end(loop: asyncio.AbstractEventLoop, wait_s: float = 2.0) -> None:

@@ -18,11 +18,11 @@ import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ...store.checkpoint.disk_rows import gc_paused
+from ...core.strict_json import gc_paused
 from ..pools.actor_pool import rollout_pool
 from .player import CallerPlayer
 from ..driver.caller_watch import CALLER_GONE
-from ..driver.checkpoint_guard import clear_checkpoint
+from .checkpoint_guard import clear_checkpoint
 from ..cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
 from ..pools.dataplane import with_full_rows
 from ..driver.actor import Driver, RunHandle

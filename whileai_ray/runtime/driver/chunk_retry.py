@@ -27,12 +27,10 @@ from __future__ import annotations
 from collections import Counter, deque
 from typing import Callable
 
+from ..messages import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
+
 __all__ = ["ChunkRetry", "NODE_LOST", "WORKER_CRASHED", "UNSERIALIZABLE", "ROLLOUT_FAILED", "MAX_TRIES"]
 
-NODE_LOST = "node_lost"
-WORKER_CRASHED = "worker_crashed"
-UNSERIALIZABLE = "unserializable_result"
-ROLLOUT_FAILED = "rollout_failed"
 MAX_TRIES = 2
 
 

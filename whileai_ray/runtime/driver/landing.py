@@ -22,8 +22,9 @@ from typing import Callable
 from ...score.judges.contract import apply_verdict, failed_markers, is_graded_failure
 from ...search.planner.outcome import Outcome
 from ...store.row_spool import RowSpool
+from ...world.faults import is_fault_parent
+from ..messages import RolloutResult
 from .heap_trim import HeapTrim
-from ..pools.rollout_worker import _fault_parent
 
 __all__ = ["Landing", "MAX_ERRORS"]
 
@@ -67,12 +68,12 @@ class Landing:
             else row.get("behavior_signature")
         stub_fp = row.get("_fp")            # a shared-storage stub carries its flag (pools/dataplane.py)
         return Outcome(unit=unit, row=row, label=label, resumed=True,
-                       fault_parent=bool(stub_fp) if stub_fp is not None else _fault_parent(row))
+                       fault_parent=bool(stub_fp) if stub_fp is not None else is_fault_parent(row))
 
-    def played(self, res: dict) -> Outcome:
+    def played(self, res: RolloutResult) -> Outcome:
         """A unit's result from a rollout lane (with its verdict when the run is graded)."""
-        row = res["row"]
-        verdict = res.get("verdict")
+        row = res.row
+        verdict = res.verdict
         label = None
         if row is not None:
             if verdict is not None:
@@ -94,11 +95,11 @@ class Landing:
             self.last_row_s = now
             row["_landed_s"] = round(now, 4)
             self.pending.append(row)
-        elif res.get("error") and len(self.errors) < MAX_ERRORS:
-            self.errors.append(str(res["error"])[:300])
-        return Outcome(unit=res["unit"], row=row, unusable=res.get("unusable"),
-                       timed_out=res.get("timed_out", False), label=label,
-                       fault_parent=bool(res.get("fault_parent")) and row is not None,
+        elif res.error and len(self.errors) < MAX_ERRORS:
+            self.errors.append(str(res.error)[:300])
+        return Outcome(unit=res.unit, row=row, unusable=res.unusable,
+                       timed_out=res.timed_out, label=label,
+                       fault_parent=res.fault_parent and row is not None,
                        graded_failure=bool(verdict) and is_graded_failure(verdict),
                        failed_markers=tuple(failed_markers(verdict)) if verdict else ())
 

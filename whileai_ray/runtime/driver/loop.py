@@ -41,6 +41,7 @@ from .caller_watch import CALLER_GONE
 from .chunk_retry import ChunkRetry
 from .landing import Landing
 from .settings import LoopSettings
+from ..messages import RolloutResult
 from ..metrics.recorder import NoMetrics
 from ..pools.protocol import Pool
 
@@ -283,7 +284,7 @@ class DriverLoop:
             self.inflight += len(items)
             pool = self.rollouts
         else:
-            payload = [res["row"] for _, _, res in items]
+            payload = [res.row for _, _, res in items]
             self.judge_load[lane] += len(items)
             self.judging += len(items)
             pool = self.judges
@@ -325,13 +326,12 @@ class DriverLoop:
             results = self.unpack(flight.items, results)
         landed, to_judge = [], []
         for (r, i, item), res in zip(flight.items, results):
-            if flight.kind != "judge" and res.get("skipped"):   # the clock ran out before the actor started it
+            if flight.kind != "judge" and res.skipped:   # the clock ran out before the actor started it
                 self.run_clock.skipped += 1
                 continue
             if flight.kind == "judge":
-                item["verdict"] = res
-                landed.append((r, i, item))
-            elif self.judges is not None and res["row"] is not None:
+                landed.append((r, i, item.with_verdict(res)))
+            elif self.judges is not None and res.row is not None:
                 to_judge.append((r, i, res))
             else:
                 landed.append((r, i, res))
@@ -367,8 +367,7 @@ class DriverLoop:
         settled = self.retry.solo_failed(flight.items[0], cause)
         if settled is None:
             return None
-        return [{"unit": flight.items[0][2], "row": None, "unusable": settled, "timed_out": False,
-                 "fault_parent": False, "error": f"{settled}: {type(error).__name__}"}]
+        return [RolloutResult.lost(flight.items[0][2], settled, f"{settled}: {type(error).__name__}")]
 
     def _watchdog(self) -> None:
         """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung

@@ -21,7 +21,7 @@ import asyncio
 import time
 
 from ...core.identity import resumed_unit_key
-from ...store.checkpoint.disk_rows import gc_paused
+from ...core.strict_json import gc_paused
 from ..pools.actor_pool import judge_pool, rollout_pool
 from ..pools.caller_pool import CallerOutbox, CallerPool
 from .caller_watch import CALLER_GONE, CallerWatch
@@ -29,6 +29,7 @@ from ..pools.dataplane import DataPlane
 from .loop import DriverLoop, LoopSettings
 from .heap_trim import HeapTrim
 from ..job_spec import JobSpec
+from ..messages import PoolChunk, PoolReply
 from .landing import Landing
 from .rules import local_deadline
 from ..metrics.recorder import run_metrics
@@ -61,14 +62,14 @@ class DriverRun:
         self.marks = ProgressMarks(spec.progress_every_rows)   # a line's numbers every N events
 
     # ------------------------------------------------------------- the caller's pool
-    async def pull(self) -> list | None:
+    async def pull(self) -> list[PoolChunk] | None:
         """The chunks waiting for the caller's pool (None once the run is over)."""
         return await self.outbox.pull()
 
-    async def push(self, items: list) -> None:
-        """Finished chunks of the caller's pool: ``[(token, results or None, error or None)]``."""
-        for token, results, error in items:
-            self.outbox.push(token, results, error)
+    async def push(self, replies: list[PoolReply]) -> None:
+        """Finished chunks of the caller's pool."""
+        for reply in replies:
+            self.outbox.push(reply)
 
     # ------------------------------------------------------------------ polling
     def poll(self, have: int | None = None) -> dict:

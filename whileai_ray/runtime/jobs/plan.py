@@ -94,7 +94,7 @@ def latest_attempt(run_id: str, jobs: list[dict]) -> tuple[int, dict] | None:
 
 
 def _package_dir() -> Path:
-    return Path(__file__).resolve().parents[1]     # whileai_ray/
+    return Path(__file__).resolve().parents[2]     # whileai_ray/
 
 
 def plan_submission(spec_path: str | os.PathLike, *, run_id: str | None = None,

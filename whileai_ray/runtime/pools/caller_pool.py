@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from ..driver.chunk_retry import ROLLOUT_FAILED
+from ..messages import ROLLOUT_FAILED, ChunkKind, PoolChunk, PoolReply
 from .protocol import LaneFailed
 
 __all__ = ["CallerOutbox", "CallerPool"]
@@ -26,7 +26,7 @@ __all__ = ["CallerOutbox", "CallerPool"]
 
 class CallerOutbox:
     def __init__(self):
-        self._queue: deque = deque()             # (token, kind, payload) not yet pulled
+        self._queue: deque[PoolChunk] = deque()   # chunks not yet pulled
         self._waiting: dict[int, asyncio.Future] = {}
         self._ready: asyncio.Event | None = None  # made on the Driver's loop, at first use
         self._next = 0
@@ -38,17 +38,17 @@ class CallerOutbox:
             self._ready = asyncio.Event()
         return self._ready
 
-    def put(self, kind: str, payload: list) -> asyncio.Future:
+    def put(self, kind: ChunkKind, payload: list) -> asyncio.Future:
         """Queue one chunk for the caller; the future resolves to its results."""
         token = self._next
         self._next += 1
         future = asyncio.get_running_loop().create_future()
         self._waiting[token] = future
-        self._queue.append((token, kind, payload))
+        self._queue.append(PoolChunk(token, kind, payload))
         self._event().set()
         return future
 
-    async def pull(self) -> list | None:
+    async def pull(self) -> list[PoolChunk] | None:
         """Every chunk queued now, waiting for one if none is; None once the run is over."""
         while not self._queue and not self.closed:
             event = self._event()
@@ -61,15 +61,15 @@ class CallerOutbox:
         self._queue.clear()
         return out
 
-    def push(self, token: int, results: list | None, error: str | None = None) -> None:
-        """The caller's results for chunk ``token`` (or the error that stopped it)."""
-        future = self._waiting.pop(token, None)
+    def push(self, reply: PoolReply) -> None:
+        """The caller's results for one chunk (or the error that stopped it)."""
+        future = self._waiting.pop(reply.token, None)
         if future is None or future.done():          # abandoned when the run stopped
             return
-        if error is not None:
-            future.set_exception(LaneFailed(f"the caller's pool failed on a chunk: {error}"))
+        if reply.error is not None:
+            future.set_exception(LaneFailed(f"the caller's pool failed on a chunk: {reply.error}"))
         else:
-            future.set_result(results)
+            future.set_result(reply.results)
 
     def close(self) -> None:
         """The run is over: the caller's next pull returns None; results still out are dropped."""
@@ -86,7 +86,7 @@ class CallerPool:
     where = "caller"
     lanes = 1
 
-    def __init__(self, outbox: CallerOutbox, kind: str, slots: int, node: str | None):
+    def __init__(self, outbox: CallerOutbox, kind: ChunkKind, slots: int, node: str | None):
         self.outbox, self.kind = outbox, kind
         self.slots = max(1, int(slots))
         self.nodes = [node] if node else []

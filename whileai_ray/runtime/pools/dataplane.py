@@ -22,38 +22,38 @@ import json
 
 from ...core.strict_json import dumps
 from ...store.shards.storage import SHARD_KEY, fill_parquet, fill_stubs
+from ..messages import RolloutResult
 
 __all__ = ["pack", "DataPlane", "with_full_rows"]
 
 _DECODE = json.JSONDecoder().decode
 
 
-def pack(results: list[dict], writer, node: str) -> bytes:
+def pack(results: list[RolloutResult], writer, node: str) -> bytes:
     """A chunk's results as the Driver receives them: the usable rows written to a shard first
     (``writer``: ``store.shards.ShardWriter``), then one entry per unit."""
-    rows = [r["row"] for r in results if r["row"] is not None]
+    rows = [r.row for r in results if r.row is not None]
     name, spans, nbytes = writer.write(rows) if rows else (None, [], 0)
     spans = iter(spans)
     entries = []
     for r in results:
-        if r.get("skipped"):             # time_budget ran out before the actor started it: ``[None]``
+        if r.skipped:                    # time_budget ran out before the actor started it: ``[None]``
             entries.append([None])
             continue
-        row = r["row"]
+        row = r.row
         if row is None:
-            entries.append([None, r.get("unusable"), bool(r.get("timed_out")), r.get("error"),
-                            round(r.get("seconds", 0.0), 4)])
+            entries.append([None, r.unusable, r.timed_out, r.error, round(r.seconds, 4)])
             continue
         start, end, crc = next(spans)
         extra = {}
-        if r.get("timed_out"):
+        if r.timed_out:
             extra["t"] = True
-        if r.get("error"):
-            extra["e"] = str(r["error"])[:300]
+        if r.error:
+            extra["e"] = str(r.error)[:300]
         if isinstance(row.get("reward"), (int, float)) and not isinstance(row.get("reward"), bool):
             extra["r"] = row["reward"]
         entry = [start, end, crc, row.get("behavior_signature"), row.get("tools_used") or [],
-                 1 if r.get("fault_parent") else 0, round(r.get("seconds", 0.0), 4)]
+                 1 if r.fault_parent else 0, round(r.seconds, 4)]
         if extra:
             entry.append(extra)
         entries.append(entry)
@@ -72,7 +72,7 @@ class DataPlane:
         self.fill_error: str | None = None
         self._no_parquet: dict = {}  # writer token -> its landed shard files not yet in a Parquet part
 
-    def unpack(self, items: list, payload) -> list[dict]:
+    def unpack(self, items: list, payload) -> list[RolloutResult]:
         """``items`` are the flight's ``(round, index, unit)``; ``payload`` what came back."""
         if not isinstance(payload, (bytes, bytearray)):
             raise TypeError("a rollout actor on shared storage answered with rows, not a shard payload")
@@ -84,18 +84,17 @@ class DataPlane:
         out = []
         for (_r, _i, unit), entry in zip(items, msg["u"]):
             if entry[0] is None and len(entry) == 1:     # never started: the clock ran out (search/planner/clock.py)
-                out.append({"unit": unit, "row": None, "skipped": True})
+                out.append(RolloutResult.not_started(unit))
                 continue
             if entry[0] is None:
                 _, unusable, timed_out, error, seconds = entry
-                out.append({"unit": unit, "row": None, "unusable": unusable, "timed_out": timed_out,
-                            "fault_parent": False, "error": error, "seconds": seconds})
+                out.append(RolloutResult(unit=unit, row=None, unusable=unusable, timed_out=bool(timed_out),
+                                         error=error, seconds=seconds))
                 continue
             start, end, crc, sig, tools, fp, seconds = entry[:7]
             extra = entry[7] if len(entry) > 7 else {}
-            out.append({"unit": unit, "row": _stub(unit, msg, entry, extra), "unusable": None,
-                        "timed_out": bool(extra.get("t")), "fault_parent": bool(fp), "error": extra.get("e"),
-                        "seconds": seconds})
+            out.append(RolloutResult(unit=unit, row=_stub(unit, msg, entry, extra), timed_out=bool(extra.get("t")),
+                                     fault_parent=bool(fp), error=extra.get("e"), seconds=seconds))
             self.rows += 1
         return out
 

@@ -36,15 +36,14 @@ from ...agents.play_model import play_model_row
 from ...agents.routing import EndpointClients
 from ...agents.row_builder import build_row
 from ...core.rows import stored_row
-from ...core.tool_outcome import classify_tool_answer
 from ...core.strict_json import dumps
 from ...store.shards.storage import ShardWriter, check_probe
 from .call_threads import CallThreads, CallTimedOut
-from ..driver.chunk_retry import ROLLOUT_FAILED, UNSERIALIZABLE
+from ...world.faults import is_fault_parent
+from ..messages import ROLLOUT_FAILED, UNSERIALIZABLE, RolloutResult
 from .dataplane import pack
 from ..metrics.recorder import run_metrics
 
-FAULT_STATUSES = {"error", "timeout", "not_found", "permission_denied", "denied", "malformed"}
 
 
 class RolloutWorker:
@@ -96,7 +95,7 @@ class RolloutWorker:
         started comes back ``{"skipped": True}`` unplayed (search/planner/clock.py). On shared storage the
         rows go to a shard and the Driver gets keys and outcomes (pools/dataplane.py)."""
         results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
-        self.metrics.rollout_seconds([r["seconds"] for r in results if "seconds" in r])    # metrics: once per chunk
+        self.metrics.rollout_seconds([r.seconds for r in results if not r.skipped])    # metrics: once per chunk
         if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
             return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
@@ -105,10 +104,10 @@ class RolloutWorker:
         """The run is over: write the Parquet rows still buffered; returns the writer's token."""
         return self.shards.flush() if self.shards is not None else None
 
-    async def _one(self, unit, deadline_at: float | None = None) -> dict:
+    async def _one(self, unit, deadline_at: float | None = None) -> RolloutResult:
         async with self.sem:
             if deadline_at is not None and time.time() >= deadline_at:
-                return {"unit": unit, "row": None, "skipped": True}
+                return RolloutResult.not_started(unit)
             t0 = time.monotonic()
             try:
                 if self.model is not None:
@@ -133,17 +132,16 @@ class RolloutWorker:
                                       f"{type(exc).__name__}: {exc}"[:300])
             if problem is not None:        # one unit that cannot become a row never sinks its chunk
                 self.played += 1
-                return {"unit": unit, "row": None, "unusable": problem[0], "timed_out": False, "verdict": None,
-                        "fault_parent": False, "error": problem[1], "seconds": time.monotonic() - t0}
+                return RolloutResult.lost(unit, problem[0], problem[1], time.monotonic() - t0)
             unusable = row.get("_unusable")
         self.played += 1
         row["_ordinal"] = unit.ordinal
         row["_node"] = self.node_id
         seconds = time.monotonic() - t0
         row["_seconds"] = round(seconds, 4)
-        return {"unit": unit, "row": None if unusable else row, "unusable": unusable, "seconds": seconds,
-                "timed_out": bool(row.get("_timed_out")), "verdict": None,
-                "fault_parent": _fault_parent(row), "error": row.get("_error")}
+        return RolloutResult(unit=unit, row=None if unusable else row, unusable=unusable, seconds=seconds,
+                             timed_out=bool(row.get("_timed_out")), fault_parent=is_fault_parent(row),
+                             error=row.get("_error"))
 
 
 def _ray_node_id() -> str:
@@ -167,19 +165,3 @@ def _play_checked(agent, unit, meta, execute):
     """Play in the worker thread and check the row there, off the event loop."""
     row = play_callable_unit(agent, unit, meta, execute)
     return row, storable_problem(row)
-
-
-def _fault_parent(row: dict) -> bool:
-    """Did the world fault in this rollout (a failure to mutate from)? The mock world's statuses,
-    or an answer of the user's own tools (``execute=``) in a form real logs write errors in:
-    ``Error: ...`` text, ``{"error": ...}``, an HTTP status (``core/tool_outcome.py``)."""
-    if row.get("faults"):
-        return True
-    for step in row.get("steps") or ():
-        res = step.get("result") if isinstance(step, dict) else None
-        if isinstance(res, dict) and isinstance(res.get("status"), str):      # the mock world's own words
-            if res["status"] in FAULT_STATUSES or res["status"] == "invalid_arguments":
-                return True
-        elif res is not None and classify_tool_answer(res).fault:
-            return True
-    return False

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 import socket
 import threading
 import time
@@ -62,7 +63,7 @@ class ServerActor:
             argv = server_command(command, model, host, port, gpus, extra_args)
             env = dict(os.environ)
             if command == "scripted":   # the stand-in must import whileai_ray wherever the actor runs
-                root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                root = str(Path(__file__).resolve().parents[3])      # the folder holding whileai_ray/
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
             self.server = ServerProcess(argv, host, port, self.label, env)
             self.server.launch()

@@ -12,8 +12,6 @@ and a million-row checkpoint's 2 GB are never held.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 from collections.abc import Sequence
@@ -21,28 +19,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...core.identity import row_key
+from ...core.strict_json import gc_paused
 
-__all__ = ["DiskRows", "gc_paused"]
+__all__ = ["DiskRows"]
 
 _DECODE = json.JSONDecoder().decode
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while decoding many rows.
-
-    Decoding 100,000 rows allocates millions of dicts and lists; without the pause the
-    collector re-scans them over and over and loading takes 3-4x longer. The rows form no
-    cycles, so nothing is lost by collecting once afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
 
 
 class DiskRows(Sequence):

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...core.identity import row_key
-from ...core.strict_json import dumps
-from .disk_rows import gc_paused
+from ...core.strict_json import dumps, gc_paused
 from .index_trust import IndexTrust as _Index, untrusted_warning
 from .key_index import GROUP_MAX, RECORD, digest_pairs, index_path, read_index, records_crc, sound_groups
 from .key_seal import sealed_records

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..atomic import atomic_path
-from ..checkpoint.disk_rows import gc_paused
+from ...core.strict_json import gc_paused
 from .key_tally import KeyTally
 from .limits import byte_budget, check_footer, checked_file, read_row_group
 from ..row_key_set import RowKeySet, key_digest

@@ -280,9 +280,9 @@ def test_a_rollout_worker_skips_units_it_had_not_started_when_the_deadline_passe
     units = planner(budget=8).decide(0)[:3]
     late = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", deadline_at=_time.time() - 1.0)
     out = asyncio.run(late.run_chunk(units))
-    assert [r.get("skipped") for r in out] == [True, True, True] and all(r["row"] is None for r in out)
+    assert [r.skipped for r in out] == [True, True, True] and all(r.row is None for r in out)
     on_time = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", deadline_at=_time.time() + 3600)
-    assert all(r["row"] is not None for r in asyncio.run(on_time.run_chunk(units)))
+    assert all(r.row is not None for r in asyncio.run(on_time.run_chunk(units)))
 
 
 def test_graded_rows_land_with_their_verdict_and_steer_the_search():

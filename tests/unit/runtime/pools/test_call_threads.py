@@ -44,9 +44,9 @@ def test_hung_calls_never_take_the_threads_of_the_calls_after_them():
         RELEASE.set()
         worker.shutdown()
     assert len(called) == 30                       # every unit's agent was called
-    timed_out = [r for r in results if r["timed_out"]]
-    assert len(timed_out) == 10, [r["error"] for r in results]
-    assert sum(1 for r in results if r["row"] is not None and not r["timed_out"]) == 20
+    timed_out = [r for r in results if r.timed_out]
+    assert len(timed_out) == 10, [r.error for r in results]
+    assert sum(1 for r in results if r.row is not None and not r.timed_out) == 20
     assert took < 5, took
 
 
@@ -96,5 +96,5 @@ def test_an_async_agent_that_swallows_its_cancellation_is_not_waited_for():
         return await asyncio.wait_for(worker.run_chunk(units(2)), 5)
 
     results = asyncio.run(main())
-    assert [r["timed_out"] for r in results] == [True, True]
+    assert [r.timed_out for r in results] == [True, True]
 

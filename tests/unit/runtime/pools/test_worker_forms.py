@@ -60,7 +60,7 @@ def test_an_async_class_is_built_once_and_every_rollout_is_awaited_on_the_worker
     assert worker.ping() == "n" and worker.is_async and Built.count == 1
     results = play(worker, chunk)
     assert Built.count == 1 and len(results) == len(chunk)
-    assert {r["row"]["final_text"] for r in results} == {"ok: True"}   # each task saw its own rollout
+    assert {r.row["final_text"] for r in results} == {"ok: True"}   # each task saw its own rollout
     assert len(where) == 1                           # one thread, one loop: no thread or loop per rollout
     assert worker.threads.threads == 0               # and no thread was made for it
 
@@ -77,8 +77,8 @@ def test_an_async_agent_past_its_timeout_is_cancelled_and_counted_as_timed_out()
 
     chunk = units(4)
     results = play(RolloutWorker(stuck, META, concurrency=4, timeout=0.05, node_id="n"), chunk)
-    assert [r["timed_out"] for r in results] == [True] * 4 and len(cancelled) == 4
-    assert all("timeout=0.05s" in r["error"] for r in results)
+    assert [r.timed_out for r in results] == [True] * 4 and len(cancelled) == 4
+    assert all("timeout=0.05s" in r.error for r in results)
 
 
 def test_a_class_whose_init_raises_is_said_at_the_start_naming_it():
@@ -142,7 +142,7 @@ def test_graders_in_every_form_give_the_same_verdicts():
 
 def test_a_users_tool_that_answers_in_log_form_makes_a_fault_parent():
     """execute= answers written as real logs write errors are world faults to mutate from."""
-    from whileai_ray.runtime.pools.rollout_worker import _fault_parent
+    from whileai_ray.world.faults import is_fault_parent as _fault_parent
     step = lambda result: {"steps": [{"tool": "lookup_order", "arguments": {}, "result": result}]}   # noqa: E731
     for bad in ("Error: order not found", {"error": "order not found"}, {"status": 404, "detail": "Not Found"},
                 {"status": "invalid_arguments", "errors": []}, {"status": "timeout"}):

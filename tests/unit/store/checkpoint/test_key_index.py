@@ -10,7 +10,7 @@ from whileai_ray.store.checkpoint.key_index import RECORD, index_path, read_inde
 from whileai_ray.store.row_key_set import digest_arrays
 from whileai_ray.store.schema import row_key
 
-from test_jsonl import FP, make_row
+from tests.unit.store.checkpoint.test_jsonl import FP, make_row
 
 
 def _written(path, n, batches=3):

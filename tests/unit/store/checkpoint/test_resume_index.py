@@ -5,7 +5,7 @@ from whileai_ray.store.checkpoint.disk_rows import DiskRows
 from whileai_ray.store.checkpoint.resume import ResumeIndex
 from whileai_ray.store.schema import row_key
 
-from test_jsonl import make_row
+from tests.unit.store.checkpoint.test_jsonl import make_row
 
 
 def _index(n=10, header=None, fp=None):
@@ -69,7 +69,7 @@ def test_a_resumed_rows_json_is_made_from_its_line_and_equals_encoding_it(tmp_pa
     from whileai_ray.store.snapshots.keeper import _encoded
     from whileai_ray.store.parquet.spill import EncodedRow, dump_row, table_of, spill_schema
 
-    from test_jsonl import FP
+    from tests.unit.store.checkpoint.test_jsonl import FP
     rows = [make_row(i) for i in range(5)]
     rows[2]["final_text"] = 'quote " back\\slash \u2028 \U0001F680 lineage":{'
     rows[3]["extra"] = {"lineage": rows[3]["lineage"]}            # the lineage text twice: encoded whole

@@ -7,7 +7,7 @@ from whileai_ray.store.parquet.folder import read_parquet
 from whileai_ray.store.schema import row_key
 from whileai_ray.store.checkpoint.sink import CheckpointSink
 
-from test_jsonl import FP, make_row
+from tests.unit.store.checkpoint.test_jsonl import FP, make_row
 
 
 def _keys(folder):

@@ -10,7 +10,8 @@ import pytest
 
 import whileai_ray as wai
 
-from test_driver_loop import META, InProcessPool, Landed, planner, run
+from tests.unit.runtime.driver.test_driver_loop import META, InProcessPool, Landed, planner, run
+from whileai_ray.runtime.messages import RolloutResult
 from whileai_ray.agents.seeded import seeded_agent
 from whileai_ray.core.identity import row_key
 from whileai_ray.core.rows import export_row
@@ -129,16 +130,16 @@ def test_a_unit_skipped_at_the_deadline_reaches_the_driver_as_skipped_between_ro
     prepare_shards(folder, META.run_id)
     units = planner(budget=8).decide(0)[:3]
     played = asyncio.run(RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane").run_chunk(units))
-    mixed = [played[0], {"unit": units[1], "row": None, "skipped": True}, played[2]]
+    mixed = [played[0], RolloutResult.not_started(units[1]), played[2]]
     plane = DataPlane(folder)
     out = plane.unpack([(0, i, u) for i, u in enumerate(units)], pack(mixed, ShardWriter(folder), "lane"))
-    assert [bool(r.get("skipped")) for r in out] == [False, True, False] and out[1]["row"] is None
-    back = read_landed(folder, [out[0]["row"], out[2]["row"]])
-    assert [export_row(r) for r in back] == [export_row(played[0]["row"]), export_row(played[2]["row"])]
+    assert [bool(r.skipped) for r in out] == [False, True, False] and out[1].row is None
+    back = read_landed(folder, [out[0].row, out[2].row])
+    assert [export_row(r) for r in back] == [export_row(played[0].row), export_row(played[2].row)]
     assert plane.rows == 2
     late = RolloutWorker(seeded_agent(TOOLS, seed=3), META, node_id="lane", shards=folder, deadline_at=time.time() - 1)
     out = plane.unpack([(0, i, u) for i, u in enumerate(units)], asyncio.run(late.run_chunk(units)))
-    assert [r.get("skipped") for r in out] == [True, True, True] and all(r["row"] is None for r in out)
+    assert [r.skipped for r in out] == [True, True, True] and all(r.row is None for r in out)
     assert len(os.listdir(os.path.join(folder, "rows"))) == 1          # nothing played, no shard written
 
 
@@ -159,7 +160,7 @@ def test_time_budget_with_shard_writing_actors_lands_stubs_only_for_rows_played(
 
     def unpack(items, payload):
         out = plane.unpack(items, payload)
-        skipped.extend(r for r in out if r.get("skipped"))
+        skipped.extend(r for r in out if r.skipped)
         return out
     landing = Landing(sink=sink)
     loop = DriverLoop(LoopSettings(lag=2, chunk_size=4, concurrency=8, time_budget=12.0), planner(400), rollouts,
@@ -171,7 +172,7 @@ def test_time_budget_with_shard_writing_actors_lands_stubs_only_for_rows_played(
     assert 0 < len(landing.rows) < 400 and plane.rows == len(landing.rows)
     stubs = [json.loads(x) for x in ck.read_text().splitlines()]
     assert len(stubs) == len(landing.rows) and all("_shard" in s for s in stubs)
-    assert not {tuple(s["_key"]) for s in stubs} & {tuple(r["unit"].key) for r in skipped}
+    assert not {tuple(s["_key"]) for s in stubs} & {tuple(r.unit.key) for r in skipped}
     rows = read_landed(folder, stubs)           # every stub points at a row that was played
     assert [row_key(r) for r in rows] == [row_key(s) for s in stubs]
     assert all(r.get("final_text") is not None or r.get("steps") for r in rows)

@@ -25,7 +25,7 @@ import ray
 
 from ...store.checkpoint.lock import CheckpointBusy, probe, process_alive
 from ..cluster import NAMESPACE
-from ..caller.warm_pools import is_running
+from .warm_pools import is_running
 
 _log = logging.getLogger(__name__)   # a child of whileai_ray.runtime
 

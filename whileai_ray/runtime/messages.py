@@ -1,0 +1,84 @@
+"""The messages that cross a process boundary during a run, as typed records.
+
+A run has three kinds of process (see README, "How a run flows"): the caller (``caller/``), the
+Driver actor (``driver/``) and the lanes that play units (``pools/``: rollout actors, or threads
+in the caller's own process). What they send each other is defined here, once, so a wrong field
+is a type error where the message is built (``mypy`` in CI), not a ``KeyError`` in an actor
+halfway through a run:
+
+* ``RolloutResult``: one played unit, lane -> Driver (``pools/rollout_worker.py`` builds it,
+  ``pools/dataplane.py`` rebuilds it from a shared-storage payload, ``driver/landing.py`` reads it).
+* ``LostCause``: why a unit came back without a row, as ``search["rollouts"]["lost_by"]`` names it.
+* ``PoolChunk`` / ``PoolReply``: what the caller's own pool and its player say to each other
+  (``pools/caller_pool.py`` <-> ``caller/player.py``).
+* ``ProgressSnapshot`` (``progress.py``): Driver -> caller, every poll; ``on_progress`` still gets
+  the documented dict, made from it in one place.
+
+Plain data, no Ray: the messages pickle as they are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+__all__ = ["RolloutResult", "LostCause", "NODE_LOST", "WORKER_CRASHED", "UNSERIALIZABLE", "ROLLOUT_FAILED",
+           "TIMED_OUT", "ChunkKind", "PoolChunk", "PoolReply"]
+
+LostCause = Literal["node_lost", "worker_crashed", "unserializable_result", "rollout_failed", "timed_out"]
+NODE_LOST: Final = "node_lost"                  # the node under the lane died: the units are sent again
+WORKER_CRASHED: Final = "worker_crashed"        # the lane's process died: its units are tried alone
+UNSERIALIZABLE: Final = "unserializable_result"  # the row cannot be stored (circular, too deep, not JSON)
+ROLLOUT_FAILED: Final = "rollout_failed"        # our own code failed on this unit's output
+TIMED_OUT: Final = "timed_out"                  # the agent call ran past ``timeout=`` and was cut
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutResult:
+    """One unit as a lane played it. ``row`` is None when no row can land: ``skipped`` (the
+    clock ran out before the lane started it), or ``unusable`` says why (a ``LostCause``, or
+    the reason the row itself carries in ``_unusable``). ``verdict`` is added on the Driver
+    when a judge lane graded the row (``with_verdict``)."""
+    unit: Any                               # core.unit.WorkUnit
+    row: dict | None
+    skipped: bool = False
+    unusable: str | None = None
+    timed_out: bool = False
+    fault_parent: bool = False              # the world faulted: a failure the search may mutate from
+    error: str | None = None
+    seconds: float = 0.0
+    verdict: dict | None = None
+
+    @classmethod
+    def not_started(cls, unit: Any) -> "RolloutResult":
+        """The run's clock (``time_budget=``) ran out before the lane started this unit."""
+        return cls(unit=unit, row=None, skipped=True)
+
+    @classmethod
+    def lost(cls, unit: Any, cause: str, error: str | None, seconds: float = 0.0) -> "RolloutResult":
+        """No row: ``cause`` says why, ``error`` what was raised."""
+        return cls(unit=unit, row=None, unusable=cause, error=error, seconds=seconds)
+
+    def with_verdict(self, verdict: dict) -> "RolloutResult":
+        """This result with the judge's verdict on its row."""
+        return RolloutResult(self.unit, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
+                             self.error, self.seconds, verdict)
+
+
+ChunkKind = Literal["roll", "judge"]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolChunk:
+    """Driver -> the caller's player: units to play (``roll``) or rows to grade (``judge``)."""
+    token: int
+    kind: ChunkKind
+    payload: list
+
+
+@dataclass(frozen=True, slots=True)
+class PoolReply:
+    """The caller's player -> Driver: what chunk ``token`` gave (``results``: one
+    ``RolloutResult`` per unit, or one verdict per row), or the ``error`` that stopped it."""
+    token: int
+    results: list | None
+    error: str | None = None

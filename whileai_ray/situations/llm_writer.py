@@ -33,7 +33,7 @@ from .seed_amplifier import SeedAmplifier
 from .situation import Situation
 from .template_writer import TemplateWriter
 from .tool_intent import ToolIntent, intents_for, plural
-from ..agents.response_cache import unit_tally
+from ..agents.response_cache import CacheSpec, unit_tally
 from ..agents.structured import ASK_SCHEMA, create_structured, endpoint_key
 from .writer_prompt import (WRITER_MARKER, ask_goal, ask_request, cell_lines, parse_message, system_message,
                             tools_block)
@@ -97,7 +97,7 @@ class LLMWriter:
         self.dialect = None              # structured-output dialect of the endpoint, learned on first use
         self.written = self.writer_errors = self.requests = 0
         self.amplifier = SeedAmplifier(self)
-        self.response_cache = None       # a response_cache.CacheSpec when advanced["cache"] is on (config/roles.py)
+        self.response_cache: CacheSpec | None = None       # a response_cache.CacheSpec when advanced["cache"] is on (config/roles.py)
         self.cache_counts = {"hits": 0, "misses": 0}
         self._setup_runtime()
 

@@ -179,8 +179,8 @@ def _report(args) -> int:
             return EXIT_USAGE
     if args.html:
         labels = _labels(args.paths)
-        out = write_report(args.html, datas, labels, max_rows=args.max_rows, argument="--html")
-        print(f"wrote {out} ({' vs '.join(labels)}, {sum(len(d) for d in datas)} rows); open it in a browser")
+        written = write_report(args.html, datas, labels, max_rows=args.max_rows, argument="--html")
+        print(f"wrote {written} ({' vs '.join(labels)}, {sum(len(d) for d in datas)} rows); open it in a browser")
         return EXIT_OK
     summaries = [report_summary(d) for d in datas]
     if args.json:

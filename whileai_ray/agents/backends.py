@@ -267,12 +267,14 @@ def make_client(backend: OpenAI, *, timeout: float = 300.0, cache=None, role: st
     http_client = None
     if use_keepalive_transport(backend.base_url) or cache is not None:
         import httpx   # lazy: httpx
-        transport = KeepAliveTransport() if use_keepalive_transport(backend.base_url) else httpx.AsyncHTTPTransport()
+        transport: httpx.AsyncBaseTransport = (KeepAliveTransport() if use_keepalive_transport(backend.base_url)
+                                               else httpx.AsyncHTTPTransport())
         if cache is not None:
             transport = CachingTransport(transport, cache, role)
         http_client = httpx.AsyncClient(transport=transport, timeout=timeout)
+    # openai takes an httpx (or httpx2) client at runtime (is_legacy_httpx_async_client); its annotation names httpx2 only
     return openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key or "EMPTY",
-                              timeout=timeout, max_retries=0, http_client=http_client)
+                              timeout=timeout, max_retries=0, http_client=http_client)  # type: ignore[arg-type]
 
 
 def make_sync_client(backend: OpenAI, *, timeout: float, max_retries: int, cache=None, role: str = "judge"):
@@ -286,5 +288,6 @@ def make_sync_client(backend: OpenAI, *, timeout: float, max_retries: int, cache
 
         from .http_transport import SyncCachingTransport
         http_client = httpx.Client(transport=SyncCachingTransport(httpx.HTTPTransport(), cache, role), timeout=timeout)
+    # openai takes an httpx (or httpx2) client at runtime (is_legacy_httpx_sync_client); its annotation names httpx2 only
     return openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key, timeout=timeout,
-                         max_retries=max_retries, http_client=http_client)
+                         max_retries=max_retries, http_client=http_client)  # type: ignore[arg-type]

@@ -138,7 +138,7 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
 
     @staticmethod
     async def _chunked(reader) -> bytes:
-        out = []
+        out: list[bytes] = []
         while True:
             size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip(), 16)
             if size == 0:

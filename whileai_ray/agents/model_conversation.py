@@ -158,8 +158,8 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
         request["logprobs"] = True
 
     steps: list[dict] = []
-    usage = {"input_tokens": 0, "output_tokens": 0}
-    totals = {"logprob": 0.0, "n_tokens": 0, "token_logprobs": []}
+    usage: dict[str, int | float] = {"input_tokens": 0, "output_tokens": 0}    # (+ "cost" when reported)
+    logprob_total, n_tokens_total, token_logprobs = 0.0, 0, []   # summed over the agent's text replies
     user_turns, rounds, ended_by, finish = 0, 0, None, "stop"
     while True:
         if tool_choice is not None and meta.tools and rounds == 0:
@@ -202,9 +202,9 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
 
         text = content or ""
         step = {"text": text, **counts, **_logprob_fields(choice, logprobs)}
-        for name in ("logprob", "n_tokens"):
-            totals[name] += step.get(name, 0)
-        totals["token_logprobs"].extend(step.pop("token_logprobs", []))
+        logprob_total += step.get("logprob", 0)
+        n_tokens_total += step.get("n_tokens", 0)
+        token_logprobs.extend(step.pop("token_logprobs", []))
         if choice.get("finish_reason") == "length":
             step["truncated"] = True
             finish = "length"
@@ -230,9 +230,9 @@ async def play_model_unit(client, backend, unit, meta, *, world_call, max_turns:
     }
     if ended_by:
         trajectory["ended_by"] = ended_by
-    if logprobs and totals["n_tokens"]:
-        trajectory["logprob"] = round(totals["logprob"], 6)
-        trajectory["n_tokens"] = totals["n_tokens"]
+    if logprobs and n_tokens_total:
+        trajectory["logprob"] = round(logprob_total, 6)
+        trajectory["n_tokens"] = n_tokens_total
         if logprobs == "tokens":
-            trajectory["token_logprobs"] = totals["token_logprobs"]
+            trajectory["token_logprobs"] = token_logprobs
     return trajectory

@@ -7,6 +7,7 @@ from ..world.context import activate
 from ..world.mock import World
 from .callable import agent_error, unusable_reason
 from .model_conversation import play_model_unit
+from .model_settings import ModelSettings
 from .play_callable import context_for
 from .response_cache import unit_tally
 from .row_builder import build_row

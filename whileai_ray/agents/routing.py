@@ -78,7 +78,7 @@ class StickyRouter:
         self.model = model
         self.api_key = api_key
         self.affinity = affinity
-        self._backends = None
+        self._backends: list[OpenAI] | None = None
 
     def route_key(self, unit) -> tuple:
         s = unit.situation
@@ -170,11 +170,13 @@ class MultiEndpoint:
         """
         checked = await asyncio.gather(*(preflight(b, timeout) for b in self.endpoints),
                                        return_exceptions=True)
+        replicas: list[OpenAI] = []
         for i, result in enumerate(checked):
             if isinstance(result, BaseException):
                 raise RuntimeError(redact(f"replica {i} of {len(checked)} ({self.base_urls[i]}): {result}")) from None
-        model = self.model or checked[0].model
-        return MultiEndpoint(model, self.base_urls, checked[0].api_key, affinity=self.router.affinity)
+            replicas.append(result)
+        model = self.model or replicas[0].model
+        return MultiEndpoint(model, self.base_urls, replicas[0].api_key, affinity=self.router.affinity)
 
     def __repr__(self) -> str:
         return (f"MultiEndpoint(model={self.model!r}, base_urls={redact(list(self.base_urls))}, "

@@ -126,7 +126,7 @@ class SeededAgent:
         text = _text_of(message)
         ctx = active_context()
         planned = _planned_call(ctx)
-        if planned is not None and planned["tool"] in self.world._params:
+        if ctx is not None and planned is not None and planned["tool"] in self.world._params:
             name = planned["tool"]
             args = planned.get("arguments")
             if not isinstance(args, dict):

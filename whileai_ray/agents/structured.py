@@ -132,7 +132,8 @@ async def create_structured(client, request: dict, schema: dict, name: str, key,
                 except Exception as exc:
                     if _refusal(exc, tries):
                         break
-                    if _status(exc) is not None and _status(exc) >= 500:
+                    status = _status(exc)
+                    if status is not None and status >= 500:
                         continue          # one more try before calling a 500 a refusal
                     raise
                 DIALECTS.learn(key, candidate)
@@ -157,7 +158,8 @@ def create_structured_sync(client, request: dict, schema: dict, name: str, key, 
                 except Exception as exc:
                     if _refusal(exc, tries):
                         break
-                    if _status(exc) is not None and _status(exc) >= 500:
+                    status = _status(exc)
+                    if status is not None and status >= 500:
                         continue
                     raise
                 DIALECTS.learn(key, candidate)

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 from ..testing.seeded_rows import TOOLS
 
-_AGENT = {}
+if TYPE_CHECKING:
+    from ..agents.seeded import SeededAgent
+
+_AGENT: dict[str, SeededAgent] = {}        # the seeded agent, built once per process
 
 
 async def one_second_agent(message):

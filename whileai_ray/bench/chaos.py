@@ -57,7 +57,7 @@ def _run(checkpoint=None, rows=1000, seed=21):
 
 
 def _body(path: Path) -> list:
-    out = []
+    out: list[dict] = []
     if not path.exists():
         return out
     for line in path.read_bytes().splitlines()[1:]:
@@ -106,7 +106,8 @@ def bench_chaos(rows: int = 1000, kills: int = 3, seed: int = 7) -> dict:
     t0 = time.monotonic()
     reference = _run(rows=rows)
     want = {row_key(r): r for r in reference.rows()}
-    faults = {"kills": 0, "corrupt": [], "second_writer_refused": 0, "second_writer_ran": 0}
+    kills_done, refused, ran = 0, 0, 0
+    corrupt: list[str] = []               # the damage done at each pause, in order
     with tempfile.TemporaryDirectory(prefix="wai-chaos-") as folder:
         ck = Path(folder) / "chaos.jsonl"
         for k in range(kills):
@@ -118,16 +119,16 @@ def bench_chaos(rows: int = 1000, kills: int = 3, seed: int = 7) -> dict:
             if k == 0 and proc.poll() is None:       # a second writer while the first one runs
                 try:
                     _run(checkpoint=str(ck), rows=rows)
-                    faults["second_writer_ran"] += 1
+                    ran += 1
                 except RuntimeError:
-                    faults["second_writer_refused"] += 1
+                    refused += 1
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
-                faults["kills"] += 1
+                kills_done += 1
             proc.wait()
-            faults["corrupt"].append(_corrupt(ck, k))
+            corrupt.append(_corrupt(ck, k))
             if k == kills - 1:                       # the last pause gets every remaining kind
-                faults["corrupt"] += [_corrupt(ck, j) for j in range(kills, 4)]
+                corrupt += [_corrupt(ck, j) for j in range(kills, 4)]
         final = _run(checkpoint=str(ck), rows=rows)
         body = _body(ck)
     keys = [row_key(r) for r in body]
@@ -135,9 +136,9 @@ def bench_chaos(rows: int = 1000, kills: int = 3, seed: int = 7) -> dict:
 
     def plain(row):
         return {k: v for k, v in row.items() if k != "lineage"}
-    return {"rows": len(final.rows()), "reference_rows": len(want), "kills": faults["kills"],
-            "corrupt": faults["corrupt"], "second_writer_refused": faults["second_writer_refused"],
-            "second_writer_ran": faults["second_writer_ran"],
+    return {"rows": len(final.rows()), "reference_rows": len(want), "kills": kills_done,
+            "corrupt": corrupt, "second_writer_refused": refused,
+            "second_writer_ran": ran,
             "poison_lost": reference.search["rollouts"].get("lost_by", {}).get("worker_crashed", 0),
             "rows_lost": len(set(want) - set(got)), "rows_duplicated": len(keys) - len(set(keys)),
             "rows_differing": sum(1 for key in set(want) & set(got) if plain(want[key]) != plain(got[key])),

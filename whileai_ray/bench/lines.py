@@ -263,6 +263,7 @@ def bench_resume(rows_on_disk: int = 100_000) -> dict:
         from ..store.checkpoint.meta import read_sidecar
         from ..store.checkpoint.jsonl import HEADER_KEY
         header, body = read_sidecar(path, HEADER_KEY), [json.loads(x) for x in lines]
+        assert header is not None, f"{path}: the run just written has no header sidecar"
         for leftover in (path, path + ".keys", path + ".meta.json"):
             os.remove(leftover)
         shutil.rmtree(f"{folder}/ck.parquet", ignore_errors=True)
@@ -336,7 +337,7 @@ def bench_nodes(per_node: int = 16, latency_s: float = 0.1, seconds_per_run: flo
     """Latency-bound throughput on 1 vs 3 simulated nodes, with a fixed concurrency per node:
     the engine should scale with the nodes it gets."""
     from ..runtime.jobs.bench_nodes import simulated_nodes   # lazy: ray, only for this line
-    out = {}
+    per_nodes: dict[int, dict[str, float]] = {}
     with simulated_nodes(workers=2):
         agent = SleepyAgent(TOOLS, latency_s)
         for nodes in (1, 3):
@@ -344,8 +345,7 @@ def bench_nodes(per_node: int = 16, latency_s: float = 0.1, seconds_per_run: flo
             data = simulate(agent, tools=TOOLS, simulator=False, budget=rows, concurrency=per_node * nodes,
                             seed=0, advanced={"ray": {"rollout_actors": nodes, "concurrency_per_actor": per_node},
                                               "progress_every_s": 3600.0, "progress_every_rows": 10**6})
-            out[nodes] = {"rows": len(data), "steady_rows_s": _steady_rate(data),
-                          "nodes_used": len(data.report()["placement"]["rows_by_node"])}
-    out["speedup"] = out[3]["steady_rows_s"] / out[1]["steady_rows_s"]
-    out["ideal_per_node"] = per_node / latency_s
-    return out
+            per_nodes[nodes] = {"rows": len(data), "steady_rows_s": _steady_rate(data),
+                                "nodes_used": len(data.report()["placement"]["rows_by_node"])}
+    return {**per_nodes, "speedup": per_nodes[3]["steady_rows_s"] / per_nodes[1]["steady_rows_s"],
+            "ideal_per_node": per_node / latency_s}

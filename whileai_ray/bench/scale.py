@@ -161,8 +161,10 @@ def run_scale_bench(rows: int = 1_000_000, out=print, ray: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="wai-bench-scale-") as tmp:
         rss0 = _rss_mb()
         data, write_s = spilled_result(rows, parent=tmp)
+        spilled = data.trajectories
+        assert isinstance(spilled, ArrowRows)              # spilled_result's rows live in Parquet files
         out(f"scale spill     {rows:,} rows written as a run spills them: {write_s:.1f}s "
-            f"({rows / write_s:,.0f} rows/s), {sum(os.path.getsize(f) for f in data.trajectories.files) / 1024**2:,.0f} MB "
+            f"({rows / write_s:,.0f} rows/s), {sum(os.path.getsize(f) for f in spilled.files) / 1024**2:,.0f} MB "
             f"on disk, RSS {_rss_mb() - rss0:+.0f} MB")
         out(f"scale machine   {_load()} (wall times stretch with the load; CPU seconds do not)")
         data.pass_at                                       # first call: pyarrow's one-time imports
@@ -172,13 +174,13 @@ def run_scale_bench(rows: int = 1_000_000, out=print, ray: bool = False) -> int:
         tally, wall, cpu = min((_timed(lambda: run_tally(data)) for _ in range(3)), key=lambda r: r[1])
         out(f"scale report    tally of {tally.n:,} rows (prompts, cells, shapes, tools, faults): "
             f"{wall:.2f}s wall, {cpu:.2f}s CPU")
-        walk = walk_every_row(data.trajectories.files)
+        walk = walk_every_row(spilled.files)
         out(f"scale iterate   every row of {walk['rows']:,} decoded in turn, in a fresh process: "
             f"{walk['seconds']:.1f}s ({walk['rows'] / walk['seconds']:,.0f} rows/s); resident memory "
             f"{walk['start_mb']:.0f} MB with the files open, peak {walk['peak_mb']:.0f} MB "
             f"(+{walk['peak_mb'] - walk['start_mb']:.0f} MB: one row group at a time; the rows as dicts would "
             f"take ~{rows * 14 / 1024:,.0f} MB)")
-        arrow = arrow_of_every_row(data.trajectories.files)
+        arrow = arrow_of_every_row(spilled.files)
         out(f"scale to_arrow  data.to_arrow() of {arrow['rows']:,} spilled rows, in a fresh process: "
             f"{arrow['seconds']:.1f}s wall, {arrow['cpu']:.1f}s CPU ({arrow['rows'] / arrow['seconds']:,.0f} rows/s); "
             f"resident memory {arrow['start_mb']:.0f} MB with the files open, peak {arrow['peak_mb']:.0f} MB, of "

@@ -124,7 +124,7 @@ def _rates(samples: list, n: int, first_row_s: float, last_row_s: float | None =
     seconds: read from the samples, the last 10% of a million rows took 15 s longer than it did)."""
     t10, t90 = _at(samples, 0.1 * n), _at(samples, 0.9 * n)
     t100 = last_row_s if last_row_s is not None else _at(samples, n)
-    out = {"first10_rate": None, "last10_rate": None, "steady_rate": None}
+    out: dict[str, float | None] = {"first10_rate": None, "last10_rate": None, "steady_rate": None}
     if t10 and t10 > first_row_s:
         out["first10_rate"] = 0.1 * n / (t10 - first_row_s)
     if t90 is not None and t100 is not None and t100 > t90:

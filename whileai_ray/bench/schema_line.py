@@ -60,7 +60,8 @@ def bench_schema(rows: int = 300, corpus: Path | None = None) -> dict:
     from ..agents.seeded import seeded_agent
     from ..simulation import simulate
     corpus = Path(corpus) if corpus is not None else CORPUS_DIR
-    out = {"domains": {}, "template_write_us": _template_write_us()}
+    domains: dict[str, dict] = {}
+    out: dict[str, object] = {"domains": domains, "template_write_us": _template_write_us()}
     for name in DOMAINS:
         path = corpus / f"tools_{name}.json"
         if not path.is_file():
@@ -72,8 +73,8 @@ def bench_schema(rows: int = 300, corpus: Path | None = None) -> dict:
                         budget=rows, seed=11, advanced={"progress_every_s": 3600.0, "progress_every_rows": 10**6})
         wall = time.monotonic() - t0
         share, calls, refused = _valid_share(data, tools)
-        out["domains"][name] = {"tools": len(tools), "rows": len(data), "rows_s": len(data) / wall,
-                                "valid_share": share, "success_calls": calls, "refused": refused}
+        domains[name] = {"tools": len(tools), "rows": len(data), "rows_s": len(data) / wall,
+                         "valid_share": share, "success_calls": calls, "refused": refused}
     return out
 
 

@@ -85,7 +85,7 @@ def bench_viewer(rows: int = 100_000) -> dict:
     try:
         t0 = time.perf_counter()
         path = _make_run(folder, rows)
-        out = {"rows": rows, "file_mb": round(os.path.getsize(path) / 2**20, 1),
+        out: dict[str, object] = {"rows": rows, "file_mb": round(os.path.getsize(path) / 2**20, 1),
                "make_s": round(time.perf_counter() - t0, 1)}
         server = make_server(folder, port=0)
         thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -123,14 +123,15 @@ def _model(fn: Callable, name: str, doc: str) -> type[BaseModel]:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return create_model(name)
-    hints, docs, fields = _hints(fn, signature), parameter_docs(doc), {}
+    hints, docs = _hints(fn, signature), parameter_docs(doc)
+    fields: dict[str, Any] = {}          # pydantic field definitions: (type, FieldInfo) or (type, default)
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name == "self":
             continue
         unannotated = type(param.default) if type(param.default) in _FALLBACK else str   # x=3: an integer
         hint = _describable(hints.get(param.name, unannotated))
         default = ... if param.default is param.empty else param.default
-        extra = {"description": docs[param.name]} if param.name in docs else {}
+        extra: dict[str, Any] = {"description": docs[param.name]} if param.name in docs else {}
         # a name pydantic reserves (_x, model_x, json, ...) rides on an alias: the schema shows the real name
         if param.name.startswith(("_", "model_")) or hasattr(BaseModel, param.name):
             extra["alias"] = param.name
@@ -162,7 +163,7 @@ def signature_schema(fn: Callable, strict: bool = False) -> dict:
         warnings.simplefilter("ignore")        # a default that is not JSON is left out of the schema
         if strict:
             from openai import pydantic_function_tool
-            return pydantic_function_tool(model, name=name, description=description or None)
+            return dict(pydantic_function_tool(model, name=name, description=description or None))
         parameters = _strip_model_titles(model.model_json_schema(schema_generator=_NoNameTitles), name)
     function = {"name": name, "parameters": parameters}
     if description:

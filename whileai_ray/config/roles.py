@@ -12,22 +12,22 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from ..agents.backends import parse_spec, preflight, redact, resolve_role
+from ..agents.backends import OpenAI, parse_spec, preflight, redact, resolve_role
 from ..agents.response_cache import cache_spec
 from ..agents.routing import MultiEndpoint
 from ..core.run_warning import RunWarning
-from ..score.judges.llm_judge import make_run_judge
+from ..score.judges.llm_judge import Judge, make_run_judge
 from ..situations.llm_writer import LLMWriter, resolve_writer
 
 
 @dataclass
 class Roles:
-    agent: object = None            # backends.OpenAI when the agent is model-backed
-    user: object = None             # the simulated user's backend (None: template answers)
-    writer: object = None           # an LLMWriter, or None for the offline template writer
-    judge: object = None
-    degraded: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)   # RunWarning notes for data.warnings
+    agent: OpenAI | MultiEndpoint | None = None    # set when the agent is model-backed
+    user: OpenAI | MultiEndpoint | None = None     # the simulated user's backend (None: template answers)
+    writer: LLMWriter | None = None                # None for the offline template writer
+    judge: Judge | None = None
+    degraded: list[str] = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)   # notes for data.warnings
 
 
 def _preflight(backend, what: str):
@@ -87,9 +87,9 @@ def resolve_roles(cfg) -> Roles:
                 "configured: set WHILEAI_JUDGE (e.g. 'vllm:<model>@http://host:8000/v1'), call "
                 "wai.configure(judge=...), or grade offline with grader=<callable> or grade='conduct'")
         try:
-            roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
-            roles.judge.check()
-            roles.judge.response_cache = cache_spec(cfg.advanced)
+            judge = roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
+            judge.check()
+            judge.response_cache = cache_spec(cfg.advanced)
         except RuntimeError as exc:
             raise RuntimeError(redact(f"{arg}: {exc}")) from None
     return roles

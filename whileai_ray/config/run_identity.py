@@ -74,6 +74,7 @@ def run_identity(cfg, settings, roles, *, agent: Any, grader: Any, execute: Any,
     ``agent``/``grader``/``execute``: the callables the run plays (class forms bound to their
     constructor arguments); ``sampling``: the run's recorded sampling dict; ``model``: the
     ``ModelSettings`` of a model-backed agent (None for a callable)."""
+    agent_code: str | None
     if roles.agent is not None:
         agent_code = data_digest({"model": _backend(roles.agent), "scaffold": cfg.scaffold or ""})
     else:

@@ -31,7 +31,7 @@ def seeds_that_fit(cfg, k) -> tuple[list, list]:
 
 def plan_fingerprint(cfg, settings) -> str:
     """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
-    pinned = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
+    pinned: list[object] = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
     if settings.pinned_k:                      # a runs= replay's per-ask counts (absent before: same hash)
         pinned = [pinned, list(settings.pinned_k)]
     return stable_hash("plan-v2", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,

@@ -34,7 +34,8 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator
 
@@ -55,10 +56,14 @@ TOP_LEVEL = ("agent", "tools", "system_prompt", "checkpoint", "output")
 CALLABLE_ARGS = ("grader", "execute", "on_progress")
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-SimulateTable = create_model(
-    "SimulateTable", __config__=ConfigDict(extra="forbid"),
-    **{name: (Any, None) for name in SIMULATE_PARAMS + tuple(PASSED_ALIASES) + MOVED_NAMES
-       if name not in TOP_LEVEL})
+_SIMULATE_FIELDS: dict[str, Any] = {name: (Any, None)
+                                    for name in SIMULATE_PARAMS + tuple(PASSED_ALIASES) + MOVED_NAMES
+                                    if name not in TOP_LEVEL}
+if TYPE_CHECKING:
+    class SimulateTable(BaseModel):
+        """The ``[simulate]`` table: one optional field per simulate() argument (made at runtime)."""
+else:
+    SimulateTable = create_model("SimulateTable", __config__=ConfigDict(extra="forbid"), **_SIMULATE_FIELDS)
 
 
 def import_ref(ref: str, field: str) -> Any:
@@ -95,7 +100,7 @@ class RunSpec(BaseModel):
     agent_kwargs: dict[str, Any] | None = None
     tools: Any = None
     system_prompt: str | None = None
-    simulate: SimulateTable = Field(default_factory=SimulateTable)  # type: ignore[valid-type]
+    simulate: SimulateTable = Field(default_factory=SimulateTable)
     run_id: str | None = None
     output_dir: str | None = None
     checkpoint: str | bool | None = None
@@ -230,6 +235,7 @@ def _call_factory(factory: Any, kwargs: dict, tools: Any) -> Any:
     if not callable(factory):
         raise SpecError(f"agent_kwargs: the agent {factory!r} is not callable, so it cannot be "
                         f"built from agent_kwargs")
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):

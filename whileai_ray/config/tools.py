@@ -145,7 +145,9 @@ def _suggest(name: str) -> str:
 
 
 def _schema_from_dict(tool: dict, index: int) -> dict:
-    body = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    body = tool.get("function")
+    if not isinstance(body, dict):
+        body = tool
     name = body.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"tools[{index}] has no name; a schema is {{'type': 'function', "

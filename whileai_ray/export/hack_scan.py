@@ -47,7 +47,9 @@ _SUCCESS_RE = re.compile(r"\b(done|completed?|succeeded|successful(ly)?|all set|
 
 def row_features(row: dict) -> dict:
     """The named features of one row: ``{name: float}`` (0/1 flags, counts, word length)."""
-    steps = row.get("steps") if isinstance(row.get("steps"), list) else []
+    steps = row.get("steps")
+    if not isinstance(steps, list):
+        steps = []
     tools = [s.get("tool") for s in steps if isinstance(s, dict) and s.get("tool")]
     text = str(row.get("final_text") or "")
     low = text.lower()

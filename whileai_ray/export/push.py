@@ -110,9 +110,9 @@ def publish_gate(rows, mode=None, endorsed=(), strict_hacks: bool = False) -> di
             scan.add(row)
     rl_shaped = mode == "rl" or any(size >= 2 for size, _ in groups.values())
     mixed = sum(1 for _, values in groups.values() if len(values) >= 2)
-    scan = scan.result(endorsed)
+    found = scan.result(endorsed)
     report = {"rl_shaped": rl_shaped, "rows": n, "graded": graded, "groups": len(groups),
-              "mixed_groups": mixed, "hack_scan": scan, "passed": False}
+              "mixed_groups": mixed, "hack_scan": found, "passed": False}
     if rl_shaped and graded == 0:
         raise PublishGateError(f"ungraded_rl_rows: this RL-shaped run has {n} rows and none is graded; "
                                "grade it (simulate(..., grader=...) or data.grade(grader)) before pushing, "
@@ -121,8 +121,8 @@ def publish_gate(rows, mode=None, endorsed=(), strict_hacks: bool = False) -> di
         raise PublishGateError(f"no_mixed_group: none of the {len(groups)} prompt groups has rollouts with "
                                "different rewards, so there is nothing to learn from; run more repeats or "
                                "harder situations, or pass gate=False")
-    if strict_hacks and scan["verdict"] == "suspect":
-        raise PublishGateError(f"reward_hack: {scan['summary']}; fix the grader, widen endorsed=, "
+    if strict_hacks and found["verdict"] == "suspect":
+        raise PublishGateError(f"reward_hack: {found['summary']}; fix the grader, widen endorsed=, "
                                "or pass strict_hacks=False")
     report["passed"] = True
     return report
@@ -219,7 +219,7 @@ def push(rows, meta=None, name: str = "", store=None, parent: str | None = None,
     per_task = task_rewards(rows) if gate else None
     info = {"purpose": purpose, "parent": parent, "mode": meta.get("mode"), "description": description,
             "gate": gate_report, **({"agent": agent} if agent else {})}
-    if holdout is None:
+    if held is None:                     # no holdout= asked for
         return _write_version(target, name, _published(rows, per_task), meta, info)
     entry = _write_version(target, name, _published(rows, per_task, lambda t: t not in held), meta, info)
     hold_entry = _write_version(target, f"{name}-holdout", _published(rows, per_task, held.__contains__), meta,

@@ -56,7 +56,9 @@ def _norm(text) -> str:
 
 def group_id_of(row: dict) -> str:
     """``"g-" + 10 hex`` of (scenario_id, prompt, eval run): one prompt's rollouts in one run."""
-    lineage = row.get("lineage") if isinstance(row.get("lineage"), dict) else {}
+    lineage = row.get("lineage")
+    if not isinstance(lineage, dict):
+        lineage = {}
     return "g-" + short_hash(row.get("scenario_id"), row.get("prompt"), lineage.get("eval_run", 0) or 0)
 
 
@@ -95,7 +97,8 @@ def _diverse_order(alive: list, facts: list) -> list:
     buckets: dict = {}
     for i in alive:
         buckets.setdefault(facts[i].sig, []).append(i)
-    out, depth = [], 0
+    out: list[int] = []
+    depth = 0
     while len(out) < len(alive):
         out.extend(b[depth] for b in buckets.values() if depth < len(b))
         depth += 1
@@ -285,7 +288,8 @@ def _groups_in_task_order(alive: list, facts: list, gid: dict) -> list:
     by_task: dict = {}
     for g, idx in groups.items():
         by_task.setdefault(facts[idx[0]].task, []).append((g, idx))
-    out, depth, lists = [], 0, list(by_task.values())
+    out: list[tuple[str, list[int]]] = []
+    depth, lists = 0, list(by_task.values())
     while len(out) < len(groups):
         out.extend(lst[depth] for lst in lists if depth < len(lst))
         depth += 1

@@ -22,6 +22,7 @@ into a conversation gives exactly ``conversation(row)``. The report says how man
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..core.rows import conversation
 from ..score.pass_at.estimate import as_rows
@@ -62,7 +63,7 @@ def _arguments_text(args) -> str:
 
 def training_record(row: dict, system_prompt: str = "", tools: list | None = None) -> dict:
     """One row as an OpenAI chat record (see the module docstring); ``tools`` already wire form."""
-    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
     pending: list = []
     n_calls = 0
     for m in conversation(row):
@@ -84,7 +85,7 @@ def training_record(row: dict, system_prompt: str = "", tools: list | None = Non
             messages.append({"role": "tool", "tool_call_id": cid, "content": m.get("content") or ""})
         else:
             messages.append({"role": role, "content": m.get("content") or ""})
-    record = {"messages": messages, "tools": tools or [],
+    record: dict[str, Any] = {"messages": messages, "tools": tools or [],
               "loss_mask": [1 if m["role"] == "assistant" else 0 for m in messages], "schema_version": "1"}
     if row.get("group_id"):
         record["group_id"] = row["group_id"]
@@ -187,7 +188,8 @@ def _call_errors(record: dict, declared: dict) -> tuple[int, list]:
 def roundtrip_check(records: list, tools, rows=None) -> dict:
     """Check every record (see the module docstring); returns the counts and ``bad`` record indices."""
     declared = {t["function"]["name"]: t["function"].get("parameters") or {} for t in wire_tools(tools)}
-    calls, bad, errors = 0, [], []
+    calls, bad = 0, []
+    errors: list[str] = []
     for i, rec in enumerate(records):
         problems = validate_record(rec)
         if not problems:

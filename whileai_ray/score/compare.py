@@ -115,7 +115,7 @@ def compare_runs(a, b, *, metric="pass_at_1", n_boot: int = RESAMPLES, seed: int
             ci, p = (float(means[lo_i]), float(means[RESAMPLES - 1 - lo_i])), _p_value(means)
     mean_a = math.fsum(xa) / len(xa) if xa else None
     mean_b = math.fsum(xb) / len(xb) if xb else None
-    delta = mean_b - mean_a if xa and xb else None
+    delta = mean_b - mean_a if mean_a is not None and mean_b is not None else None
     out.update(n_used=n_used, mean_a=mean_a, mean_b=mean_b, delta=delta,
                ci95=list(ci) if ci else None, p_value=p, verdict=_verdict(ci))
     if not union:
@@ -187,11 +187,11 @@ def delta_report(before, after, *, level: float = 0.95) -> DeltaReport:
     report = DeltaReport(verdict="NO DIFFERENCE", main=main, markers=markers)
     runs_a, runs_b = len(split_runs(rows_a)), len(split_runs(rows_b))
     report.n_runs_before, report.n_runs_after = runs_a, runs_b
-    sides = [eval_variance(r) for r, n in ((rows_a, runs_a), (rows_b, runs_b)) if n >= 2]
-    sides = [s for s in sides if s.run_std is not None]
+    reports = [eval_variance(r) for r, n in ((rows_a, runs_a), (rows_b, runs_b)) if n >= 2]
+    sides = [(s.run_std, s.df) for s in reports if s.run_std is not None and s.df is not None]  # set together
     if sides:
-        df = sum(s.df for s in sides)
-        report.run_std = math.sqrt(math.fsum(s.run_std ** 2 * s.df for s in sides) / df)
+        df = sum(s_df for _, s_df in sides)
+        report.run_std = math.sqrt(math.fsum(std ** 2 * s_df for std, s_df in sides) / df)
         report.noise_band = noise_band(report.run_std, runs_a, runs_b, df, level)
         report.notes.append(f"noise band +/-{report.noise_band:.3f} from re-runs "
                             f"(run_std {report.run_std:.3f}, {runs_a} vs {runs_b} runs)")

@@ -116,7 +116,9 @@ def conduct_check(row: dict) -> dict:
         raise TypeError(f"conduct_check: row must be a dict, got {type(row).__name__}")
     raw_reply = str(row.get("final_text") or "")
     reply = _norm(raw_reply)
-    steps = row.get("steps") if isinstance(row.get("steps"), list) else []
+    steps = row.get("steps")
+    if not isinstance(steps, list):
+        steps = []
     tool_steps = [s for s in steps if isinstance(s, dict) and s.get("tool")]
     statuses = [_status(s.get("result")) for s in tool_steps]
     failed = [s for s in statuses if s in _FAILED or s in ("stale", "malformed")]
@@ -182,5 +184,6 @@ def conduct_grader(row: dict) -> dict:
             "failure_class": broken[0] if broken else None}
 
 
-conduct_grader.wants_internal_row = True     # a hint to the rollout loop: pass the row with privileged
-conduct_grader.label_source = "conduct"
+# function attributes, which mypy does not model (read with getattr by the rollout loop):
+conduct_grader.wants_internal_row = True  # type: ignore[attr-defined]  # a hint: pass the row with privileged
+conduct_grader.label_source = "conduct"  # type: ignore[attr-defined]

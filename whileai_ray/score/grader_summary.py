@@ -26,9 +26,9 @@ def _reward(row):
     return value
 
 
-def grader_summary(rows, judge: str | None, in_loop: bool) -> dict:
-    out = {"judge": judge, "judged_in_loop": 0, "judged_after": 0, "errors": 0, "scored": 0, "passes": 0,
-           "failures": 0, "partials": 0, "unjudged": 0}
+def grader_summary(rows, judge: str | None, in_loop: bool) -> dict[str, str | int | None]:
+    out: dict[str, int] = {"judged_in_loop": 0, "judged_after": 0, "errors": 0, "scored": 0, "passes": 0,
+                           "failures": 0, "partials": 0, "unjudged": 0}
     for row in rows:
         status = row.get("judge_status")
         if status is None:
@@ -44,7 +44,7 @@ def grader_summary(rows, judge: str | None, in_loop: bool) -> dict:
             out["passes" if reward == 1 else "failures"] += 1
         else:
             out["partials"] += 1
-    return out
+    return {"judge": judge, **out}
 
 
 def arm_yield(rows) -> dict:

@@ -70,7 +70,7 @@ def _sources(priv: dict) -> list[tuple[str, str]]:
 def _said_and_seen(row: dict) -> tuple[str, str]:
     said = [str(row.get("final_text") or "")]
     seen = [str(row.get("prompt") or "")]
-    for step in row.get("steps") if isinstance(row.get("steps"), list) else []:
+    for step in _steps(row):
         if not isinstance(step, dict):
             continue
         if step.get("text"):
@@ -87,7 +87,7 @@ def _said_and_seen(row: dict) -> tuple[str, str]:
 def _agent_tokens(row: dict) -> list:
     """Names the agent itself used (tool names, its string arguments): quoting them is no leak."""
     tokens = set()
-    for step in row.get("steps") if isinstance(row.get("steps"), list) else []:
+    for step in _steps(row):
         if isinstance(step, dict) and step.get("tool"):
             tokens.add(_norm(str(step["tool"])))
             args = step.get("arguments")
@@ -155,3 +155,9 @@ def leak_report(rows, min_len: int = 12) -> LeakReport:
         summary = head + f"{n_leaked} {noun} quoted their privileged context ({rate:.1%})"
     return LeakReport(n_rows=n_rows, n_checked=n_checked, n_leaked=n_leaked, rate=rate,
                       checked=checked, leaked=leaked, summary=summary, min_len=min_len)
+
+
+def _steps(row: dict) -> list:
+    """A row's steps (none when the field is missing or not a list)."""
+    steps = row.get("steps")
+    return steps if isinstance(steps, list) else []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from .intervals import normal_quantile, t_quantile
 from .pass_at.estimate import as_rows, pass_at
@@ -45,7 +46,7 @@ def noise_band(run_std, n_a: int = 1, n_b: int = 1, df=None, level: float = 0.95
 
 
 def _dig(row: dict, path: str):
-    value = row
+    value: Any = row                 # a row's nested JSON, walked by ``path``
     for part in path.split("."):
         if not isinstance(value, dict):
             return None

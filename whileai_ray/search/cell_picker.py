@@ -81,6 +81,7 @@ class CellPicker:
                     break
             if index is not None:
                 break
+        assert index is not None        # a heap is never emptied (a pop pushes its cell back) and cells is not empty
         instance = self.opened[index]
         self.opened[index] += 1
         self.picks += 1
@@ -89,8 +90,8 @@ class CellPicker:
         return index, instance
 
     def _pop(self, hard: bool, faulted: bool | None) -> int | None:
-        heaps = [self._heaps.get((hard, f)) for f in ((True, False) if faulted is None else (faulted,))]
-        heaps = [h for h in heaps if h]
+        found = [self._heaps.get((hard, f)) for f in ((True, False) if faulted is None else (faulted,))]
+        heaps = [h for h in found if h]
         if not heaps:
             return None
         best = min(heaps, key=lambda h: h[0])

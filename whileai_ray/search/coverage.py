@@ -74,7 +74,8 @@ class CoverageTracker:
         # into success cells, the explore default) the pairs of the cells actually planned
         self.pairs_planned = (pairs_in(cells) if cells else all_pairs(axes)) if axes else set()
         self.pairs_covered: set = set()
-        self._pairs_sorted = None
+        self._pairs_sorted: list | None = None
+        self._pair_index: dict = {}              # planned pair -> its index in _pair_order()
         self._pair_order()                       # sorted once here, not in a snapshot's pause
         self.rows = 0
         # the planner derives the prompts for its snapshot (state(row_sets=False)); the scenario
@@ -137,7 +138,7 @@ class CoverageTracker:
 
     def take_yields(self) -> dict[str, tuple[int, int, int]]:
         """``{arm: (rows, new_signatures, new_cells)}`` since the last call, then reset."""
-        out = {a: tuple(v) for a, v in sorted(self._yields.items())}
+        out = {a: (v[0], v[1], v[2]) for a, v in sorted(self._yields.items())}
         self._yields = {}
         return out
 
@@ -159,7 +160,7 @@ class CoverageTracker:
         self._batch_rows = self._batch_fresh = 0
         self._novelties = []
 
-    def finish(self, stopped_because: str, arm_weights: dict | None = None) -> list[dict]:
+    def finish(self, stopped_because: str | None, arm_weights: dict | None = None) -> list[dict]:
         """Close the curve: a last point carrying ``stopped_because``; returns the curve."""
         if self.curve and self.curve[-1]["n_rows"] == self.rows:
             self.curve[-1]["stopped_because"] = stopped_because
@@ -221,7 +222,7 @@ class CoverageTracker:
     # ------------------------------------------------------------------ snapshot
     def _pair_order(self) -> list:
         """The planned pairs in a fixed order (their index is what a snapshot keeps)."""
-        if getattr(self, "_pairs_sorted", None) is None:
+        if self._pairs_sorted is None:
             self._pairs_sorted = sorted(self.pairs_planned, key=repr)
             self._pair_index = {pair: i for i, pair in enumerate(self._pairs_sorted)}
         return self._pairs_sorted
@@ -240,8 +241,8 @@ class CoverageTracker:
                   "batch_rows": self._batch_rows, "batch_fresh": self._batch_fresh,
                   "novelties": list(self._novelties), "yields": sorted(self._yields.items()),
                   "shapes": list(self.shapes.items()), "cells_extra": extra, "points": self._curve_logged},
-            logs={"signatures": self.signatures.log.view(), "curve": self._curve_log.view(),
-                  "scenario_log": self.scenario_ids.log.view(),
+            logs={"signatures": _log(self.signatures), "curve": self._curve_log.view(),
+                  "scenario_log": _log(self.scenario_ids),
                   **({"prompts": self.prompts.sorted(), "scenario_ids": self.scenario_ids.sorted()}
                      if row_sets else {})},
             tables={"planned": np.asarray(list(self.planned.values()), dtype=np.int64),
@@ -280,3 +281,9 @@ class CoverageTracker:
         self._novelties = [float(x) for x in m["novelties"]]
         self._yields = {str(a): [int(x) for x in v] for a, v in m["yields"]}
         self.shapes = {str(k): int(n) for k, n in m["shapes"]}
+
+
+def _log(digests: DigestSet) -> np.ndarray:
+    """The first-seen order of a digest set the tracker keeps logged (signatures, scenario ids)."""
+    assert digests.log is not None, "the tracker's signature and scenario sets are built logged"
+    return digests.log.view()

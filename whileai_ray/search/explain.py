@@ -25,7 +25,7 @@ _SKIP_AXES = ("rule",)      # policy clauses: long text, reported through the ru
 
 
 def _axis_counts(rows, axes: dict) -> dict:
-    counts = {axis: Counter() for axis in axes}
+    counts: dict[str, Counter] = {axis: Counter() for axis in axes}
     for r in rows:
         dims = r.get("scenario_dimensions") or {}
         if dims.get("origin") == "realized":

@@ -186,7 +186,7 @@ class GroupBook:
 
     def reopen(self, limit: int) -> list[tuple[int, int]]:
         """Nothing fresh is left: give stopped groups one more rollout each, oldest first."""
-        out = []
+        out: list[tuple[int, int]] = []
         keep = array("q")
         for gid in self._stopped:
             stopped = self.status[gid] == STOPPED and self.scheduled[gid] < self.k

@@ -163,6 +163,7 @@ class NoveltyIndex:
             self._rebuild(_bits_for(i + 1))
         self._sk.append(stored)
         if self._exact is not None:
+            assert self._keys is not None          # the text keys are kept beside the exact table
             key = _text_key(text)
             self._exact.add(key)
             self._keys.append(key)
@@ -173,7 +174,7 @@ class NoveltyIndex:
 
     def _rebuild(self, bits: int) -> None:
         self._bits = bits
-        self._heads = self._next = None            # (let the outgrown tables go before the new ones are built)
+        del self._heads, self._next                # (let the outgrown tables go before the new ones are built)
         self._heads, nxt = _buckets(self._sk.view(), bits)
         self._next = Column.of(nxt, np.int32, width=BANDS)
 
@@ -191,9 +192,11 @@ class NoveltyIndex:
     def similarity(self, text: str, sk: np.ndarray | None = None) -> tuple[int, float]:
         """``(id, s)`` of the most similar archived prompt found; ``(-1, 0.0)`` when none."""
         self.ready()
-        key = _text_key(text) if self._exact is not None else None
-        if key is not None and key in self._exact:         # rare (the planner only scores unseen prompts): the first id, by a scan
-            return int(np.flatnonzero(self._keys.view() == np.uint64(key))[0]), 1.0
+        if self._exact is not None:
+            key = _text_key(text)
+            if key in self._exact:         # rare (the planner only scores unseen prompts): the first id, by a scan
+                assert self._keys is not None      # the text keys are kept beside the exact table
+                return int(np.flatnonzero(self._keys.view() == np.uint64(key))[0]), 1.0
         if sk is None:
             sk = sketch(text)
         stored = _stored(sk)
@@ -245,8 +248,9 @@ class NoveltyIndex:
         the ``prompt_digest`` of each text, in id order (views: rows once written never change).
         The buckets are not kept: :meth:`load_state` rebuilds them from the sketches."""
         self.ready()
-        keys = keys and self._keys is not None
-        logs = {"sk16": self._sk.view(), "key": self._keys.view()} if keys else {"sk16": self._sk.view()}
+        logs = {"sk16": self._sk.view()}
+        if keys and self._keys is not None:
+            logs["key"] = self._keys.view()
         return State(meta={"bucket_cap": self.bucket_cap, "bits": self._bits}, logs=logs)
 
     def load_state(self, state: State, keys: np.ndarray | None = None) -> None:

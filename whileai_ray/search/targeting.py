@@ -93,8 +93,9 @@ class ShapeTargets:
             return (_NONE[int(rnd() * len(_NONE))], [],
                     "The ask needs no tool; the agent should answer directly without calling one.")
         names = shape.split("|")
-        intents = [self._by_name.get(n) for n in names]
-        if any(i is None for i in intents) or len(intents) > 2:
+        found = [self._by_name.get(n) for n in names]
+        intents = [i for i in found if i is not None]
+        if len(intents) < len(found) or len(intents) > 2:
             raise ValueError(f"shape {shape!r} is not a planned shape; use one from ShapeTargets.planned")
         ids: list = []
         acts = []

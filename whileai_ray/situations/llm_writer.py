@@ -32,8 +32,8 @@ from .phrasing import apply_texture
 from .seed_amplifier import SeedAmplifier
 from .situation import Situation
 from .template_writer import TemplateWriter
-from .tool_intent import intents_for, plural
-from ..agents.response_cache import unit_tally
+from .tool_intent import ToolIntent, intents_for, plural
+from ..agents.response_cache import CacheSpec, unit_tally
 from ..agents.structured import ASK_SCHEMA, create_structured, endpoint_key
 from .writer_prompt import (WRITER_MARKER, ask_goal, ask_request, cell_lines, parse_message, system_message,
                             tools_block)
@@ -90,12 +90,14 @@ class LLMWriter:
         self._intents = {i.name: i for i in intents}
         self._first_intent = intents[0] if intents else None
         self._tools_text = tools_block(self.tools)
-        self._cells, self._cache, self.errors_by = {}, {}, {}
+        self._cells: dict[str, tuple[str, ToolIntent | None, str]] = {}     # cell key -> (text, intent, kind)
+        self._cache: dict[tuple[str, int, int], Situation] = {}             # (cell key, instance, phrasing)
+        self.errors_by: dict[str, int] = {}                                 # writer error reason -> count
         self.prefetched = 0              # asks written ahead by ``prefetch``
         self.dialect = None              # structured-output dialect of the endpoint, learned on first use
         self.written = self.writer_errors = self.requests = 0
         self.amplifier = SeedAmplifier(self)
-        self.response_cache = None       # a response_cache.CacheSpec when advanced["cache"] is on (config/roles.py)
+        self.response_cache: CacheSpec | None = None       # a response_cache.CacheSpec when advanced["cache"] is on (config/roles.py)
         self.cache_counts = {"hits": 0, "misses": 0}
         self._setup_runtime()
 
@@ -174,7 +176,7 @@ class LLMWriter:
                     self.cache_counts[key] += (looked.get("writer") or {}).get(key, 0)
 
     # ---- grid situations -----------------------------------------------------------------
-    def _cell_text(self, cell: dict) -> tuple[str, object, str]:
+    def _cell_text(self, cell: dict) -> tuple[str, ToolIntent | None, str]:
         ck = cell_key(cell)
         got = self._cells.get(ck)
         if got is None:

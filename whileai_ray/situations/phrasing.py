@@ -158,7 +158,7 @@ def _run_on(text: str, rnd) -> str:
 def _clipped(sents: list) -> str:
     out = []
     for s in sents:
-        keep = []
+        keep: list[str] = []
         for w in s.split():
             core = w.strip(".,!?;:").lower()
             if core in tb.CLIPPED_DROP:

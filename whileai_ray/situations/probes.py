@@ -9,6 +9,8 @@ thousands of indices give thousands of distinct prompts. Every draw is keyed by
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..core.rng import unit_rng
 from . import text_bank as tb
 from .tool_intent import ToolIntent, make_id, plural
@@ -73,7 +75,8 @@ _CONFIRM = ("Before you {act}, tell me exactly what you'll do and wait for my OK
 def _slots(r, intent: ToolIntent | None) -> dict:
     rnd = r.random
     name = f"{tb.NAMES_FIRST[int(rnd() * 28)]} {tb.NAMES_LAST[int(rnd() * 26)]}"
-    s = {"name": name, "city": tb.CITIES[int(rnd() * 20)], "city2": tb.CITIES[int(rnd() * 20)],
+    s: dict[str, Any] = {                # format slots: words and numbers
+         "name": name, "city": tb.CITIES[int(rnd() * 20)], "city2": tb.CITIES[int(rnd() * 20)],
          "date": f"{tb.MONTHS[int(rnd() * 12)]} {1 + int(rnd() * 28)}", "year": 1900 + int(rnd() * 125),
          "n": 2 + int(rnd() * 998), "a": 11 + int(rnd() * 9989), "b": 3 + int(rnd() * 997),
          "p": 1 + int(rnd() * 99), "k": 2 + int(rnd() * 8),

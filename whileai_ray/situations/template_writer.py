@@ -13,6 +13,8 @@ template, the tier) is prepared once and cached, so ``write()`` costs tens of mi
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Hashable, Mapping
+from typing import Any
 
 from ..core.rng import short_hash, unit_rng
 from . import text_bank as tb
@@ -45,6 +47,30 @@ class _Plan:
     """What a cell fixes, prepared once: kind, intent, sentence banks, reference templates."""
     __slots__ = ("ck", "cell", "kind", "intent", "tier", "world_state", "stance_s", "rule_s",
                  "world_s", "cond_s", "hist_s", "refs", "tags", "bad")
+    ck: str                          # cell_key(cell)
+    cell: dict[str, Any]
+    kind: str                        # "tool" / "multi" / "unrelated"
+    intent: ToolIntent | None        # None for an unrelated ask (or a writer without tools)
+    tier: str
+    world_state: str | None          # None when the cell leaves it unspecified
+    stance_s: tuple[str, ...]        # sentence banks, slots that do not vary per instance filled
+    rule_s: tuple[str, ...]
+    world_s: tuple[str, ...]
+    cond_s: tuple[str, ...]
+    hist_s: tuple[str, ...]
+    refs: dict[str, str]             # ask family -> reference template
+    tags: dict[str, Any]
+    bad: bool                        # an invalid_arguments ask: one argument is drawn broken
+
+
+def _bank(table: Mapping[str, tuple[str, ...]], key: object) -> tuple[str, ...]:
+    """The sentences ``table`` holds for a cell value (none for a value it does not know)."""
+    return table.get(key, ()) if isinstance(key, str) else ()
+
+
+def _clause(table: Mapping[str, str], key: object) -> str:
+    """The reference clause ``table`` adds for a cell value ("" for a value it does not know)."""
+    return table.get(key, "") if isinstance(key, str) else ""
 
 
 def _format(t: str, slots: dict) -> str:
@@ -79,8 +105,8 @@ def _reference(plan: _Plan, family: str) -> str:
             "partially completed": f"An earlier attempt on {tgt} only partly completed; the agent "
                                    f"should check its current state and finish or report it, not "
                                    f"start over blindly",
-        }.get(ws, f"The agent should {i.verb} {tgt} with {i.name} and report only what the tool returns")
-    return base + _COND_REF.get(cell.get("tool_condition"), "") + _TIER_REF.get(plan.tier, "") + "."
+        }.get(ws if isinstance(ws, str) else "", f"The agent should {i.verb} {tgt} with {i.name} and report only what the tool returns")
+    return base + _clause(_COND_REF, cell.get("tool_condition")) + _TIER_REF.get(plan.tier, "") + "."
 
 
 class TemplateWriter:
@@ -97,7 +123,7 @@ class TemplateWriter:
         self.seed = int(seed)
         self.intents: list[ToolIntent] = intents_for(self.tools)
         self._by_name = {i.name: i for i in self.intents}
-        self._plans: dict = {}
+        self._plans: dict[Hashable, _Plan] = {}
         self.calls = CallPlanner(self.tools, self.intents)
 
     # ---- grid situations -------------------------------------------------------------
@@ -107,7 +133,7 @@ class TemplateWriter:
         tool = cell.get("tool")
         p.kind = "unrelated" if tool == "unrelated" or not self.intents else (
             "multi" if tool == "multi_tool" else "tool")
-        p.intent = self._by_name.get(tool) or (self.intents[0] if self.intents else None)
+        p.intent = self._intent(tool) or (self.intents[0] if self.intents else None)
         if p.kind == "unrelated":
             p.intent = None
         stance = canonical_stance(cell.get("stance"))
@@ -117,7 +143,7 @@ class TemplateWriter:
         verb_slots = {"past": p.intent.past if p.intent else "done",
                       "noun": p.intent.noun if p.intent else "thing"}
         fill = _Keep(verb_slots)
-        p.stance_s = tuple(t.format_map(fill) for t in tb.STANCE.get(stance, ()))
+        p.stance_s = tuple(t.format_map(fill) for t in _bank(tb.STANCE, stance))
         rule = cell.get("rule")
         if rule and rule != "unspecified":
             clause = str(rule).strip().rstrip(".").replace("{", "(").replace("}", ")")
@@ -127,9 +153,9 @@ class TemplateWriter:
         else:
             p.rule_s = ()
         entity = p.kind != "unrelated"
-        p.world_s = tuple(t.format_map(fill) for t in tb.WORLD.get(ws, ())) if entity else ()
-        p.cond_s = tb.CONDITION.get(cell.get("tool_condition"), ()) if entity else ()
-        p.hist_s = tb.HISTORY.get(cell.get("history"), ())
+        p.world_s = tuple(t.format_map(fill) for t in _bank(tb.WORLD, ws)) if entity else ()
+        p.cond_s = _bank(tb.CONDITION, cell.get("tool_condition")) if entity else ()
+        p.hist_s = _bank(tb.HISTORY, cell.get("history"))
         p.refs = {f: _reference(p, f) for f in ("tool", "general", "vague")}
         p.bad = cell.get("tool_condition") == BAD_ARGUMENTS and p.intent is not None
         p.tags = {}
@@ -139,6 +165,7 @@ class TemplateWriter:
 
     def write(self, cell: dict, instance: int, phrasing: int = 0) -> Situation:
         """Situation ``(cell, instance)`` worded by phrasing ``phrasing``."""
+        key: Hashable
         try:
             key = tuple(cell.items())
             plan = self._plans.get(key)
@@ -182,7 +209,9 @@ class TemplateWriter:
             slots["act"], slots["Act"] = act, act[:1].upper() + act[1:]
         ask = tags.get("ask")
         target2 = ""
+        bank: tuple[str, ...]
         if kind == "multi":
+            assert intent is not None    # a multi cell needs tools, so its plan has an intent
             i2 = (self.intents[(self.intents.index(intent) + 1 + int(w() * (len(self.intents) - 1)))
                                % len(self.intents)] if len(self.intents) > 1 else intent)
             if i2.noun == intent.noun and i2 is not intent:
@@ -210,7 +239,8 @@ class TemplateWriter:
             bank = tb.IMPERATIVE_OPENERS
         else:
             bank = tb.QUESTION_OPENERS if p() < 0.5 else tb.IMPERATIVE_OPENERS
-        call = said = None
+        call: dict[str, Any] | None = None
+        said: str | None = None
         if intent is not None and kind != "unrelated":   # the ask's call (drawn after every other world draw)
             call = {"tool": intent.name, "key": intent.key_param, "ref": ref1}
             if plan.bad:
@@ -241,7 +271,7 @@ class TemplateWriter:
         ref = plan.refs[family if kind == "tool" else "tool"]
         if "{" in ref:
             ref = ref.replace("{id}", ids[0] if ids else "").replace("{target2}", target2)
-        extra_out = {"instance": instance}
+        extra_out: dict[str, Any] = {"instance": instance}
         if notes:
             extra_out.update(notes)
         if call is not None:
@@ -265,10 +295,14 @@ class TemplateWriter:
         words = " ".join(str(p) for p in label["path"].split("/") if not p.isdigit()).replace("_", " ")
         if label["keyword"] == "required":
             return call, f"I'd rather not give you the {words}."
-        value = bad
+        value: Any = bad                 # JSON arguments: walked by the label's path
         for step in label["path"].split("/"):
             value = value[int(step)] if isinstance(value, list) else value.get(step)
         return call, f"For the {words}, put {say_value(value)}."
+
+    def _intent(self, tool: object) -> ToolIntent | None:
+        """The intent of the tool a cell names (None for "unrelated", "multi_tool" or no tool)."""
+        return self._by_name.get(tool) if isinstance(tool, str) else None
 
     def scenario_id(self, cell: dict, instance: int, ck: str | None = None) -> str:
         """The scenario id ``write(cell, instance, p)`` gives, without writing it."""
@@ -295,8 +329,8 @@ class TemplateWriter:
     def mutate(self, parent: Situation, index: int) -> Situation:
         """A new ask from a failing parent's world: same dims, world state and ids, new words."""
         prompt, mutator = mutate_prompt(parent, self.seed, int(index),
-                                        self._by_name.get(parent.dims.get("tool")))
-        extra = {"mutator": mutator, "parent_scenario_id": parent.scenario_id}
+                                        self._intent(parent.dims.get("tool")))
+        extra: dict[str, Any] = {"mutator": mutator, "parent_scenario_id": parent.scenario_id}
         pe = parent.extra if isinstance(parent.extra, dict) else {}
         if "call" in pe:                 # the parent's world and call: its ids resolve, its break stays
             extra["world_of"] = pe.get("world_of") or parent.scenario_id

@@ -90,7 +90,7 @@ def _from_description(desc: str):
         return None
     verb = _VERBS[words[0]]
     rest = words[2:] if words[0] == "look" and words[1:2] == ["up"] else words[1:]
-    noun = []
+    noun: list[str] = []
     for w in rest:
         if w in _STOP and noun:
             break

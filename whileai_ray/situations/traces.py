@@ -61,7 +61,7 @@ class TraceSet:
         (an axis the traces say nothing about, or only outside the grid's vocabulary, is left out
         and keeps its full range)."""
         out = {}
-        seen = {"tool": set(), "tool_condition": set(), "world_state": set()}
+        seen: dict[str, set[str]] = {"tool": set(), "tool_condition": set(), "world_state": set()}
         for t in self.traces:
             seen["tool"].update(t.tools)
             seen["tool_condition"].update(t.conditions)
@@ -73,7 +73,9 @@ class TraceSet:
         return out
 
     def summary(self, axes: dict | None = None) -> dict:
-        tools, conds, worlds = Counter(), Counter(), Counter()
+        tools: Counter[str] = Counter()
+        conds: Counter[str] = Counter()
+        worlds: Counter[str] = Counter()
         for t in self.traces:
             tools.update(t.tools)
             conds.update(t.conditions)
@@ -131,7 +133,9 @@ def _from_row(row: dict) -> Trace | None:
         if isinstance(step, dict) and step.get("tool"):
             trace.tools.append(str(step["tool"]))
             _note_answer(trace, step.get("result"), bool(step.get("arguments")))
-    dims = row.get("scenario_dimensions") if isinstance(row.get("scenario_dimensions"), dict) else {}
+    dims = row.get("scenario_dimensions")
+    if not isinstance(dims, dict):
+        dims = {}
     if dims.get("origin") != "realized":
         if dims.get("tool_condition"):
             trace.conditions.add(dims["tool_condition"])

@@ -20,6 +20,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                   # aiohttp is imported when a page opens (_connect)
+    import aiohttp
 
 __all__ = ["Chromium", "chromium_path", "LAUNCH_FLAGS"]
 
@@ -44,11 +48,12 @@ class Chromium:
         self.loop = asyncio.new_event_loop()
         self.profile = tempfile.mkdtemp(prefix="wai-chromium-")
         self.proc = None
-        self.ws = self.http = None
+        self.http: aiohttp.ClientSession | None = None
+        self.ws: aiohttp.ClientWebSocketResponse[bool] | None = None     # the DevTools socket, once connected
         self.session = None
         self._id = 0
         self._pending: dict = {}
-        self._reader = None
+        self._reader: asyncio.Future | None = None
         self.console_errors: list = []     # console.error/assert, uncaught exceptions, log errors
         self.requests: list = []           # every URL the page asked for
         self.dialogs: list = []            # alert/confirm/prompt the page opened
@@ -91,8 +96,8 @@ class Chromium:
 
     async def _connect(self, url: str) -> None:
         import aiohttp
-        self.http = aiohttp.ClientSession()
-        self.ws = await self.http.ws_connect(url, max_msg_size=0)
+        http = self.http = aiohttp.ClientSession()
+        self.ws = await http.ws_connect(url, max_msg_size=0)
         self._reader = asyncio.ensure_future(self._read())
         target = await self._send("Target.createTarget", {"url": "about:blank"})
         attached = await self._send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
@@ -103,9 +108,16 @@ class Chromium:
                          {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
 
     async def _close(self) -> None:
-        self._reader.cancel()
-        await self.ws.close()
-        await self.http.close()
+        if self._reader is not None:
+            self._reader.cancel()
+        await self._socket().close()
+        if self.http is not None:
+            await self.http.close()
+
+    def _socket(self) -> aiohttp.ClientWebSocketResponse[bool]:
+        if self.ws is None:
+            raise RuntimeError("Chromium: no DevTools connection (the page was never opened)")
+        return self.ws
 
     # --------------------------------------------------------------- protocol
     async def _send(self, method: str, params: dict | None = None) -> dict:
@@ -115,14 +127,14 @@ class Chromium:
             msg["sessionId"] = self.session
         fut = self.loop.create_future()
         self._pending[self._id] = fut
-        await self.ws.send_str(json.dumps(msg))
+        await self._socket().send_str(json.dumps(msg))
         reply = await fut
         if "error" in reply:
             raise RuntimeError(f"DevTools {method}: {reply['error']}")
         return reply.get("result", {})
 
     async def _read(self) -> None:
-        async for message in self.ws:
+        async for message in self._socket():
             data = json.loads(message.data)
             if "id" in data:
                 fut = self._pending.pop(data["id"], None)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ..agents.user_sim import USER_MARKER
 from ..core.rng import draw, short_hash, stable_hash
@@ -203,7 +204,8 @@ def scripted_completion(request: dict, *, seed: int = 0, model: str = "scripted"
     last = messages[-1] if messages else {"role": "user", "content": ""}
     system = " ".join(_text_of(m) for m in messages if m.get("role") == "system")
     user_texts = [_text_of(m) for m in messages if m.get("role") == "user"]
-    text, tool_calls = "", None
+    text = ""
+    tool_calls: list[dict[str, Any]] | None = None
 
     if system.startswith(JUDGE_MARKER):
         text = judge_reply(messages)
@@ -244,7 +246,7 @@ def scripted_completion(request: dict, *, seed: int = 0, model: str = "scripted"
     completion_tokens = len(words) if not tool_calls else count_tokens(tool_calls[0]["function"]["arguments"]) + 1
     prompt_tokens = sum(count_tokens(_text_of(m)) for m in messages) + 8 * len(specs)
 
-    message = {"role": "assistant", "content": None if tool_calls else text}
+    message: dict[str, Any] = {"role": "assistant", "content": None if tool_calls else text}
     if tool_calls:
         message["tool_calls"] = tool_calls
     choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}

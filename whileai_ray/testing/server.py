@@ -221,13 +221,20 @@ def start_server(port: int = 0, **opts):
     if "port" not in box:
         raise RuntimeError(f"scripted server did not start on {HOST}:{port}: {box.get('error')!r}")
 
-    def stop() -> None:
-        if thread.is_alive():
-            loop.call_soon_threadsafe(box["task"].cancel)
-            thread.join(10)
+    return HOST, box["port"], _Stop(loop, thread, box)
 
-    stop.server = box["handler"]
-    return HOST, box["port"], stop
+
+class _Stop:
+    """``stop()`` shuts the server down and joins its thread; ``stop.server``: the handler."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, box: dict):
+        self._loop, self._thread, self._box = loop, thread, box
+        self.server: ScriptedServer = box["handler"]
+
+    def __call__(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._box["task"].cancel)
+            self._thread.join(10)
 
 
 def main(argv: list[str] | None = None) -> None:

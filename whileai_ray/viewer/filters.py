@@ -58,7 +58,8 @@ def select(index, chosen: dict) -> list:
 
 def options(index) -> dict:
     """``{filter: [(value, rows)]}``: what each menu offers, most common first."""
-    tools, faults = Counter(), Counter()
+    tools: Counter[str] = Counter()
+    faults: Counter[str] = Counter()
     for names in index.tools:
         tools.update(set(names) or ["none"])
     for kinds in index.faults:

@@ -168,10 +168,10 @@ class RunIndex:
 
     def copy(self) -> "RunIndex":
         """A copy to extend: pages still rendering from this one never see its lists change."""
-        lists = {name: list(getattr(self, name)) for name in
-                 ("offsets", "verdict", "reward", "tier", "tools", "faults", "judge", "prompt")}
         return RunIndex(self.path, self.kind, sig=self.sig, end=self.end, facts={k: list(v) for k, v in self.facts.items()},
-                        meta=self.meta, skipped=self.skipped, **lists)
+                        meta=self.meta, skipped=self.skipped, offsets=list(self.offsets), verdict=list(self.verdict),
+                        reward=list(self.reward), tier=list(self.tier), tools=list(self.tools),
+                        faults=list(self.faults), judge=list(self.judge), prompt=list(self.prompt))
 
     @property
     def mode(self) -> str:
@@ -266,16 +266,20 @@ class RunCache:
         raw = read_meta(path)
         meta, _ = checked_meta(raw, path)
         if "mode" not in meta:                       # a checkpoint's sidecar: the mode is in its run record
-            record = (raw.get("fingerprint") or {}) if isinstance(raw.get("fingerprint"), dict) else {}
-            run = record.get("run") if isinstance(record.get("run"), dict) else {}
+            record = raw.get("fingerprint")
+            run = record.get("run") if isinstance(record, dict) else None
+            if not isinstance(run, dict):
+                run = {}
             if isinstance(run.get("mode"), str):
                 meta = {**meta, "mode": run["mode"]}
         if os.path.isdir(path) or path.endswith(".parquet"):
             index = RunIndex(path, "parquet", sig, meta=meta, partial=limit is not None)
             index.read_parquet(limit)
             return index
-        grown = old is not None and old.kind == "jsonl" and old.sig[0] == sig[0] and sig[2] >= old.end
-        index = old.copy() if grown else RunIndex(path, "jsonl", partial=limit is not None)
+        if old is not None and old.kind == "jsonl" and old.sig[0] == sig[0] and sig[2] >= old.end:   # grown
+            index = old.copy()
+        else:
+            index = RunIndex(path, "jsonl", partial=limit is not None)
         index.sig, index.meta = sig, meta
         with open(path, "rb") as fh:
             index.read_jsonl(fh, sig[2], limit)

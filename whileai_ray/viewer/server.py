@@ -56,9 +56,19 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0]
 
 
+class ViewerServer(ThreadingHTTPServer):
+    """The standard library's server, holding what every request reads (set by make_server)."""
+    root: str                 # the folder of runs, as given
+    root_real: str            # the same, every link resolved
+    token: str | None         # None: loopback requests only
+    verbose: bool             # log each request to stderr
+    cache: RunCache
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "whileai-ray-view"
     sys_version = ""
+    server: ViewerServer
 
     def log_message(self, fmt, *args):          # quiet unless asked: a page polls every 2 s
         if self.server.verbose:
@@ -192,7 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def make_server(root, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-                verbose: bool = False) -> ThreadingHTTPServer:
+                verbose: bool = False) -> ViewerServer:
     """A server over the runs in folder ``root`` (not yet serving: call ``serve_forever``).
     ValueError, before any socket opens, for a missing folder, a host that is not loopback
     without a token, or a token too short to guess at."""
@@ -211,7 +221,7 @@ def make_server(root, host: str = "127.0.0.1", port: int = 8765, token: str | No
                          "(every request must then carry it), or leave --host at 127.0.0.1")
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"--port must be 0..65535 (0: any free port); got {port!r}")
-    server = ThreadingHTTPServer((host, port), _Handler)
+    server = ViewerServer((host, port), _Handler)
     server.daemon_threads = True
     server.root, server.root_real = root, os.path.realpath(root)
     server.token, server.verbose = token, verbose

@@ -74,6 +74,14 @@ class _Stream:
 class _Format:
     """How one kind's ids are written: a pattern, an example's shape, a type."""
     __slots__ = ("pattern", "example", "kind_type", "fmt", "prefix", "bounds", "name", "list_name")
+    pattern: str | None         # the id parameter's schema pattern
+    example: str | None         # an id quoted in a description
+    kind_type: str              # "string" or "integer"
+    fmt: str | None             # the id parameter's schema format
+    prefix: str                 # ORD in ORD-48211
+    bounds: tuple[int, int]     # an integer id's range
+    name: str                   # the parameter name a record field uses
+    list_name: str | None       # the array parameter that lists these ids, when one does
 
     def __init__(self, kind: str):
         self.pattern = self.example = self.fmt = None

@@ -189,7 +189,7 @@ class World:
             rec["status"] = "partially completed"
         elif state == "entity already acted on":
             rec["status"] = "completed"
-        ans = {"status": "ok", "data": rec}
+        ans: dict[str, object] = {"status": "ok", "data": rec}
         if state == "duplicate entity" and refs:
             ans["matches"] = 2
         return ans

@@ -14,7 +14,7 @@ from functools import lru_cache
 try:                                    # Python 3.11+
     from re import _parser as _sre      # type: ignore[attr-defined]
 except ImportError:                     # pragma: no cover - older Pythons
-    import sre_parse as _sre            # type: ignore[no-redef]
+    import sre_parse as _sre
 
 __all__ = ["string_for_pattern"]
 

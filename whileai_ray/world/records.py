@@ -63,7 +63,7 @@ def tool_specs(tools, opts: WorldOptions) -> dict[str, ToolSpec]:
     for i, tool in enumerate(tools):
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         name = fn.get("name") if isinstance(fn, dict) else None
-        if not isinstance(name, str) or not name:
+        if not isinstance(fn, dict) or not isinstance(name, str) or not name:
             raise ValueError(f"tools[{i}] has no function name; pass OpenAI function schemas like "
                              "{'type': 'function', 'function': {'name': ..., 'parameters': {...}}}")
         params = fn.get("parameters") or {}

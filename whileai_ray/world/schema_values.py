@@ -149,7 +149,7 @@ def _merge(a: dict, b: dict) -> dict:
 def _object(schema: dict, rnd, root, pick_id, path, optional_share) -> dict:
     props = schema.get("properties") or {}
     required = [r for r in (schema.get("required") or []) if isinstance(r, str)]
-    out = {}
+    out: dict[str, Any] = {}
     want = max(0, int(schema.get("minProperties") or 0))
     for key, sub in props.items():
         if key in required or rnd.random() < optional_share or len(required) + len(out) < want:
@@ -169,8 +169,12 @@ def _array(schema: dict, rnd, root, name, pick_id, path, optional_share) -> list
     top = min(hi, max(lo, 1) + 2)
     n = lo if top <= lo else lo + int(rnd.random() * (top - lo + 1))
     n = max(n, min(1, hi))                  # one element at least, when allowed: a call worth making
-    prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
-    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    prefix = schema.get("prefixItems")
+    if not isinstance(prefix, list):
+        prefix = []
+    items = schema.get("items")
+    if not isinstance(items, dict):
+        items = {}
     out: list = []
     tries = 0
     while len(out) < n and tries < 4 * n + 8:
@@ -204,10 +208,11 @@ def _integer(schema: dict, rnd) -> int:
     lo, hi = _bounds(schema, 1)
     lo = math.ceil(lo) if lo is not None else None
     hi = math.floor(hi) if hi is not None else None
-    if lo is None and hi is None:
-        lo, hi = 1, 10
-    elif lo is None:
-        lo = min(1, hi) if hi >= 1 else hi - 9
+    if lo is None:
+        if hi is None:
+            lo, hi = 1, 10
+        else:
+            lo = min(1, hi) if hi >= 1 else hi - 9
     elif hi is None:
         hi = lo + 9
     m = schema.get("multipleOf")
@@ -262,7 +267,9 @@ def _hinted(name: str, rnd) -> str:
     for word, hint in _NAME_HINTS:
         if word in low:
             if hint == "email" or hint == "date":
-                return _formatted(hint, rnd)
+                value = _formatted(hint, rnd)
+                assert value is not None        # email and date are formats _formatted writes
+                return value
             if hint == "math":
                 return f"{1 + int(r() * 99)} * {1 + int(r() * 9)} + {int(r() * 50)}"
             if hint in ("first", "last"):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 __all__ = ["argument_errors", "validator_for", "refusal", "ToolValidator", "INVALID"]
 
@@ -50,6 +51,7 @@ class ToolValidator:
     required, maybe closed) is checked by hand, in a microsecond; anything else, and every call
     the hand check doubts, goes to jsonschema, built on first need (its errors are the answer)."""
     __slots__ = ("parameters", "flat", "_full")
+    _full: Any          # jsonschema's validator (an untyped package) once built; False: none can be; None: not yet
 
     def __init__(self, parameters: dict):
         self.parameters = parameters

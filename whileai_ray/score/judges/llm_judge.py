@@ -64,6 +64,7 @@ def _capture(coro) -> dict:
 
 
 def _resolve_backend(model, base_url, api_key) -> OpenAI:
+    backend: OpenAI | None
     if base_url is not None:
         name = model.model if isinstance(model, OpenAI) else model
         backend = OpenAI(name or None, str(base_url), api_key)

@@ -80,7 +80,9 @@ def _dump(value) -> str:
 
 def _conversation(row: dict) -> list[str]:
     lines = [f"user: {row.get('prompt') or ''}"]
-    steps = row.get("steps") if isinstance(row.get("steps"), list) else []
+    steps = row.get("steps")
+    if not isinstance(steps, list):
+        steps = []
     for step in steps:
         if not isinstance(step, dict):
             continue

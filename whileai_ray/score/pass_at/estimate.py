@@ -169,7 +169,8 @@ def pass_at_of_tally(tally: PassTally, k: int | None = None, *, min_k: int = 4,
     tasks, sizes, passed = tally.sorted_tasks()  # sorted: row order never changes an interval
     multi = sorted(s for s in sizes if s >= 2)
     k_given = k is not None
-    k = k if k_given else (multi[0] if multi else 1)
+    if k is None:
+        k = multi[0] if multi else 1
 
     ns, cs = np.asarray(sizes, dtype=np.int64), np.asarray(passed, dtype=np.int64)
     rates = cs / np.where(ns > 0, ns, 1)      # int64 -> float64 then divide: Python's c / n exactly

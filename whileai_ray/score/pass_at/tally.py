@@ -165,7 +165,7 @@ def config_text(value) -> str | None:
 
 def pass_at_facts(rows: list) -> dict:
     """The pass_at fact columns of ``rows``: ``{name: [value per row]}`` (see ``PASS_AT_FACTS``)."""
-    out = {name: [] for name, _ in PASS_AT_FACTS}
+    out: dict[str, list] = {name: [] for name, _ in PASS_AT_FACTS}
     value_, unjudged_, task_ = out["pa_value"], out["pa_unjudged"], out["pa_task"]
     cut_, silent_, think_ = out["pa_cut"], out["pa_silent"], out["pa_think"]
     cfg = [(out[f"pa_cfg_{name}"], read) for name, read in CONFIG_SOURCES.items()]

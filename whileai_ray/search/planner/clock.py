@@ -35,30 +35,34 @@ class RunClock:
         return self.deadline_at is not None
 
     def expired(self) -> bool:
-        return self.on and self._now() >= self.deadline_at
+        deadline = self.deadline_at
+        return deadline is not None and self._now() >= deadline
 
     def drain_over(self) -> bool:
         """Past the deadline plus the grace: what is still in flight is cut."""
-        return self.on and self._now() >= self.deadline_at + self.grace_s
+        deadline = self.deadline_at
+        return deadline is not None and self._now() >= deadline + self.grace_s
 
     def phase(self) -> str:
         """``RUNNING`` (no clock, or before the deadline), ``DRAINING`` (past the deadline: nothing new
         starts, what is in flight may land) or ``OVER`` (past the deadline plus the grace)."""
-        if not self.on:
+        deadline = self.deadline_at
+        if deadline is None:
             return RUNNING
         now = self._now()
-        if now < self.deadline_at:
+        if now < deadline:
             return RUNNING
-        return DRAINING if now < self.deadline_at + self.grace_s else OVER
+        return DRAINING if now < deadline + self.grace_s else OVER
 
     def edge(self) -> float | None:
         """The next instant the phase changes (None: no clock, or already over)."""
-        if not self.on:
+        deadline = self.deadline_at
+        if deadline is None:
             return None
         now = self._now()
-        if now < self.deadline_at:
-            return self.deadline_at
-        return self.deadline_at + self.grace_s if now < self.deadline_at + self.grace_s else None
+        if now < deadline:
+            return deadline
+        return deadline + self.grace_s if now < deadline + self.grace_s else None
 
     def wait_s(self, longest: float = 0.5) -> float:
         """How long the loop may wait for a result before looking at the clock again."""
@@ -75,12 +79,13 @@ class RunClock:
 
     def summary(self, started_at: float | None = None) -> dict | None:
         """``{"time_budget", "stopped_after_s", "overrun_s", "skipped", "cut"}`` (None without a clock)."""
-        if not self.on:
+        deadline = self.deadline_at
+        if deadline is None:
             return None
         stopped = self.stopped_at if self.stopped_at is not None else self._now()
-        out = {"overrun_s": round(max(0.0, stopped - self.deadline_at), 3), "skipped": self.skipped,
+        out = {"overrun_s": round(max(0.0, stopped - deadline), 3), "skipped": self.skipped,
                "cut": self.cut}
         if started_at is not None:
-            out = {"time_budget": round(self.deadline_at - started_at, 3),
+            out = {"time_budget": round(deadline - started_at, 3),
                    "stopped_after_s": round(stopped - started_at, 3), **out}
         return out

@@ -21,6 +21,8 @@ from __future__ import annotations
 import time
 from collections import deque
 
+import numpy as np
+
 from ...core.columns import Column, prompt_digest
 from ...core.digest_table import DigestTable
 from ...core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES, TIMED_OUT
@@ -109,7 +111,7 @@ class Planner(PlannerState, PlannerStatsReport):
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
         self._targeted = 0
         self._seen = DigestTable()            # digests of opened prompts: a prompt opens at most once
-        self._scored = ("", None, 0.0)
+        self._scored: tuple[str, np.ndarray | None, float] = ("", None, 0.0)   # (prompt, sketch, novelty)
         self.budget_bound_round: int | None = None    # the first round the budget cut (planner/budget_bound.py)
 
     def _group_key(self, wid: int) -> list:
@@ -260,6 +262,7 @@ class Planner(PlannerState, PlannerStatsReport):
                     return sit, None, None, ("targeted", self.shapes.planned.index(shape), self._targeted - 1)
         best = None
         tries = 6 if self.s.trace_guard is None else 6 + TRACE_RETRIES   # a trace's near-copy is never the fallback
+        assert self.picker is not None       # _can_open: no seed or pinned ask left means a grid to pick from
         for attempt in range(tries):
             ci, instance = self.picker.pick_index(faulted)
             cell = self.picker.cells[ci]

@@ -6,6 +6,10 @@ It travels to the driver actor inside the planner.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...situations.near_copy import NearCopyGuard
 
 __all__ = ["PlanSettings"]
 
@@ -41,7 +45,7 @@ class PlanSettings:
     copies_needed: int = 5
     precounted: int = 0                           # rows on disk counted toward the budget up front
     avoid_prompt_shas: frozenset = frozenset()    # prompts already on disk (schema.prompt_sha): never drawn again
-    trace_guard: object = None                    # traces=: a NearCopyGuard; near-copies of a trace are never drawn
+    trace_guard: NearCopyGuard | None = None                    # traces=: a NearCopyGuard; near-copies of a trace are never drawn
     aimed_cells: list | None = None               # strategy="targeted": the trace cells (search/traces/steering.py)
     steering_weight: float = 0.0
     traces_key: str = ""                          # what the traces changed in the plan (plan fingerprint)

@@ -17,6 +17,7 @@ Situations are written again from the wording recipes when the planner is restor
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +26,10 @@ from ...core.columns import Column, State, digest
 from ...core.digest_table import DigestTable
 from ...store.row_key_set import digest_arrays
 from .wordings import UNIT_FIELDS
+
+if TYPE_CHECKING:
+    from .groups import GroupBook
+    from .plan_settings import PlanSettings
 
 __all__ = ["PlannerState", "planner_state", "restore_planner", "encode_units", "decode_units", "landed_keys",
            "landed_digests", "iter_landed_keys"]
@@ -185,6 +190,10 @@ def restore_planner(p, state: State):
 
 class PlannerState:
     """The planner's snapshot methods (``Planner`` inherits them; this module holds the logic)."""
+    book: GroupBook                  # set by Planner.__init__
+
+    if TYPE_CHECKING:                # the constructor from_state calls: Planner's
+        def __init__(self, settings: PlanSettings, writer: Any, cells: list[dict]) -> None: ...
 
     def state(self, scratch: dict | None = None) -> State:
         """The planner as plain data, without its writer or settings. ``scratch``: see
@@ -230,6 +239,6 @@ class PlannerState:
         ``iter_landed_keys`` reads (the wordings, the landed logs, the writer and the grid). A
         million-row resume writes its settled rows into the result after this, ~400 MB lighter.
         The planner decides and observes nothing after it."""
-        for name in ("novelty", "family", "tracker", "book", "bandit", "shapes", "_seen", "_parents"):
+        for name in ("novelty", "family", "tracker", "book", "bandit", "shapes", "_seen", "_parents",
+                     "_landed_ka", "_landed_kb"):
             setattr(self, name, None)
-        self._landed_ka = self._landed_kb = None

@@ -12,7 +12,20 @@ counters of a later run to the first run's record; the figures that describe the
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                      # the planner's parts, named for the type checker only (no import cycle)
+    from ..situations.timed_writer import TimedWriter
+    from .arms import ArmBandit
+    from .cell_picker import CellPicker
+    from .coverage import CoverageTracker
+    from .family_cap import FamilyCap
+    from .groups import GroupBook
+    from .targeting import ShapeTargets
+    from .trace_steering import SteeredPicker
 
 __all__ = ["PlannerStats", "PlannerStatsReport"]
 
@@ -23,6 +36,8 @@ SUMMED_BY_REASON = ("rerolled_by", "lost_by")
 
 class ReasonTotals:
     """``rerolled`` and ``lost``: the totals of ``rerolled_by`` / ``lost_by`` (a planner's, its stats')."""
+    rerolled_by: dict[str, int]        # reason -> count (declared here, set by the class that uses this)
+    lost_by: dict[str, int]
 
     @property
     def rerolled(self) -> int:
@@ -40,8 +55,8 @@ class PlannerStats(ReasonTotals):
     timed_out: int = 0
     agent_errors: int = 0
     situations: int = 0
-    rerolled_by: dict = field(default_factory=dict)
-    lost_by: dict = field(default_factory=dict)
+    rerolled_by: dict[str, int] = field(default_factory=dict)
+    lost_by: dict[str, int] = field(default_factory=dict)
     coverage_keys: dict = field(default_factory=dict)
     coverage_curve: list = field(default_factory=list)
     arm_weights: dict = field(default_factory=dict)
@@ -76,6 +91,28 @@ class PlannerStats(ReasonTotals):
 
 class PlannerStatsReport(ReasonTotals):
     """The planner's ``stats()`` (a base of ``Planner``): the figures come from its own parts."""
+    # what stats() reads: declared here for the type checker, set by Planner.__init__
+    landed: int
+    scheduled: int
+    timed_out: int
+    agent_errors: int
+    situations_opened: int
+    tracker: CoverageTracker
+    bandit: ArmBandit
+    arm_counts: dict[str, int]
+    shapes: ShapeTargets | None
+    family: FamilyCap
+    failure_criteria: dict[str, int]
+    book: GroupBook
+    _group_key: Callable[[int], list]
+    allocator: dict[str, int]
+    mutation_aims: dict[str, dict[str, int]]
+    picker: CellPicker | SteeredPicker | None
+    faulted_situations: int
+    seeds_left: deque[str]
+    decide_seconds: float
+    writer: TimedWriter
+    trace_near_copies: int
 
     def stats(self, stopped_because: str | None = None) -> PlannerStats:
         """The end-of-run figures (called once, when the run stops: the coverage curve is closed)."""

@@ -44,7 +44,17 @@ _GRID_SID = re.compile(r"sc-[0-9a-f]{10}")
 
 
 class Wordings:
-    def __init__(self):
+    # the recipe columns (_COLS), one entry per wording id; set by name in __init__ / load_state
+    kind: Column
+    a: Column
+    b: Column
+    c: Column
+    nov: Column
+    fp: Column
+    digest: Column
+    sid: Column
+
+    def __init__(self) -> None:
         for name, dtype in _COLS:
             setattr(self, name, Column(dtype))
         self.plans: list = [None]              # fault plans by id (0: none); shared by its units

@@ -28,8 +28,8 @@ from ...store.row_key_set import digest_arrays
 from .wordings import UNIT_FIELDS
 
 if TYPE_CHECKING:
-    from .groups import GroupBook
-    from .plan_settings import PlanSettings
+    from ..groups import GroupBook
+    from .settings import PlanSettings
 
 __all__ = ["PlannerState", "planner_state", "restore_planner", "encode_units", "decode_units", "landed_keys",
            "landed_digests", "iter_landed_keys"]

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:                      # the planner's parts, named for the type checker only (no import cycle)
-    from ..situations.timed_writer import TimedWriter
-    from .arms import ArmBandit
-    from .cell_picker import CellPicker
-    from .coverage import CoverageTracker
-    from .family_cap import FamilyCap
-    from .groups import GroupBook
-    from .targeting import ShapeTargets
-    from .trace_steering import SteeredPicker
+    from ...situations.timed_writer import TimedWriter
+    from ..arms import ArmBandit
+    from ..cell_picker import CellPicker
+    from ..coverage import CoverageTracker
+    from ..family_cap import FamilyCap
+    from ..groups import GroupBook
+    from ..targeting import ShapeTargets
+    from ..traces.steering import SteeredPicker
 
 __all__ = ["PlannerStats", "PlannerStatsReport"]
 

@@ -218,6 +218,19 @@ def test_a_half_written_shard_is_removed_when_the_run_opens(tmp_path):
     assert len(warnings) == 1 and "half written" in warnings[0]
 
 
+def test_parts_a_dead_driver_never_published_are_removed_when_the_next_run_opens(tmp_path):
+    """Staged parts may hold rows that never landed; the run that staged them did not decide which,
+    so the next run removes them (its landed rows stay in the stubs and JSONL shards)."""
+    folder = str(tmp_path / "sh")
+    prepare_shards(folder, "r")
+    writer = ShardWriter(folder, parquet_rows=1)
+    writer.write([{"prompt": "p", "steps": [], "final_text": "x"}])
+    staged = tmp_path / "sh" / "staged"
+    assert len(os.listdir(staged)) == 1 and not os.listdir(tmp_path / "sh" / "parquet")
+    prepare_shards(folder, "r2")
+    assert not os.listdir(staged) and not os.listdir(tmp_path / "sh" / "parquet")
+
+
 def test_two_checkpoints_of_one_name_in_one_storage_keep_their_shards_apart(tmp_path):
     store = str(tmp_path / "store")
     a, b = tmp_path / "a" / "ck.jsonl", tmp_path / "b" / "ck.jsonl"

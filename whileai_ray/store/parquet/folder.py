@@ -22,6 +22,7 @@ back with ``read_parquet`` decodes ``row_json`` and returns rows equal to those 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from itertools import islice
@@ -34,7 +35,7 @@ from ..atomic import atomic_path
 from ..checkpoint.disk_rows import gc_paused
 from .key_tally import KeyTally
 from .limits import byte_budget, check_footer, checked_file, read_row_group
-from .swap import recover, replace_folder, write_into
+from .swap import recover, replace_folder, work_folder, write_into
 from ..row_key_set import RowKeySet, key_digest
 from ..schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
                      record_of, row_key)
@@ -220,8 +221,9 @@ class ParquetSink:
 
     def _cut_short(self) -> bool:
         """Did the files found at open include ``rows.parquet`` and parts beside it? (A compaction
-        cut short leaves the parts it merged; a run that stopped without compacting leaves new
-        ones: either way the compaction that follows drops any row it already wrote.)"""
+        cut short by a version before ``parquet/swap.py`` left the parts it merged; a run that
+        stopped without compacting leaves new ones: either way the compaction that follows drops
+        any row it already wrote.)"""
         names = {f.name for f in self._found}
         return COMPACT_NAME in names and len(names) > 1
 
@@ -302,6 +304,8 @@ class ParquetSink:
         self.flush()
         self._closed = True
         if not compact:
+            with contextlib.suppress(OSError):      # the parts' (empty) work folder
+                work_folder(self.folder).rmdir()
             return str(self.folder)
         target = self.folder / COMPACT_NAME
         sources = ([target] if target.is_file() else []) + self.parts()

@@ -8,9 +8,9 @@ import time
 
 import whileai_ray as wai
 from bounded_call import bounded
-from whileai_ray.store.parquet import ParquetSink
+from whileai_ray.store.parquet.folder import ParquetSink
 from whileai_ray.store.schema import key_string, row_key
-from whileai_ray.store.shards import shards_of
+from whileai_ray.store.shards.storage import shards_of
 
 UNIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit")
 

@@ -292,7 +292,7 @@ def test_a_filesystem_uri_goes_through_pyarrow_and_a_folder_no_actor_sees_is_ref
     assert read_landed(folder, [{"_shard": [name, *spans[0]]}])[0]["final_text"] == "x"
     base = folder[len("file://"):]
     assert os.listdir(base + "/staged") and not os.listdir(base + "/parquet")   # until the Driver publishes it
-    from whileai_ray.store.shard_parquet import publish
+    from whileai_ray.store.shards.parquet import publish
     assert publish(folder, {name: [spans[0][0]]})["published"] == 1
     assert os.listdir(base + "/parquet") and not os.listdir(base + "/staged")
     with pytest.raises(ValueError, match="does not see"):

@@ -37,7 +37,7 @@ class CheckpointSink:
         exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
         taken = self.checkpoint.append_new(exported)
         if self.stubs:
-            from .shard_parquet import note_landed
+            from ..shards.parquet import note_landed
             note_landed(self.landed_shards, taken)
         if self.parquet is not None:
             self.parquet.write(taken, new=self.mirrored)     # keys the JSONL just took: new to a mirror

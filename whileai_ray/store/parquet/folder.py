@@ -12,7 +12,7 @@ polars, pyarrow and ``ray.data.read_parquet`` pointed at it see exactly the run.
 written in the hidden work folder and renamed in. ``close(compact=True)`` builds the new
 content, one ``<folder>/rows.parquet`` holding the rows of any ``rows.parquet`` already there
 (``mode="a"``) and of the parts, with row groups of ``row_group_size`` rows, in the work
-folder, and swaps it with the folder in one step (``parquet_swap.replace_folder``): a
+folder, and swaps it with the folder in one step (``swap.replace_folder``): a
 compaction cut short at any point leaves the folder as it was before or as it is after,
 never both; the next open removes what it left in the work folder.
 

@@ -23,7 +23,7 @@ _COMPACT = textwrap.dedent("""
     from test_parquet import make_row
     from whileai_ray.store.parquet.folder import ParquetSink
     try:
-        from whileai_ray.store import parquet_swap
+        from whileai_ray.store.parquet import swap as parquet_swap
     except ImportError:
         parquet_swap = None
     folder, kill_at, fallback = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"

@@ -2,8 +2,9 @@
 
 A checkpoint ``run.jsonl`` owns ``run.jsonl.meta.json`` (its fingerprint), ``run.jsonl.keys``
 (and ``run.jsonl.keys.seal``, ``checkpoint/key_seal.py``), ``run.jsonl.plan``, ``run.jsonl.lock``, ``run.jsonl.shards.json`` (shared storage: ``shards/storage.py``)
-and the ``run.parquet/`` folder; an ``output=`` path ``out.jsonl`` writes ``out.jsonl``,
-``out.parquet`` and ``out.meta.json``. ``check_output(output, checkpoint)`` refuses, before any
+and the ``run.parquet/`` folder (with ``.run.parquet.work/`` beside it, where its files are built:
+``parquet/swap.py``); an ``output=`` path ``out.jsonl`` writes ``out.jsonl``, ``out.parquet`` and
+``out.meta.json``. ``check_output(output, checkpoint)`` refuses, before any
 budget is spent, an ``output=`` whose files would land on the checkpoint's (same file after
 ``os.path.realpath``, a symlink included) or on any existing checkpoint: the output writer
 replaces its file, and no writer may ever truncate a checkpoint.
@@ -40,6 +41,7 @@ from .checkpoint.meta import read_sidecar, sidecar_path
 from .checkpoint.lines import HEADER_KEY, dump_line
 from .checkpoint.key_index import index_path, records_for, write_index
 from .checkpoint.key_seal import seal_path
+from .parquet.swap import replace_folder, work_folder, work_owner
 from .row_key_set import digest_arrays
 
 __all__ = ["checkpoint_files", "output_files", "is_checkpoint", "is_parquet", "check_output", "write_rows",
@@ -61,7 +63,7 @@ def checkpoint_files(checkpoint) -> list[Path]:
     from .snapshots.file import snapshot_path
     ck = Path(real_path(checkpoint))
     return [ck, sidecar_path(ck), index_path(ck), seal_path(ck), Path(snapshot_path(ck)), lock_path(ck),
-            Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json")]
+            Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json"), work_folder(parquet_folder_for(ck))]
 
 
 def refuse_planted_links(checkpoint) -> None:
@@ -82,7 +84,10 @@ def _run_base(path: str) -> str | None:
     if os.path.isfile(path) and is_checkpoint(path):
         return path
     folder = path
-    while True:                       # the Parquet side: the folder itself or anything under it
+    while True:                       # the Parquet side (or its work folder): the folder or anything under it
+        owner = work_owner(os.path.basename(folder))
+        if owner is not None:
+            folder = os.path.join(os.path.dirname(folder), owner)
         if folder.endswith(".parquet"):
             stem = folder[:-len(".parquet")]
             for base in (stem + ".jsonl", stem):
@@ -159,10 +164,12 @@ def check_output(output, checkpoint) -> None:
     if checkpoint is not None:
         for f in checkpoint_files(checkpoint):
             owned[_real(f)] = f
-    parquet_folder = _real(parquet_folder_for(checkpoint)) if checkpoint is not None else None
+    folders = [_real(parquet_folder_for(checkpoint)), _real(work_folder(parquet_folder_for(checkpoint)))] \
+        if checkpoint is not None else []
+    parquet_folder = folders[0] if folders else None
     for f in output_files(output):
         real = _real(f)
-        inside = parquet_folder is not None and real.startswith(parquet_folder + os.sep)
+        inside = any(real.startswith(folder + os.sep) for folder in folders)
         if real in owned or inside:
             raise ValueError(
                 f"output={os.fspath(output)!r} would write {str(f)!r}, which is the checkpoint's own "
@@ -201,10 +208,8 @@ def _write_checkpoint(rows, path: Path) -> str:
             fsync_file(fh)
         write_index(index_path(path), created, records)
         folder = Path(parquet_folder_for(path))
-        if folder.is_dir():                              # the Parquet side follows the JSONL
-            write_parquet(rows, folder / "rows.parquet")
-            for part in folder.glob("part-*.parquet"):
-                part.unlink()
+        if folder.is_dir():              # the Parquet side follows the JSONL, swapped in whole (parquet/swap.py)
+            replace_folder(folder, lambda nxt: write_parquet(rows, nxt / "rows.parquet"))
     return str(path)
 
 

@@ -170,8 +170,8 @@ class DriverRun:
             for pool in (rollouts, judges):
                 if pool is not None:
                     await pool.close()
-        if self.plane is not None:      # Parquet for the rows of actors that died before their last part
-            await asyncio.to_thread(self.plane.fill, getattr(rollouts, "flushed", None))
+        if self.plane is not None:      # the landed rows of the actors' Parquet parts go where readers see them
+            await asyncio.to_thread(self.plane.publish, getattr(opened.sink, "landed_shards", None))
         orphan = self.stopped_because == CALLER_GONE
         await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
         figures = self._planner_figures()

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 
 from ...core.strict_json import dumps
-from ...store.shards.storage import SHARD_KEY, fill_parquet, fill_stubs
+from ...store.shards.parquet import publish
+from ...store.shards.storage import SHARD_KEY, fill_stubs
 from ..messages import RolloutResult
 
 __all__ = ["pack", "DataPlane", "with_full_rows"]
@@ -57,7 +58,7 @@ def pack(results: list[RolloutResult], writer, node: str) -> bytes:
         if extra:
             entry.append(extra)
         entries.append(entry)
-    return dumps({"f": name, "n": node, "b": nbytes, "c": writer.covered, "u": entries}).encode("ascii")
+    return dumps({"f": name, "n": node, "b": nbytes, "u": entries}).encode("ascii")
 
 
 class DataPlane:
@@ -69,8 +70,8 @@ class DataPlane:
         self.row_bytes = 0           # row bytes the actors wrote to shards
         self.rows = 0
         self.parquet_filled = 0
+        self.parquet: dict = {}      # what publish() did with the actors' staged Parquet parts
         self.fill_error: str | None = None
-        self._no_parquet: dict = {}  # writer token -> its landed shard files not yet in a Parquet part
 
     def unpack(self, items: list, payload) -> list[RolloutResult]:
         """``items`` are the flight's ``(round, index, unit)``; ``payload`` what came back."""
@@ -79,8 +80,6 @@ class DataPlane:
         self.driver_bytes += len(payload)
         msg = _DECODE(payload.decode("ascii"))
         self.row_bytes += msg["b"]
-        if msg["f"] is not None:
-            self._track(msg["f"], msg["c"])
         out = []
         for (_r, _i, unit), entry in zip(items, msg["u"]):
             if entry[0] is None and len(entry) == 1:     # never started: the clock ran out (search/planner/clock.py)
@@ -98,22 +97,14 @@ class DataPlane:
             self.rows += 1
         return out
 
-    def _track(self, name: str, covered: int) -> None:
-        token, seq = name[:-6].rsplit("-", 1)
-        files = self._no_parquet.setdefault(token, [])
-        files.append((int(seq), name))
-        self._no_parquet[token] = [(n, f) for n, f in files if n >= covered]
-
-    def fill(self, flushed) -> None:
-        """After the pool closed: the landed rows of writers that did not flush (their actor died)
-        become a Parquet part, read from their JSONL shards (at most ~2,000 rows a writer).
-        ``flushed`` are the tokens that did flush; None: every writer did (the caller's pool)."""
-        if flushed is None:
-            return
-        names = [f for token, files in sorted(self._no_parquet.items()) if token not in flushed
-                 for _n, f in sorted(files)]
+    def publish(self, landed: dict | None) -> None:
+        """After the pool closed: the actors' staged Parquet parts go into ``<shards>/parquet/``
+        holding only the rows the checkpoint took (``landed``: ``CheckpointSink.landed_shards``),
+        and the landed rows no part holds (an actor died before writing them) are filled in from
+        their JSONL shards (``store/shards/parquet.py``)."""
         try:
-            self.parquet_filled += fill_parquet(self.folder, names)
+            self.parquet = publish(self.folder, landed or {})
+            self.parquet_filled += self.parquet["filled"]
         except (OSError, ValueError) as exc:     # the JSONL shards hold the rows; the run's result stands
             self.fill_error = f"{type(exc).__name__}: {exc}"[:300]
 

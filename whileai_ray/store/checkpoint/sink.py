@@ -26,6 +26,7 @@ class CheckpointSink:
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
         self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
+        self.landed_shards: dict = {}   # stubs: shard file -> offsets of its rows taken (shard_parquet.py)
         # a side that holds exactly the JSONL's rows (its files' key tallies say so) takes the
         # rows the JSONL takes without looking each up among a million keys
         self.mirrored = self.parquet is not None and self.parquet.mirrors(self.loaded.digests[0])
@@ -35,6 +36,9 @@ class CheckpointSink:
     def append(self, rows: list[dict]) -> None:
         exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
         taken = self.checkpoint.append_new(exported)
+        if self.stubs:
+            from ..shards.parquet import note_landed
+            note_landed(self.landed_shards, taken)
         if self.parquet is not None:
             self.parquet.write(taken, new=self.mirrored)     # keys the JSONL just took: new to a mirror
 

@@ -5,11 +5,16 @@ Folder layout while a run is going::
     <folder>/part-00000.parquet   one row group of up to ``row_group_size`` rows
     <folder>/part-00001.parquet
     ...
+    .<folder>.work/               beside it, hidden: where files are built (``parquet/swap.py``)
 
-Each part is written to a temporary name and renamed, so every ``part-*.parquet`` on disk
-is a complete, readable file even if the process dies. ``close(compact=True)`` merges the
-parts (after any ``rows.parquet`` already there, in ``mode="a"``) into
-``<folder>/rows.parquet`` with row groups of ``row_group_size`` rows, then removes the parts.
+The folder only ever holds complete files holding rows that landed, each once, so DuckDB,
+polars, pyarrow and ``ray.data.read_parquet`` pointed at it see exactly the run. A part is
+written in the hidden work folder and renamed in. ``close(compact=True)`` builds the new
+content, one ``<folder>/rows.parquet`` holding the rows of any ``rows.parquet`` already there
+(``mode="a"``) and of the parts, with row groups of ``row_group_size`` rows, in the work
+folder, and swaps it with the folder in one step (``swap.replace_folder``): a
+compaction cut short at any point leaves the folder as it was before or as it is after,
+never both; the next open removes what it left in the work folder.
 
 The columns are the versioned schema of ``schema.py`` (``SCHEMA_VERSION = "1"``, also in the
 file's key-value metadata). DuckDB / polars / pandas can query the typed columns; reading
@@ -17,6 +22,7 @@ back with ``read_parquet`` decodes ``row_json`` and returns rows equal to those 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from itertools import islice
@@ -29,6 +35,7 @@ from ..atomic import atomic_path
 from ...core.strict_json import gc_paused
 from .key_tally import KeyTally
 from .limits import byte_budget, check_footer, checked_file, read_row_group
+from .swap import recover, replace_folder, work_folder, write_into
 from ..row_key_set import RowKeySet, key_digest
 from ..schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
                      record_of, row_key)
@@ -37,6 +44,7 @@ __all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "COM
 
 COMPACT_NAME = "rows.parquet"
 _PART_GLOB = "part-*.parquet"
+_TORN_GLOB = "*.parquet.*.tmp"             # atomic_path's temporary names, written in the folder before
 _COMPRESSION = "zstd"
 
 
@@ -51,11 +59,6 @@ def rows_to_table(rows: list[dict]) -> pa.Table:
             for name in ("row_key",) + STRING_COLUMNS:
                 rec[name] = clean_text(rec[name])
         return pa.Table.from_pylist(records, schema=arrow_schema())
-
-
-def _atomic_write_table(table: pa.Table, path: Path, row_group_size: int) -> None:
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, row_group_size=max(1, row_group_size), compression=_COMPRESSION)
 
 
 def write_parquet(rows, path, row_group_size: int = 2000) -> str:
@@ -173,7 +176,10 @@ class ParquetSink:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise ValueError(f"ParquetSink folder {str(self.folder)!r} is a file; pass a folder path")
+        recover(self.folder)                     # what a writer killed mid-compaction left (parquet/swap.py)
         self.folder.mkdir(parents=True, exist_ok=True)
+        for torn in self.folder.glob(_TORN_GLOB):  # a part half written by a version that wrote in the folder
+            torn.unlink()
         self.row_group_size = row_group_size
         self.rows_written = 0
         self.duplicates_skipped = 0
@@ -215,8 +221,9 @@ class ParquetSink:
 
     def _cut_short(self) -> bool:
         """Did the files found at open include ``rows.parquet`` and parts beside it? (A compaction
-        cut short leaves the parts it merged; a run that stopped without compacting leaves new
-        ones: either way the compaction that follows drops any row it already wrote.)"""
+        cut short by a version before ``parquet/swap.py`` left the parts it merged; a run that
+        stopped without compacting leaves new ones: either way the compaction that follows drops
+        any row it already wrote.)"""
         names = {f.name for f in self._found}
         return COMPACT_NAME in names and len(names) > 1
 
@@ -278,8 +285,9 @@ class ParquetSink:
         for a in digests:
             tally.add(a)
         table = rows_to_table(rows)
-        _atomic_write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **tally.meta()}),
-                            path, self.row_group_size)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **tally.meta()})
+        write_into(self.folder, path.name, lambda tmp: pq.write_table(       # built beside, renamed in
+            table, tmp, row_group_size=self.row_group_size, compression=_COMPRESSION))
         self._next_part += 1
         self.rows_written += len(rows)
 
@@ -296,15 +304,24 @@ class ParquetSink:
         self.flush()
         self._closed = True
         if not compact:
+            with contextlib.suppress(OSError):      # the parts' (empty) work folder
+                work_folder(self.folder).rmdir()
             return str(self.folder)
         target = self.folder / COMPACT_NAME
-        parts = self.parts()
-        sources = ([target] if target.is_file() else []) + parts
-        # a compaction cut short left the parts it merged: drop rows already written. The new
-        # file's KeyTally is its sources' (hashed from their keys where one has none)
+        sources = ([target] if target.is_file() else []) + self.parts()
+        # built in the work folder, then swapped with the folder in one step: a reader never
+        # sees the parts beside the file they were merged into (parquet/swap.py)
+        replace_folder(self.folder, lambda nxt: self._compact(sources, nxt / COMPACT_NAME))
+        return str(target)
+
+    def _compact(self, sources: list[Path], out: Path) -> None:
+        """Write the rows of ``sources`` (``rows.parquet`` first, then the parts) to ``out``."""
+        # a folder a compaction of an earlier version cut short holds rows.parquet and the parts it
+        # merged: drop rows already written. The new file's KeyTally is its sources' (hashed from
+        # their keys where one has none)
         seen = RowKeySet() if self._cut_short() else None
         tally = KeyTally()
-        with atomic_path(target) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
+        with pq.ParquetWriter(out, arrow_schema(), compression=_COMPRESSION) as writer:
             pending, count = [], 0
             for source in sources:                # a row group at a time: a million rows are never all read
                 file = pq.ParquetFile(source)
@@ -324,9 +341,8 @@ class ParquetSink:
             if pending:
                 writer.write_table(pa.concat_tables(pending), row_group_size=self.row_group_size)
             writer.add_key_value_metadata(tally.meta())
-        for part in parts:
-            part.unlink()
-        return str(target)
+        with open(out, "rb+") as fh:              # on disk before the swap makes it the folder's
+            os.fsync(fh.fileno())
 
     @staticmethod
     def _tallied(batch, tally: KeyTally, seen: RowKeySet | None):

@@ -11,8 +11,9 @@ where each one is (file, byte span, CRC) and the few facts the planner reads. La
     runs/a.jsonl.keys/.lock/.plan  as for any checkpoint (key index, lock, planner snapshot)
     runs/a.jsonl.shards.json       where the shards are (``{"_whileai_ray_shards": 1, "folder": ...}``)
     <shards>/rows/<actor>-<n>.jsonl     one file per chunk an actor played: full rows, stored form
-    <shards>/parquet/part-<actor>-<n>.parquet  the same rows as Parquet, a part per ~2,000 rows an actor played
-                                   (part-fill-*: the rows of an actor that died before its next part)
+    <shards>/parquet/part-<actor>-<n>.parquet  the landed rows as Parquet, a part per ~2,000 rows an actor
+                                   played (part-fill-*: landed rows of an actor that died before its next part)
+    <shards>/staged/               an actor's parts until the Driver publishes them (``shards/parquet.py``)
     <shards>/probe-<run id>        written by the Driver when the run opens; every actor must see it
 
 ``<shards>`` is ``runs/a.shards`` (``shared_storage=True``) or ``<uri>/a-<digest>.shards`` (the
@@ -23,7 +24,10 @@ stub (key fields, planner facts, ``_shard = [file, start, end, crc]``) with the 
 key index, duplicate refusal and torn-tail repair as any checkpoint line. A shard file may
 also hold rows the Driver never landed (played after the budget was reached, or by an actor
 whose node went away before it answered: the chunk was played again elsewhere); no stub points
-at them, so they are never read back. Resume reads the stubs only.
+at them, so they are never read back. Resume reads the stubs only. ``parquet/`` holds exactly
+the landed rows, each once, for DuckDB, polars or ``ray.data.read_parquet`` to read whole: an
+actor stages its parts, and when the pool has closed the Driver moves in those the checkpoint
+took, without the rows it did not (``shards/parquet.py``).
 
 **Never torn.** A shard file is written under a temporary name and renamed (an object store
 publishes an object whole on close), so a node killed mid-write leaves at most a ``*.tmp``
@@ -39,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import uuid
 import zlib
 from collections import defaultdict
@@ -48,7 +53,7 @@ from ..checkpoint.lines import dump_line
 from .files import bad_pointer, check_regular, read_shard, shard_pointer
 
 __all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
-           "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "fill_parquet", "check_stub_shards",
+           "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "check_stub_shards",
            "open_shards"]
 
 SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
@@ -215,7 +220,8 @@ def check_stub_shards(folder: str, checkpoint) -> None:
 def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
     """The Driver opens a run's shards: create the folders, write the probe every actor checks
     (``check_probe``) and the checkpoint's sidecar (``shards_of``), remove ``*.tmp`` files a killed
-    node left. Returns the warnings."""
+    node left and the staged parts of a run whose Driver never published them (``shards/parquet.py``).
+    Returns the warnings."""
     if checkpoint is not None:
         from ..atomic import atomic_path
         with atomic_path(sidecar_path(checkpoint)) as tmp, open(tmp, "wb") as fh:
@@ -223,7 +229,7 @@ def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
             fh.flush()
             os.fsync(fh.fileno())
     fs, path = _fs(folder)
-    for sub in ("rows", "parquet"):
+    for sub in ("rows", "parquet", "staged"):
         _mkdir(fs, _join(path, sub))
     warnings = []
     for sub in ("rows", "parquet"):
@@ -233,6 +239,9 @@ def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
         if torn:
             warnings.append(f"{_join(folder, sub)}: removed {len(torn)} shard file(s) a stopped actor left half "
                             "written (*.tmp); their rows never landed and are played again")
+    staged = _listing(fs, _join(path, "staged"))   # parts a run that did not close never published
+    for name in staged:
+        _delete(fs, _join(path, "staged", name))
     _put(fs, _join(path, f"probe-{run_id}"), run_id.encode())
     return warnings
 
@@ -269,7 +278,8 @@ def check_probe(folder: str, run_id: str, node: str) -> None:
 class ShardWriter:
     """One rollout actor's writer: ``write(rows)`` puts a chunk's rows in a new shard file and
     returns where each row is; Parquet parts are written every ``parquet_rows`` rows and on
-    ``flush()``."""
+    ``flush()``. An actor packs several chunks at once (threads): the names, the buffer and the
+    part numbers are taken under a lock, the files written outside it."""
 
     def __init__(self, folder: str, parquet_rows: int = PARQUET_ROWS):
         self.folder = folder
@@ -278,65 +288,52 @@ class ShardWriter:
         self.parquet_rows = parquet_rows
         self.seq = 0
         self.parts = 0
-        self.covered = 0                            # files (by seq) whose rows are in Parquet parts
         self._buffer: list[dict] = []
+        self._origin: list = []                     # [shard file, [row offsets]] of the buffered rows
+        self._lock = threading.Lock()
         self.bytes_written = 0
 
     def write(self, rows: list[dict]) -> tuple[str, list[tuple[int, int, int]], int]:
         """``(file, [(start, end, crc)] per row, bytes)``: the rows are on storage when it returns."""
         exported = [stored_row(r) for r in rows]
         lines = [dump_line(r) for r in exported]
-        name = f"{self.token}-{self.seq:06d}.jsonl"
-        self.seq += 1
+        with self._lock:
+            name = f"{self.token}-{self.seq:06d}.jsonl"
+            self.seq += 1
         spans, pos = [], 0
         for line in lines:
             spans.append((pos, pos + len(line) - 1, zlib.crc32(line[:-1])))
             pos += len(line)
         _put(self.fs, _join(self.path, "rows", name), b"".join(lines))
-        self.bytes_written += pos
-        self._buffer.extend(exported)
-        if len(self._buffer) >= self.parquet_rows:
-            self.flush()
+        with self._lock:
+            self.bytes_written += pos
+            self._buffer.extend(exported)
+            self._origin.append([name, [start for start, _end, _crc in spans]])
+            part = self._take() if len(self._buffer) >= self.parquet_rows else None
+        if part is not None:
+            _stage(self.fs, self.path, *part)
         return name, spans, pos
 
+    def _take(self):
+        """The buffered rows as a part to write (its name, rows, origin); the buffer emptied."""
+        part = (f"part-{self.token}-{self.parts:05d}.parquet", self._buffer, self._origin)
+        self._buffer, self._origin = [], []
+        self.parts += 1
+        return part
+
     def flush(self) -> str:
-        """Write the buffered rows as a Parquet part; returns this writer's token (the Driver fills
-        the Parquet of writers that never flushed: ``fill_parquet``)."""
-        if self._buffer:
-            rows, self._buffer = self._buffer, []
-            _write_part(self.fs, _join(self.path, "parquet", f"part-{self.token}-{self.parts:05d}.parquet"), rows)
-            self.parts += 1
-        self.covered = self.seq
+        """Write the buffered rows as a staged Parquet part (the Driver publishes the landed ones:
+        ``shards/parquet.py``); returns this writer's token."""
+        with self._lock:
+            part = self._take() if self._buffer else None
+        if part is not None:
+            _stage(self.fs, self.path, *part)
         return self.token
 
 
-def _write_part(fs, target: str, rows: list[dict]) -> None:
-    import pyarrow.parquet as pq
-
-    from ..parquet.folder import rows_to_table
-    table = rows_to_table(rows)
-    if fs is None:
-        pq.write_table(table, target + ".tmp", compression="zstd")
-        os.replace(target + ".tmp", target)
-    else:
-        pq.write_table(table, target + ".tmp", compression="zstd", filesystem=fs)
-        fs.move(target + ".tmp", target)
-
-
-def fill_parquet(folder: str, names: list[str]) -> int:
-    """Write the rows of shard files ``names`` as one Parquet part: the files an actor wrote
-    after its last part, when it died before writing the next (node lost, worker crashed).
-    Returns how many rows were written."""
-    if not names:
-        return 0
-    fs, path = _fs(folder)
-    rows = []
-    for name in names:
-        data = _read(fs, _join(path, "rows", name))
-        rows.extend(_DECODE(line.decode("utf-8")) for line in data.split(b"\n") if line.strip())
-    if rows:
-        _write_part(fs, _join(path, "parquet", f"part-fill-{uuid.uuid4().hex[:12]}-00000.parquet"), rows)
-    return len(rows)
+def _stage(fs, path: str, name: str, rows: list[dict], origin: list) -> None:
+    from .parquet import write_staged
+    write_staged(fs, path, name, rows, origin)
 
 
 def read_landed(folder: str, stubs: list[dict]) -> list[dict]:

@@ -40,23 +40,30 @@ class DiesAfterWriting(InProcessPool):
         return out
 
 
-def shard_lanes(folder, lanes=2, slots=8):
+def shard_lanes(folder, lanes=2, slots=8, parquet_rows=None):
     agent = seeded_agent(TOOLS, rate=0.35, seed=3)
-    return DiesAfterWriting(lambda i: RolloutWorker(agent, META, concurrency=slots, node_id=f"lane-{i}", shards=folder),
-                         lanes=lanes, slots=slots)
+
+    def lane(i):
+        worker = RolloutWorker(agent, META, concurrency=slots, node_id=f"lane-{i}", shards=folder)
+        if parquet_rows is not None:            # a Parquet part every few rows, not every 2,000
+            worker.shards.parquet_rows = parquet_rows
+        return worker
+    return DiesAfterWriting(lane, lanes=lanes, slots=slots)
 
 
-def run_sharded(folder, ck, budget=120, fail=None):
+def run_sharded(folder, ck, budget=120, fail=None, parquet_rows=None):
     sink = CheckpointSink(JsonlCheckpoint(ck, fingerprint(TOOLS, SYSTEM, "seeded_agent")), stubs=True)
     warnings = prepare_shards(folder, META.run_id, ck)
     plane = DataPlane(folder)
-    rollouts = shard_lanes(folder)
+    rollouts = shard_lanes(folder, parquet_rows=parquet_rows)
     rollouts.fail = fail
     landing = Landing(sink=sink)
     loop = DriverLoop(LoopSettings(lag=2, chunk_size=4, concurrency=8), planner(budget), rollouts, landing,
                       ResumeIndex(sink.loaded, sink.header, None), unpack=plane.unpack)
     asyncio.run(loop.run())
-    plane.fill({w.flush_shards() for w in rollouts.workers})     # a lane that died never flushed
+    for w in rollouts.workers:                  # a lane that died never flushed
+        w.flush_shards()
+    plane.publish(sink.landed_shards)
     sink.close()
     return loop, Landed(landing), plane, warnings
 
@@ -120,6 +127,31 @@ def test_a_chunk_lost_with_its_lane_is_played_again_and_read_back_once(tmp_path)
     names = os.listdir(os.path.join(folder, "rows"))
     written = sum(len((tmp_path / "sh" / "rows" / n).read_text().splitlines()) for n in names)
     assert written > 120
+
+
+def test_the_shards_parquet_folder_holds_exactly_the_landed_rows_for_outside_readers(tmp_path):
+    """A lane writes a Parquet part holding the rows of a chunk it then dies without answering
+    (played again elsewhere): DuckDB, polars and pyarrow reading <shards>/parquet see each landed
+    row once and no other (the Driver publishes only what the checkpoint took)."""
+    import duckdb
+    import polars as pl
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    from whileai_ray.store.schema import key_string
+    folder, ck = str(tmp_path / "sh"), tmp_path / "ck.jsonl"
+    loop, landing, plane, _ = run_sharded(folder, ck, fail=lambda lane, n: n == 5, parquet_rows=4)
+    want = sorted(key_string(row_key(r)) for r in full(folder, landing))
+    assert len(want) == 120 == len(set(want)) and loop.chunks_reissued >= 1
+    names = os.listdir(os.path.join(folder, "rows"))
+    assert sum(len((tmp_path / "sh" / "rows" / n).read_text().splitlines()) for n in names) > 120
+    parquet = os.path.join(folder, "parquet")
+    seen = {"pq.read_table": pq.read_table(parquet).column("row_key").to_pylist(),
+            "pyarrow.dataset": ds.dataset(parquet).to_table(columns=["row_key"]).column(0).to_pylist(),
+            "duckdb": [k for (k,) in duckdb.sql(f"select row_key from read_parquet('{parquet}/*.parquet')").fetchall()],
+            "polars": pl.read_parquet(parquet).get_column("row_key").to_list()}
+    assert all(sorted(keys) == want for keys in seen.values()), {k: len(v) for k, v in seen.items()}
+    assert not os.listdir(os.path.join(folder, "staged"))
 
 
 def test_a_unit_skipped_at_the_deadline_reaches_the_driver_as_skipped_between_rows(tmp_path):
@@ -187,6 +219,19 @@ def test_a_half_written_shard_is_removed_when_the_run_opens(tmp_path):
     assert len(warnings) == 1 and "half written" in warnings[0]
 
 
+def test_parts_a_dead_driver_never_published_are_removed_when_the_next_run_opens(tmp_path):
+    """Staged parts may hold rows that never landed; the run that staged them did not decide which,
+    so the next run removes them (its landed rows stay in the stubs and JSONL shards)."""
+    folder = str(tmp_path / "sh")
+    prepare_shards(folder, "r")
+    writer = ShardWriter(folder, parquet_rows=1)
+    writer.write([{"prompt": "p", "steps": [], "final_text": "x"}])
+    staged = tmp_path / "sh" / "staged"
+    assert len(os.listdir(staged)) == 1 and not os.listdir(tmp_path / "sh" / "parquet")
+    prepare_shards(folder, "r2")
+    assert not os.listdir(staged) and not os.listdir(tmp_path / "sh" / "parquet")
+
+
 def test_two_checkpoints_of_one_name_in_one_storage_keep_their_shards_apart(tmp_path):
     store = str(tmp_path / "store")
     a, b = tmp_path / "a" / "ck.jsonl", tmp_path / "b" / "ck.jsonl"
@@ -246,7 +291,11 @@ def test_a_filesystem_uri_goes_through_pyarrow_and_a_folder_no_actor_sees_is_ref
     name, spans, _ = writer.write([{"prompt": "p", "steps": [], "final_text": "x"}])
     writer.flush()
     assert read_landed(folder, [{"_shard": [name, *spans[0]]}])[0]["final_text"] == "x"
-    assert os.listdir(folder[len("file://"):] + "/parquet")
+    base = folder[len("file://"):]
+    assert os.listdir(base + "/staged") and not os.listdir(base + "/parquet")   # until the Driver publishes it
+    from whileai_ray.store.shards.parquet import publish
+    assert publish(folder, {name: [spans[0][0]]})["published"] == 1
+    assert os.listdir(base + "/parquet") and not os.listdir(base + "/staged")
     with pytest.raises(ValueError, match="does not see"):
         check_probe(str(tmp_path / "elsewhere"), "r", "node-2")
 

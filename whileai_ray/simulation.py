@@ -33,7 +33,7 @@ from .result.grading.run_judge import with_run_cache
 from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
 from .result.role_notes import add_role_notes
-from .result.row_store import adopt_spilled, grader_note_rows, land_runs, row_spool, row_store
+from .result.row_store import adopt_spilled, grader_note_rows, land_runs, row_store
 from .result.warnings_text import rubric_unused_note
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
@@ -42,21 +42,18 @@ from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judges.contract import judge_name
 from .score.judges.llm_judge import Judge
-from .search.planner.planner import Planner
+from .search.planner.settings import PlannerRecipe
 from .search.tasks import UNFAITHFUL, build_tasks
 from .search.traces.report import apply_trace_plan, drop_trace_copies
 from .search.traces.steering import plan_traces
 from .situations.covering import fold_fault_cells
 from .situations.grid import build_axes, pairwise_cells, validate_dimensions
-from .situations.template_writer import TemplateWriter
 from .store.checkpoint.lock import caller_identity
 from .store.checkpoint.meta import read_sidecar, write_sidecar
 from .store.checkpoint.fingerprint import GRADER_ONLY, RUN_KEY, fingerprint, fingerprint_mismatch, with_grader
 from .store.checkpoint.lines import HEADER_KEY
-from .store.checkpoint.jsonl import JsonlCheckpoint
 from .store.snapshots.file import snapshot_path
-from .store.shards.storage import fill_stubs, open_shards, shards_folder, shards_of
-from .store.checkpoint.sink import CheckpointSink
+from .store.shards.storage import fill_stubs, shards_folder, shards_of
 
 
 
@@ -310,19 +307,18 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         grader = with_run_cache(grader, {"path": cache.path, "agent_sampled": cache.agent_sampled})
     return JobSpec(
         run_id=job_run_id, cap=max(0, cfg.budget),
-        make_planner=partial(_make_planner, settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
+        planner=PlannerRecipe(settings, cfg.tools, cfg.system_prompt, cfg.seed, cells, roles.writer),
         meta=meta, agent=agent, execute=execute, grader=grader, grader_is_callers=graders, model=model,
         agent_form=form, start_timeout_s=CLASS_BUILD_S if any(map(is_class_form, (agent, execute, grader)))
         else 60.0,
-        make_sink=(partial(_make_sink, cfg.checkpoint, setup, run_id=job_run_id, caller=caller, shards=shards)
-                   if cfg.checkpoint else None), shards=shards,
+        shards=shards,
         checkpoint=cfg.checkpoint, checkpoint_header=setup, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
         progress_every_rows=knobs["progress_every_rows"],
         # Ray metrics tagged by this run (runtime/metrics/recorder.py); advanced={"metrics": False} turns them off
         metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,
         # rows: a list up to spill_rows (a Driver keeps at most DRIVER_LIST_ROWS), Parquet past it
-        make_spool=partial(row_spool, min(knobs["spill_rows"], DRIVER_LIST_ROWS)),
+        spool_rows=min(knobs["spill_rows"], DRIVER_LIST_ROWS),
         lineage=lineage(cfg, eval_run),
         # planner snapshots (store/snapshots/file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
@@ -357,25 +353,3 @@ def _regrade_on_disk(spec) -> str | None:
             "regraded with this grader= before the run resumed, so every row carries this grader's reward")
     _warnings.warn(note, UserWarning, stacklevel=4)
     return note
-
-
-def _make_planner(settings, tools, system_prompt, seed, cells, writer=None, **overrides):
-    if overrides:
-        settings = dataclasses.replace(settings, **overrides)
-    writer = writer or TemplateWriter(tools, system_prompt, seed)
-    return Planner(settings, writer, cells)
-
-
-def _make_sink(checkpoint: str, setup: dict, run_id=None, caller=None, shards=None):
-    """The checkpoint's sink, opened on the Driver. Its arguments are plain data (a path, the
-    header dict ``_job_spec`` worked out): nothing of the caller's travels because a checkpoint
-    is set."""
-    sink = CheckpointSink(JsonlCheckpoint(checkpoint, setup, run_id=run_id, caller=caller), stubs=bool(shards))
-    # under the checkpoint's lock: every shard file its stubs point at is there; on shared storage,
-    # the folders, the probe every actor checks, torn files removed
-    try:
-        sink.warnings.extend(open_shards(shards, run_id, checkpoint))
-    except BaseException:
-        sink.close(compact=False)
-        raise
-    return sink

@@ -18,7 +18,7 @@ spill); ``open_parquet(path)`` reads a Parquet file or folder as rows without lo
 """
 from __future__ import annotations
 
-from ..score.row_facts import FACT_NAMES, facts_schema, facts_table, row_facts
+from ..score.row_facts import FACT_NAMES, fact_spill_writer, facts_schema, facts_table, row_facts
 
 __all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "land_runs", "as_trajectories", "open_parquet", "row_spool",
            "adopt_spilled", "grader_note_rows",
@@ -32,8 +32,7 @@ def is_arrow(rows) -> bool:
 
 def new_writer(folder: str):
     """A ``SpillWriter`` that writes the fact columns of ``score/row_facts.py`` beside each row."""
-    from ..store.parquet.spill import SpillWriter
-    return SpillWriter(folder, facts=row_facts, facts_schema=facts_schema())
+    return fact_spill_writer(folder)
 
 
 def rows_table(rows: list):
@@ -145,8 +144,8 @@ def landed_rows(threshold: int, parent: str | None = None):
 
 def row_spool(threshold: int, parent: str | None = None):
     """What the Driver lands rows into (``store/row_spool.RowSpool``): kept in ordinal order, a
-    list up to ``threshold`` rows, spilled with this layer's fact columns past it. ``simulate()``
-    hands ``partial(row_spool, n)`` to the runtime, which calls it on the Driver."""
+    list up to ``threshold`` rows, spilled with the fact columns past it (the Driver makes its own
+    the same way: ``runtime/driver/setup.make_spool``)."""
     from ..store.row_spool import RowSpool
     return RowSpool(threshold, new_writer, parent)
 

@@ -6,8 +6,10 @@ renamed or missing field fails where the record is built, not in an actor halfwa
 It travels to the Driver actor as it is (pickled), so what it holds must pickle when the run's
 pools are Ray actors; the caller's own pool (``pools/caller_pool.py``) keeps the callables at home, and
 ``caller/run.py`` leaves them out of the Driver's copy. So no other field may hold a callable of the
-caller's (an agent inside a ``partial``, the run's config): ``make_sink`` carries the checkpoint's
-path and header as plain data, the agent's fingerprint in place of the agent (issue 28, item 8).
+caller's (an agent inside a ``partial``, the run's config), and none holds a function of
+``simulate()``'s: the Driver builds its planner from ``planner`` (a ``PlannerRecipe``), opens the
+checkpoint from ``checkpoint`` and ``checkpoint_header`` (the agent's fingerprint in place of the
+agent, issue 28 item 8) and lands rows into a spool of ``spool_rows`` (``driver/setup.py``).
 
 What the run *asks* about its pool (``rollout_actors``, ``concurrency_per_actor``, the agent's
 form) is here; what the pool *is* depends on the cluster, known only once Ray is up, and is a
@@ -18,9 +20,10 @@ Plain data, no Ray: simulate() imports this module without paying for Ray.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..core.unit import RunMeta
+from ..search.planner.settings import PlannerRecipe
 
 __all__ = ["JobSpec", "AGENT_FORMS"]
 
@@ -31,7 +34,7 @@ AGENT_FORMS = ("sync", "async", "model")   # a Python function (threads), an asy
 class JobSpec:
     run_id: str                                # names the Driver actor and every unit's key
     cap: int                                   # the budget: rows this run may land
-    make_planner: Callable                     # (**overrides) -> Planner (a resume passes overrides)
+    planner: PlannerRecipe                     # settings, cells, tools, writer: the Driver builds the planner
     meta: RunMeta                              # what every row of the run shares
     agent: Any = None                          # the caller's callable (None for a model backend)
     execute: Any = None                        # execute=: the caller's tools
@@ -39,9 +42,7 @@ class JobSpec:
     grader_is_callers: bool = False            # grader= came from the caller (not our conduct check or Judge)
     model: Any = None                          # ModelSettings when the agent is a model backend
     agent_form: str = "sync"                   # one of AGENT_FORMS: sizes the pool (pools/sizing.py)
-    make_sink: Callable | None = None          # () -> CheckpointSink (checkpoint=); opened on the Driver, from
-                                               # plain data only (a path, the header): never the callables
-    checkpoint: str | None = None              # its path: a live writer is refused, an orphan cleared first
+    checkpoint: str | None = None              # its path: opened on the Driver; a live writer is refused
     checkpoint_header: dict | None = None      # its header as plain data: fingerprint, plan, run record
     caller: dict | None = None                 # who the Driver works for (pid, host): it stops without us
     caller_timeout_s: float = 10.0             # no poll for this long: the caller counts as gone
@@ -49,7 +50,7 @@ class JobSpec:
     metrics: dict | None = None                # Ray metrics tags {"run_id", "mode"}; None: metrics off
     plan_fingerprint: str | None = None        # what decides the plan (an exact resume replays it)
     stream_path: str | None = None             # output=: landed rows appended while the run goes
-    make_spool: Callable | None = None         # () -> RowSpool the Driver lands rows into (None: a list)
+    spool_rows: int = 10_000                   # rows the Driver's spool keeps as a list; past it, Parquet files
     lineage: dict | None = None                # stamped on every row handed back (runs=N, tasks=)
     shards: str | None = None                  # shared storage: rollout actors write rows here (store/shards/storage.py)
     snapshot: str | None = None                # planner snapshot file (None: no snapshots)

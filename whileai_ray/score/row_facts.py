@@ -32,7 +32,7 @@ from .judges.labels import has_gold_label
 from .pass_at.tally import PASS_AT_FACTS, pass_at_facts
 from ..situations.grid import cell_key
 
-__all__ = ["row_facts", "facts_schema", "facts_table", "FACT_NAMES"]
+__all__ = ["row_facts", "facts_schema", "facts_table", "FACT_NAMES", "fact_spill_writer"]
 
 _REPORT_FACTS = (("prompt_sha", "string"), ("scenario_id", "string"), ("signature", "string"),
                  ("cell_json", "string"), ("cell_key", "string"), ("stance", "string"), ("tier", "string"),
@@ -131,3 +131,10 @@ def facts_table(rows: list):
     """The fact columns of in-memory rows, as an Arrow table."""
     import pyarrow as pa
     return pa.Table.from_pydict(row_facts(rows), schema=facts_schema())
+
+
+def fact_spill_writer(folder: str):
+    """A ``SpillWriter`` that writes this module's fact columns beside each row: what the Driver's
+    row spool and a result's rewrites spill into."""
+    from ..store.parquet.spill import SpillWriter
+    return SpillWriter(folder, facts=row_facts, facts_schema=facts_schema())

@@ -11,7 +11,7 @@ progress questions while the loop runs (each poll also tells it the caller is st
 brings back their results. It feeds the run's Ray metrics (``metrics/recorder.py``).
 
 Rows: the Driver keeps none. Each landed batch goes to the checkpoint and then to the run's
-spool (``store/row_spool.py``, made by ``spec.make_spool``): a list while the run is small,
+spool (``store/row_spool.py``, made by ``setup.make_spool``): a list while the run is small,
 Parquet files in a temporary folder past ``spec.spill_rows``. The ``RunResult`` carries that list
 or where the files are (``SpilledRows``), never a list of a large run's rows.
 """
@@ -36,7 +36,7 @@ from ..metrics.recorder import run_metrics
 from .progress_marks import ProgressMarks
 from ..pools.sizing import PoolPlan
 from ..run_result import RunResult
-from .setup import close_run, open_run
+from .setup import close_run, make_spool, open_run
 
 POLL_ROWS = 20_000          # released rows one progress poll carries at most
 
@@ -141,7 +141,7 @@ class DriverRun:
                       if plan.judges_where == "caller" else judge_pool(spec))
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0,
-                               spool=spec.make_spool() if spec.make_spool is not None else None,
+                               spool=make_spool(spec),
                                lineage=spec.lineage)
         plane = self.plane = DataPlane(spec.shards) if spec.shards else None     # shared storage
         loop = DriverLoop(LoopSettings.of(spec), opened.planner, rollouts, self.landing, opened.resume,

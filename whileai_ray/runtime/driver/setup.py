@@ -1,5 +1,9 @@
 """What the Driver opens before its loop starts: files, what is already on disk, the planner.
 
+The spec is plain data (``job_spec.py``): the checkpoint is opened here from its path and header
+(``open_sink``), the planner built here from its recipe (``build_planner``), the row spool made
+here (``make_spool``); nothing of ``simulate()``'s runs on the Driver.
+
 ``open_run(spec)`` opens the checkpoint (refusing a foreign one before any work), the ``output=``
 stream, the index of rows already on disk (a resume), the planner snapshots, and the planner:
 restored from the last snapshot when an exact resume has one, else made fresh (a resume of a
@@ -14,18 +18,55 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import dataclasses
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from ...core.columns import State
+from ...score.row_facts import fact_spill_writer
+from ...search.planner.planner import Planner
+from ...situations.template_writer import TemplateWriter
+from ...store.checkpoint.jsonl import JsonlCheckpoint
+from ...store.checkpoint.sink import CheckpointSink
+from ...store.row_spool import RowSpool
+from ...store.shards.storage import open_shards
 from ...store.checkpoint.meta import read_sidecar
 from ...store.checkpoint.lines import HEADER_KEY
 from ...store.snapshots.keeper import PlanSnapshots
 from ...store.checkpoint.resume import ResumeIndex
 from ...store.checkpoint.sink import StreamSink
 
-__all__ = ["OpenedRun", "open_run", "close_run"]
+__all__ = ["OpenedRun", "open_run", "close_run", "open_sink", "build_planner", "make_spool"]
+
+
+def build_planner(spec, **overrides) -> Planner:
+    """The run's planner from ``spec.planner`` (a ``PlannerRecipe``); ``overrides`` replace
+    settings (a resume of a changed plan counts the rows on disk up front)."""
+    recipe = spec.planner
+    settings = dataclasses.replace(recipe.settings, **overrides) if overrides else recipe.settings
+    writer = recipe.writer or TemplateWriter(recipe.tools, recipe.system_prompt, recipe.seed)
+    return Planner(settings, writer, recipe.cells)
+
+
+def open_sink(spec) -> CheckpointSink:
+    """The checkpoint's sink, from the spec's plain data (its path, the header ``simulate()``
+    worked out, the caller, the shards folder): a foreign checkpoint is refused here, and on
+    shared storage every shard file the stubs point at must be there."""
+    sink = CheckpointSink(JsonlCheckpoint(spec.checkpoint, spec.checkpoint_header, run_id=spec.run_id,
+                                          caller=spec.caller), stubs=bool(spec.shards))
+    try:
+        sink.warnings.extend(open_shards(spec.shards, spec.run_id, spec.checkpoint))
+    except BaseException:
+        sink.close(compact=False)
+        raise
+    return sink
+
+
+def make_spool(spec) -> RowSpool:
+    """Where the Driver lands rows: a list up to ``spec.spool_rows``, Parquet files (with the fact
+    columns summaries read, ``score/row_facts.py``) past it."""
+    return RowSpool(spec.spool_rows, fact_spill_writer)
 
 
 @dataclass
@@ -44,8 +85,8 @@ async def open_run(spec) -> OpenedRun:
     early = _prepare_early(spec, build)        # the snapshot's planner, built while the checkpoint is scanned
     sink, loaded = None, []
     try:
-        if spec.make_sink is not None:
-            sink = await asyncio.to_thread(spec.make_sink)       # refuses a foreign checkpoint before any work
+        if spec.checkpoint:
+            sink = await asyncio.to_thread(open_sink, spec)      # refuses a foreign checkpoint before any work
             loaded = sink.loaded
     except BaseException:
         if early is not None:
@@ -70,7 +111,7 @@ async def open_run(spec) -> OpenedRun:
     if snap is not None:
         planner = snap["planner"]                   # with this call's settings (run id, budget)
     else:
-        planner = spec.make_planner(**resume.planner_overrides())
+        planner = build_planner(spec, **resume.planner_overrides())
     return OpenedRun(sink, stream, resume, snapshots, planner, snap, len(loaded))
 
 
@@ -78,7 +119,7 @@ def _prepare_early(spec, build):
     """``(PlanSnapshots, task)`` reading and building the planner snapshot in a thread, started
     before the checkpoint is scanned (a million-row scan is CRC work that lets go of the GIL),
     when the checkpoint's sidecar says this plan wrote it; else None."""
-    if spec.make_sink is None or not spec.checkpoint or not spec.snapshot:
+    if not spec.checkpoint or not spec.snapshot:
         return None
     side = read_sidecar(Path(spec.checkpoint), HEADER_KEY)
     if not side or ((side.get("fingerprint") or {}).get("plan")) != spec.plan_fingerprint or not spec.plan_fingerprint:
@@ -92,7 +133,7 @@ def _prepare_early(spec, build):
 
 def build_from_snapshot(spec, meta: dict, arrays: dict):
     """A planner (this call's settings and writer) and the decided rounds, from snapshot data."""
-    planner = spec.make_planner().restore(State({"planner": meta["planner"]}, logs=arrays).part("planner"))
+    planner = build_planner(spec).restore(State({"planner": meta["planner"]}, logs=arrays).part("planner"))
     rounds = arrays["pending_round"]
     units = planner.decode_units(arrays["pending"])
     if rounds.ndim != 1 or len(rounds) != len(units) or (len(rounds) and rounds.min() < 0):

@@ -2,16 +2,20 @@
 
 Built by ``simulate()`` from the checked arguments; the planner reads it and never changes it.
 It travels to the driver actor inside the planner.
+
+``PlannerRecipe`` is what the runtime gets instead of a planner: these settings plus the grid's
+cells, the tools and the situation writer, as plain data. The Driver builds its planner from
+it (``runtime/driver/setup.py``), with a resume's overrides applied to the settings.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ...situations.near_copy import NearCopyGuard
 
-__all__ = ["PlanSettings"]
+__all__ = ["PlanSettings", "PlannerRecipe"]
 
 
 @dataclass
@@ -49,3 +53,16 @@ class PlanSettings:
     aimed_cells: list | None = None               # strategy="targeted": the trace cells (search/traces/steering.py)
     steering_weight: float = 0.0
     traces_key: str = ""                          # what the traces changed in the plan (plan fingerprint)
+
+
+@dataclass(frozen=True)
+class PlannerRecipe:
+    """What the Driver needs to build the run's planner (see the module docstring). ``writer``
+    is the run's LLM situation writer, or None for the template writer built from ``tools``,
+    ``system_prompt`` and ``seed``."""
+    settings: PlanSettings
+    tools: list
+    system_prompt: str | None
+    seed: int
+    cells: list
+    writer: Any = None

@@ -15,7 +15,10 @@ import os
 import re
 import stat
 
-__all__ = ["SHARD_NAME", "shard_pointer", "bad_pointer", "read_shard", "check_regular"]
+__all__ = ["SHARD_KEY", "SHARD_NAME", "shard_pointer", "bad_pointer", "read_shard", "check_regular", "is_uri", "fs_of", "join",
+           "put", "mkdir", "read_bytes", "listing", "delete"]
+
+SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
 
 SHARD_NAME = re.compile(r"[0-9a-f]{12}-[0-9]{6,}\.jsonl")
 
@@ -68,3 +71,69 @@ def check_regular(folder: str, names, checkpoint) -> None:
             raise ValueError(f"{file}: a shard file that rows of checkpoint {checkpoint} point at is not a "
                              "regular file (a link, FIFO or device was put there); it is never opened. "
                              "Put the shard file back, or start a new checkpoint.")
+
+
+# ------------------------------------------------------------ a folder or a URI, written whole
+def is_uri(location: str) -> bool:
+    return "://" in str(location)
+
+
+def fs_of(folder: str):
+    """``(filesystem, path)`` for pyarrow; None for a plain local folder (written with fsync)."""
+    if not is_uri(folder):
+        return None, folder
+    import pyarrow.fs as pafs
+    return pafs.FileSystem.from_uri(folder)
+
+
+def join(folder: str, *names: str) -> str:
+    return "/".join([folder.rstrip("/"), *names])
+
+
+def put(fs, path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole: a temporary name, then a rename."""
+    tmp = path + ".tmp"
+    if fs is None:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        return
+    with fs.open_output_stream(tmp) as out:
+        out.write(data)
+    fs.move(tmp, path)
+
+
+def mkdir(fs, path: str) -> None:
+    if fs is None:
+        os.makedirs(path, exist_ok=True)
+    else:
+        fs.create_dir(path, recursive=True)
+
+
+def read_bytes(fs, path: str) -> bytes:
+    if fs is None:
+        with open(path, "rb") as fh:
+            return fh.read()
+    with fs.open_input_stream(path) as src:
+        return src.read()
+
+
+def listing(fs, path: str) -> list[str]:
+    """File names in ``path`` (none when it does not exist)."""
+    if fs is None:
+        try:
+            return sorted(os.listdir(path))
+        except FileNotFoundError:
+            return []
+    import pyarrow.fs as pafs
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(info.base_name for info in infos if info.type == pafs.FileType.File)
+
+
+def delete(fs, path: str) -> None:
+    if fs is None:
+        os.unlink(path)
+    else:
+        fs.delete_file(path)

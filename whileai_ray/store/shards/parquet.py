@@ -30,7 +30,7 @@ import os
 import uuid
 from array import array
 
-from .storage import SHARD_KEY, _delete, _fs, _join, _listing, _read
+from .files import SHARD_KEY, delete, fs_of, join, listing, read_bytes
 
 __all__ = ["STAGED", "ORIGIN_KEY", "write_staged", "note_landed", "publish"]
 
@@ -56,7 +56,7 @@ def _write(fs, target: str, rows: list[dict] | None, origin: list, table=None) -
 
 def write_staged(fs, path: str, name: str, rows: list[dict], origin: list) -> None:
     """An actor's part: ``rows`` (stored form) from the shard files ``origin`` says, staged."""
-    _write(fs, _join(path, STAGED, name), rows, origin)
+    _write(fs, join(path, STAGED, name), rows, origin)
 
 
 def note_landed(landed: dict, stubs) -> None:
@@ -86,17 +86,17 @@ def publish(folder: str, landed: dict) -> dict:
     are, rewritten, dropped, and rows filled from the JSONL shards."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    fs, path = _fs(folder)
+    fs, path = fs_of(folder)
     out = {"published": 0, "rewritten": 0, "dropped": 0, "filled": 0}
     covered: set = set()
-    for name in _listing(fs, _join(path, STAGED)):
+    for name in listing(fs, join(path, STAGED)):
         if not (name.startswith("part-") and name.endswith(".parquet")):
             continue
-        src = _join(path, STAGED, name)
+        src = join(path, STAGED, name)
         origin = _origin(fs, src)
         covered.update(f for f, _starts in origin)
         if all(len(landed.get(f, ())) == len(starts) for f, starts in origin):
-            _move(fs, src, _join(path, "parquet", name))
+            _move(fs, src, join(path, "parquet", name))
             out["published"] += 1
             continue
         keep, kept_origin = [], []
@@ -108,12 +108,12 @@ def publish(folder: str, landed: dict) -> dict:
                 kept_origin.append([f, [s for s, k in zip(starts, mask) if k]])
         if any(keep):
             table = (pq.read_table(src, filesystem=fs) if fs is not None else pq.read_table(src)).filter(pa.array(keep))
-            _write(fs, _join(path, STAGED, "keep-" + name), None, kept_origin, table=table)
-            _move(fs, _join(path, STAGED, "keep-" + name), _join(path, "parquet", name))
+            _write(fs, join(path, STAGED, "keep-" + name), None, kept_origin, table=table)
+            _move(fs, join(path, STAGED, "keep-" + name), join(path, "parquet", name))
             out["rewritten"] += 1
         else:
             out["dropped"] += 1
-        _delete(fs, src)
+        delete(fs, src)
     out["filled"] = _fill(fs, path, {f: landed[f] for f in sorted(landed) if f not in covered})
     return out
 
@@ -124,7 +124,7 @@ def _fill(fs, path: str, missing: dict) -> int:
         return 0
     rows, origin = [], []
     for name, offsets in missing.items():
-        data, want, starts, pos = _read(fs, _join(path, "rows", name)), set(offsets), [], 0
+        data, want, starts, pos = read_bytes(fs, join(path, "rows", name)), set(offsets), [], 0
         for line in data.split(b"\n"):
             if pos in want and line.strip():
                 rows.append(json.JSONDecoder().decode(line.decode("utf-8")))
@@ -132,6 +132,6 @@ def _fill(fs, path: str, missing: dict) -> int:
             pos += len(line) + 1
         origin.append([name, starts])
     name = f"part-fill-{uuid.uuid4().hex[:12]}-00000.parquet"
-    _write(fs, _join(path, STAGED, name), rows, origin)
-    _move(fs, _join(path, STAGED, name), _join(path, "parquet", name))
+    _write(fs, join(path, STAGED, name), rows, origin)
+    _move(fs, join(path, STAGED, name), join(path, "parquet", name))
     return len(rows)

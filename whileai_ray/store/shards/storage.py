@@ -50,20 +50,17 @@ from collections import defaultdict
 
 from ...core.rows import stored_row
 from ..checkpoint.lines import dump_line
-from .files import bad_pointer, check_regular, read_shard, shard_pointer
+from .files import (SHARD_KEY, bad_pointer, check_regular, delete, fs_of, is_uri, join, listing, mkdir, put, read_bytes,
+                    read_shard, shard_pointer)
+from .parquet import write_staged
 
 __all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
            "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "check_stub_shards",
            "open_shards"]
 
-SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
 _SIDECAR_KEY = "_whileai_ray_shards"
 PARQUET_ROWS = 2000             # rows an actor buffers before writing a Parquet part
 _DECODE = json.JSONDecoder().decode
-
-
-def is_uri(location: str) -> bool:
-    return "://" in str(location)
 
 
 def shards_folder(checkpoint, storage) -> str:
@@ -85,67 +82,6 @@ def shards_folder(checkpoint, storage) -> str:
         return recorded
     digest = hashlib.sha256(os.path.realpath(str(checkpoint)).encode("utf-8")).hexdigest()[:10]
     return f"{base}/{stem}-{digest}.shards" if is_uri(base) else os.path.join(base, f"{stem}-{digest}.shards")
-
-
-def _fs(folder: str):
-    """``(filesystem, path)`` for pyarrow; None for a plain local folder (written with fsync)."""
-    if not is_uri(folder):
-        return None, folder
-    import pyarrow.fs as pafs
-    return pafs.FileSystem.from_uri(folder)
-
-
-def _join(folder: str, *names: str) -> str:
-    return "/".join([folder.rstrip("/"), *names])
-
-
-def _put(fs, path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole: a temporary name, then a rename."""
-    tmp = path + ".tmp"
-    if fs is None:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        return
-    with fs.open_output_stream(tmp) as out:
-        out.write(data)
-    fs.move(tmp, path)
-
-
-def _mkdir(fs, path: str) -> None:
-    if fs is None:
-        os.makedirs(path, exist_ok=True)
-    else:
-        fs.create_dir(path, recursive=True)
-
-
-def _read(fs, path: str) -> bytes:
-    if fs is None:
-        with open(path, "rb") as fh:
-            return fh.read()
-    with fs.open_input_stream(path) as src:
-        return src.read()
-
-
-def _listing(fs, path: str) -> list[str]:
-    """File names in ``path`` (none when it does not exist)."""
-    if fs is None:
-        try:
-            return sorted(os.listdir(path))
-        except FileNotFoundError:
-            return []
-    import pyarrow.fs as pafs
-    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-    return sorted(info.base_name for info in infos if info.type == pafs.FileType.File)
-
-
-def _delete(fs, path: str) -> None:
-    if fs is None:
-        os.unlink(path)
-    else:
-        fs.delete_file(path)
 
 
 def sidecar_path(checkpoint) -> str:
@@ -205,11 +141,11 @@ def check_stub_shards(folder: str, checkpoint) -> None:
         raise ValueError(f"checkpoint {checkpoint}: " + bad_pointer(pointer, folder))
     if not named:
         return
-    fs, path = _fs(folder)
-    missing = sorted(named - set(_listing(fs, _join(path, "rows"))))
+    fs, path = fs_of(folder)
+    missing = sorted(named - set(listing(fs, join(path, "rows"))))
     if missing:
         raise ValueError(
-            f"{_join(folder, 'rows', missing[0])}: a shard file that rows of checkpoint {checkpoint} point at is "
+            f"{join(folder, 'rows', missing[0])}: a shard file that rows of checkpoint {checkpoint} point at is "
             f"missing ({len(missing)} of {len(named)} shard files missing); those rows could not be read back. "
             "Put the shard files back, or resume with the advanced['shared_storage'] the checkpoint was written "
             f"with (its sidecar {sidecar_path(checkpoint)} names {shards_of(checkpoint)!r}).")
@@ -228,21 +164,21 @@ def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
             fh.write(json.dumps({_SIDECAR_KEY: 1, "folder": folder}).encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
-    fs, path = _fs(folder)
+    fs, path = fs_of(folder)
     for sub in ("rows", "parquet", "staged"):
-        _mkdir(fs, _join(path, sub))
+        mkdir(fs, join(path, sub))
     warnings = []
     for sub in ("rows", "parquet"):
-        torn = [n for n in _listing(fs, _join(path, sub)) if n.endswith(".tmp")]
+        torn = [n for n in listing(fs, join(path, sub)) if n.endswith(".tmp")]
         for name in torn:
-            _delete(fs, _join(path, sub, name))
+            delete(fs, join(path, sub, name))
         if torn:
-            warnings.append(f"{_join(folder, sub)}: removed {len(torn)} shard file(s) a stopped actor left half "
+            warnings.append(f"{join(folder, sub)}: removed {len(torn)} shard file(s) a stopped actor left half "
                             "written (*.tmp); their rows never landed and are played again")
-    staged = _listing(fs, _join(path, "staged"))   # parts a run that did not close never published
+    staged = listing(fs, join(path, "staged"))   # parts a run that did not close never published
     for name in staged:
-        _delete(fs, _join(path, "staged", name))
-    _put(fs, _join(path, f"probe-{run_id}"), run_id.encode())
+        delete(fs, join(path, "staged", name))
+    put(fs, join(path, f"probe-{run_id}"), run_id.encode())
     return warnings
 
 
@@ -262,9 +198,9 @@ def open_shards(folder: str | None, run_id: str, checkpoint) -> list[str]:
 
 def check_probe(folder: str, run_id: str, node: str) -> None:
     """An actor checks it sees the folder the Driver opened; else a clear error before any work."""
-    fs, path = _fs(folder)
+    fs, path = fs_of(folder)
     try:
-        seen = _read(fs, _join(path, f"probe-{run_id}")).decode()
+        seen = read_bytes(fs, join(path, f"probe-{run_id}")).decode()
     except (OSError, FileNotFoundError) as exc:
         seen = f"nothing ({type(exc).__name__})"
     if seen != run_id:
@@ -283,7 +219,7 @@ class ShardWriter:
 
     def __init__(self, folder: str, parquet_rows: int = PARQUET_ROWS):
         self.folder = folder
-        self.fs, self.path = _fs(folder)
+        self.fs, self.path = fs_of(folder)
         self.token = uuid.uuid4().hex[:12]          # names this actor's files; never reused
         self.parquet_rows = parquet_rows
         self.seq = 0
@@ -304,7 +240,7 @@ class ShardWriter:
         for line in lines:
             spans.append((pos, pos + len(line) - 1, zlib.crc32(line[:-1])))
             pos += len(line)
-        _put(self.fs, _join(self.path, "rows", name), b"".join(lines))
+        put(self.fs, join(self.path, "rows", name), b"".join(lines))
         with self._lock:
             self.bytes_written += pos
             self._buffer.extend(exported)
@@ -332,7 +268,6 @@ class ShardWriter:
 
 
 def _stage(fs, path: str, name: str, rows: list[dict], origin: list) -> None:
-    from .parquet import write_staged
     write_staged(fs, path, name, rows, origin)
 
 
@@ -341,7 +276,7 @@ def read_landed(folder: str, stubs: list[dict]) -> list[dict]:
     the stub's bookkeeping (``_key``, ``_ordinal``, ``_landed_s``, ``_node``...) and lineage.
     Each shard file is read once. Raises ``ValueError`` naming the file when a row is missing
     or its CRC does not match (the shard was changed or lost)."""
-    fs, path = _fs(folder)
+    fs, path = fs_of(folder)
     by_file: dict = defaultdict(list)
     for i, stub in enumerate(stubs):
         if stub.get(SHARD_KEY) is None:
@@ -355,7 +290,7 @@ def read_landed(folder: str, stubs: list[dict]) -> list[dict]:
         try:
             data = read_shard(fs, path, name)     # shards/files.py: inside the folder, a regular file
         except (OSError, FileNotFoundError) as exc:
-            raise ValueError(f"{_join(folder, 'rows', name)}: a shard the checkpoint points at cannot be read "
+            raise ValueError(f"{join(folder, 'rows', name)}: a shard the checkpoint points at cannot be read "
                              f"({type(exc).__name__}: {exc}); its rows are lost unless the file comes back") from None
         for i in positions:
             out[i] = _merge(_row_at(data, stubs[i], folder, name), stubs[i])
@@ -366,7 +301,7 @@ def _row_at(data: bytes, stub: dict, folder: str, name: str) -> dict:
     _file, start, end, crc = stub[SHARD_KEY]
     line = data[start:end]
     if end > len(data) or zlib.crc32(line) != crc:
-        raise ValueError(f"{_join(folder, 'rows', name)}: bytes {start}-{end} are not the row the checkpoint "
+        raise ValueError(f"{join(folder, 'rows', name)}: bytes {start}-{end} are not the row the checkpoint "
                          "landed (the shard was changed or cut); its rows cannot be read back")
     return _DECODE(line.decode("utf-8"))
 

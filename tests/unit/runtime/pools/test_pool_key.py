@@ -17,7 +17,7 @@ PLAN = PoolPlan("actors", 2, 16, "actors", (("node-a", 2.0),))
 
 def _spec(agent, seed=0, run_id="r1", **kw):
     meta = RunMeta(run_id=run_id, seed=seed, tools=TOOLS, system_prompt=SYSTEM, model_version="seeded_agent")
-    return JobSpec(run_id=run_id, cap=100, make_planner=lambda **_: None, meta=meta, agent=agent, **kw)
+    return JobSpec(run_id=run_id, cap=100, planner=None, meta=meta, agent=agent, **kw)
 
 
 def _key(spec, plan=PLAN):

@@ -5,7 +5,7 @@ from whileai_ray.runtime.pools.sizing import ClusterView, plan_pools
 
 
 def spec(**kw):
-    return JobSpec(run_id="r", cap=100, make_planner=dict, meta=RunMeta(run_id="r"), **{"agent": len, **kw})
+    return JobSpec(run_id="r", cap=100, planner=None, meta=RunMeta(run_id="r"), **{"agent": len, **kw})
 
 
 LAPTOP = ClusterView({"n1": 2.0}, caller_on_only_node=True)

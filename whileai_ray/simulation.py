@@ -103,13 +103,16 @@ def simulate(agent: Any = None, *, spec: Any = None, tools: list[dict] | None = 
     explicit = {k: v for k, v in locals().items() if k not in ("agent", "passed")}
     started = time.time()                   # time_budget= counts from this call (search/planner/clock.py)
     cfg = resolve_config(agent, explicit, passed)
-    if rubric_unused_note(cfg):
-        _warnings.warn(rubric_unused_note(cfg), UserWarning, stacklevel=2)
+    unused = rubric_unused_note(cfg)
+    if unused:
+        _warnings.warn(unused, UserWarning, stacklevel=2)
     keep_fault_cells = isinstance(advanced, dict) and advanced.get("prefer_success") is False
     dims = validate_dimensions(cfg.dimensions, cfg.tools) if cfg.dimensions else None
     # traces= read and planned now: a file that holds no trace stops the run before any budget
-    trace_plan = plan_traces(cfg, *_grid(cfg, dims, keep_fault_cells), keep_fault_cells) if cfg.traces is not None \
-        else None
+    trace_plan = None
+    if cfg.traces is not None:
+        axes, cells = _grid(cfg, dims, keep_fault_cells)
+        trace_plan = plan_traces(cfg, axes, cells, keep_fault_cells)
     roles = resolve_roles(cfg)              # every endpoint checked before any budget is spent
     return _run(cfg, dims, roles, keep_fault_cells, started, trace_plan)
 
@@ -143,7 +146,9 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     axes, cells = _grid(cfg, dims, keep_fault_cells)
     traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
     cells = traces.cells
-    pinned, k, pinned_info, pinned_k = [], cfg.repeats, None, []
+    pinned: list = []
+    pinned_k: list = []
+    k, pinned_info = cfg.repeats, None
     if cfg.tasks is not None:
         pinned, source_k, pinned_info = build_tasks(cfg.tasks)
         if pinned_info["unfaithful"]:          # said before anything runs; listed in data.warnings too
@@ -165,9 +170,11 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
             pinned_k = pinned_info["k_each"]
             k = max([k, *pinned_k])
             seeds = []
-    data = SimulationData(trajectories=land_runs(run_rows, cfg.advanced["spill_rows"]), stopped_because=results[0].stopped_because,
-                          _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
     result = merge_results(results)
+    assert result.stopped_because is not None, "every run says why it stopped"
+    data = SimulationData(trajectories=land_runs(run_rows, cfg.advanced["spill_rows"]),
+                          stopped_because=result.stopped_because,
+                          _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
     rows, leaked = drop_trace_copies(data.trajectories, traces)
     if leaked:
         data = SimulationData(trajectories=rows, stopped_because=result.stopped_because,
@@ -342,7 +349,8 @@ def _regrade_on_disk(spec) -> str | None:
     and says so; any other change is left to the Driver, which refuses it (``store/checkpoint/fingerprint.py``)."""
     side = read_sidecar(spec.checkpoint, HEADER_KEY) if spec.checkpoint_header and spec.grader_is_callers else None
     stored = (side or {}).get("fingerprint")
-    if not isinstance(stored, dict) or fingerprint_mismatch(stored, spec.checkpoint_header) != GRADER_ONLY:
+    if side is None or not isinstance(stored, dict) or spec.checkpoint_header is None \
+            or fingerprint_mismatch(stored, spec.checkpoint_header) != GRADER_ONLY:
         return None
     from .result.loading import load      # lazy: reading a checkpoint back is rare here
     data = load(spec.checkpoint)

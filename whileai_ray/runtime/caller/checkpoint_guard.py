@@ -63,7 +63,7 @@ def clear_checkpoint(checkpoint, log=_log.warning) -> dict | None:
         "whose caller is gone (or which this process left behind); waiting for it to stop")
     if _released(checkpoint, ORPHAN_WAIT_S):
         return {**holder, "cleared": "stopped by itself"}
-    run_id = holder.get("run_id")
+    run_id = str(holder.get("run_id"))
     try:
         ray.kill(ray.get_actor(run_id, namespace=NAMESPACE), no_restart=True)
     except (ValueError, TypeError):

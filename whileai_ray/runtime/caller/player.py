@@ -75,7 +75,7 @@ class CallerPlayer:
         judges = (JudgeWorker(spec.grader, spec.judge_concurrency, spec.judge_timeout or None, metrics=spec.metrics)
                   if plan.judges_where == "caller" and spec.grader is not None else None)
         playing: set = set()
-        self._done = asyncio.Queue()
+        self._done: asyncio.Queue[PoolReply] = asyncio.Queue()
         pusher = asyncio.ensure_future(self._push_done())
         pusher.add_done_callback(self._pusher_ended)
         try:

@@ -13,13 +13,14 @@ import sys
 import itertools
 import threading
 import time
+from typing import Any
 
 import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...core.strict_json import gc_paused
-from ..pools.actor_pool import rollout_pool
+from ..pools.actor_pool import start_rollout_actors
 from .player import CallerPlayer
 from ..driver.caller_watch import CALLER_GONE
 from .checkpoint_guard import clear_checkpoint
@@ -50,7 +51,7 @@ def _ship_user_code_by_value(*objs) -> None:
         for name in {getattr(obj, "__module__", None), getattr(type(obj), "__module__", None)}:
             mod = sys.modules.get(name) if name else None
             path = getattr(mod, "__file__", None) or ""
-            if (mod is None or name == "__main__" or name.startswith(("whileai_ray", "ray"))
+            if (mod is None or name is None or name == "__main__" or name.startswith(("whileai_ray", "ray"))
                     or "site-packages" in path or "dist-packages" in path or not path
                     or inspect.getmodule(obj) is None and not path):
                 continue
@@ -63,7 +64,7 @@ def _ship_user_code_by_value(*objs) -> None:
 def _for_the_driver(spec: JobSpec, plan: PoolPlan) -> JobSpec:
     """The spec the Driver actor gets: the callables that stay in the caller's process are left
     out (they need not pickle); the ones that travel to actors stay in."""
-    keep_home = {}
+    keep_home: dict[str, Any] = {}
     if plan.where == "caller":
         keep_home.update(agent=None, execute=None)
     if plan.judges_where == "caller":
@@ -122,7 +123,7 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
         warm = checkout() or Warm(_start_host(here), session())
         prebuilt = None
         if plan.where == "actors" and (key is None or key != warm.key):
-            prebuilt = rollout_pool(driver_spec, plan).placed()   # they start beside the Driver, not after it
+            prebuilt = start_rollout_actors(driver_spec, plan)   # they start beside the Driver, not after it
             warm.owned, warm.key = [a for a, _ in prebuilt], key
         token = f"{spec.run_id}/{next(_TOKENS)}"       # this call's name for its run on the host
         driver, ok = RunHandle(warm.host, token), False
@@ -242,7 +243,7 @@ def _with_shipped(result: RunResult, shipped: list) -> RunResult:
                                rows_head=0, rows_shipped=0)
 
 
-def _wait(driver, done_ref, player, on_snapshot, shipped: list):
+def _wait(driver, done_ref, player, on_snapshot, shipped: list | None):
     """Poll the Driver until its run is over; what ``Driver.run`` returned. Each poll brings
     the rows released since the last (``shipped`` grows: a small run's rows cross while it plays,
     not all at its end; a run whose rows go to disk sends none). The run's last progress answer

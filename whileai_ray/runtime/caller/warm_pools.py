@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+from typing import Any
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -40,7 +41,7 @@ PING_S = 5.0
 
 @dataclass(eq=False)
 class Warm:
-    host: object                                # the Driver actor
+    host: Any                                   # the Driver actor (a Ray actor handle)
     session: tuple                              # the Ray session it lives in
     key: str | None = None                      # the fingerprint of the rollout pool it keeps
     owned: list = field(default_factory=list)   # rollout actors this process started for it

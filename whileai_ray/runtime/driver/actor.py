@@ -79,7 +79,7 @@ class Driver:
         self.token = token
         started_wall = time.time() - (time.monotonic() - worker.t0)
         self.runs += 1
-        warm = {"driver": "reused" if self.runs > 1 else "started", "rollouts": plan.where}
+        warm: dict[str, object] = {"driver": "reused" if self.runs > 1 else "started", "rollouts": plan.where}
         rollouts = None
         try:
             if plan.where == "actors":

@@ -42,6 +42,8 @@ CALLER_GONE = "caller_gone"
 def process_stopped(identity: dict | None) -> bool:
     """Whether the process of ``identity`` (same host) is stopped by a signal (SIGSTOP, Ctrl-Z):
     state ``T`` in ``/proc/<pid>/stat``. False when it runs, sleeps, or cannot be told."""
+    if identity is None:
+        return False
     try:
         stat = Path(f"/proc/{int(identity['pid'])}/stat").read_text()
     except (OSError, KeyError, TypeError, ValueError):

@@ -31,6 +31,10 @@ __all__ = ["Landing", "MAX_ERRORS"]
 MAX_ERRORS = 5          # agent errors kept as text (the report shows the first)
 
 
+
+def _never_spills(folder: str) -> object:
+    raise AssertionError("a spool of 2**62 rows never spills")
+
 class Landing:
     def __init__(self, *, judge_name: str | None = None, scoring_run_id: str | None = None,
                  label_source: str | None = None, sink=None, stream=None, t0: float | None = None,
@@ -41,7 +45,7 @@ class Landing:
         self.clock = clock
         self.t0 = clock() if t0 is None else t0
         # where the rows go (a spool that never spills when none is given: tests, small runs)
-        self.spool = spool if spool is not None else RowSpool(2**62, make_writer=None)
+        self.spool = spool if spool is not None else RowSpool(2**62, make_writer=_never_spills)
         self.lineage = dict(lineage) if lineage else None
         self.landed = 0                         # rows played and landed here
         self.resumed_count = 0                  # rows settled from the checkpoint
@@ -77,7 +81,7 @@ class Landing:
         label = None
         if row is not None:
             if verdict is not None:
-                apply_verdict(row, verdict, self.judge_name, self.scoring_run_id)
+                apply_verdict(row, verdict, self.judge_name or "", self.scoring_run_id or "")
                 if verdict.get("judge_meta"):
                     row["judge_meta"] = verdict["judge_meta"]
                 if self.label_source:
@@ -100,7 +104,7 @@ class Landing:
         return Outcome(unit=res.unit, row=row, unusable=res.unusable,
                        timed_out=res.timed_out, label=label,
                        fault_parent=res.fault_parent and row is not None,
-                       graded_failure=bool(verdict) and is_graded_failure(verdict),
+                       graded_failure=verdict is not None and bool(verdict) and is_graded_failure(verdict),
                        failed_markers=tuple(failed_markers(verdict)) if verdict else ())
 
     def flush(self) -> None:

@@ -287,6 +287,7 @@ class DriverLoop:
             payload = [res.row for _, _, res in items]
             self.judge_load[lane] += len(items)
             self.judging += len(items)
+            assert self.judges is not None, "judge chunks go out only when the run has judges"
             pool = self.judges
         task = asyncio.ensure_future(pool.submit(lane, payload))
         self.flights[task] = Flight(kind, lane, items, self.clock())
@@ -325,6 +326,7 @@ class DriverLoop:
         if error is None and flight.kind != "judge" and self.unpack is not None:
             results = self.unpack(flight.items, results)
         landed, to_judge = [], []
+        assert results is not None
         for (r, i, item), res in zip(flight.items, results):
             if flight.kind != "judge" and res.skipped:   # the clock ran out before the actor started it
                 self.run_clock.skipped += 1
@@ -357,6 +359,7 @@ class DriverLoop:
         self.landing.errors.append(f"{type(error).__name__}: {error}"[:300])
         self.chunks_reissued += 1
         if flight.kind == "judge":
+            assert self.judges is not None
             self.judges.replace(flight.lane, error)
             self._send_to_judges(flight.items)
             return None

@@ -22,7 +22,8 @@ import time
 
 from ...core.identity import resumed_unit_key
 from ...core.strict_json import gc_paused
-from ..pools.actor_pool import judge_pool, rollout_pool
+from ..pools.actor_pool import judge_pool
+from ..pools.protocol import Pool
 from ..pools.caller_pool import CallerOutbox, CallerPool
 from .caller_watch import CALLER_GONE, CallerWatch
 from ..pools.dataplane import DataPlane
@@ -36,7 +37,7 @@ from ..metrics.recorder import run_metrics
 from .progress_marks import ProgressMarks
 from ..pools.sizing import PoolPlan
 from ..run_result import RunResult
-from .setup import close_run, make_spool, open_run
+from .setup import OpenedRun, close_run, make_spool, open_run
 
 POLL_ROWS = 20_000          # released rows one progress poll carries at most
 
@@ -45,16 +46,16 @@ class DriverRun:
     def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None):
         self.spec, self.plan, self.caller_node = spec, plan, caller_node
         self.rollouts = rollouts        # the rollout pool, made before the run (driver/actor.py), or None: made here
-        self.judges = None
+        self.judges: Pool | None = None
         self.t0 = time.monotonic()
         calls_home = plan.where == "caller" or (plan.graded and plan.judges_where == "caller")
         self.outbox = CallerOutbox() if calls_home else None
-        self.opened = None
+        self.opened: OpenedRun | None = None
         self.loop: DriverLoop | None = None
         self.plane: DataPlane | None = None
         self.landing: Landing | None = None
         self.done = False
-        self.stopped_because = None
+        self.stopped_because: str | None = None
         self.resumed = 0
         self.caller_has = 0             # released rows the caller holds already (what its polls brought)
         self.metrics = run_metrics(spec.metrics)           # NoMetrics when metrics are off
@@ -64,10 +65,12 @@ class DriverRun:
     # ------------------------------------------------------------- the caller's pool
     async def pull(self) -> list[PoolChunk] | None:
         """The chunks waiting for the caller's pool (None once the run is over)."""
+        assert self.outbox is not None, "pull() is the caller's pool's: this run has none"
         return await self.outbox.pull()
 
     async def push(self, replies: list[PoolReply]) -> None:
         """Finished chunks of the caller's pool."""
+        assert self.outbox is not None, "push() is the caller's pool's: this run has none"
         for reply in replies:
             self.outbox.push(reply)
 
@@ -100,20 +103,20 @@ class DriverRun:
     def _mark(self) -> None:
         """After a loop turn settled results: a progress mark when the events passed the next
         multiple of ``progress_every_rows`` (``driver/progress_marks.py``)."""
-        loop = self.loop
-        if loop is not None:
+        loop, landing = self.loop, self.landing
+        if loop is not None and landing is not None:
             p = loop.planner
-            self.marks.note(self.landing.landed + p.rerolled + p.lost, self._snapshot)
+            self.marks.note(landing.landed + p.rerolled + p.lost, self._snapshot)
 
     def _snapshot(self) -> dict:
-        loop, landing = self.loop, self.landing
+        loop, landing, opened = self.loop, self.landing, self.opened
         elapsed = round(time.monotonic() - self.t0, 1)
-        if loop is None:
+        if loop is None or landing is None or opened is None:
             return {"rows": self.resumed, "cap": self.spec.cap, "landed": 0, "resumed": self.resumed,
                     "rerolled": 0, "rerolled_by": {}, "timed_out": 0, "lost": 0, "lost_by": {},
                     "inflight": 0, "situations": 0, "elapsed_s": elapsed,
                     "done": self.done, "stopped_because": self.stopped_because}
-        p, opened = loop.planner, self.opened
+        p = loop.planner
         return {"rows": landing.landed + landing.resumed_count + len(opened.snapshots.deferred) +
                 opened.resume.leftover_count(),
                 "cap": self.spec.cap, "landed": landing.landed,
@@ -128,17 +131,13 @@ class DriverRun:
     async def run(self) -> RunResult:
         spec, plan = self.spec, self.plan
         # rollout actors start while the checkpoint loads (a large resume reads for seconds)
-        rollouts = (CallerPool(self.outbox, "roll", plan.per_actor, self.caller_node) if plan.where == "caller"
-                    else self.rollouts or rollout_pool(spec, plan))
+        rollouts = self._rollouts()
         trim = HeapTrim()                  # (blocks of 1 MiB and up mapped alone from here on: see driver/heap_trim.py)
         opened = self.opened = await open_run(spec)
         self.resumed = opened.loaded
         if opened.loaded:                  # a resume's open freed hundreds of MB (its scan, the snapshot's
             trim.now()                     # frames, the planner's rebuild): back to the system before the run
-        judges = None
-        if plan.graded:
-            judges = self.judges = (CallerPool(self.outbox, "judge", spec.judge_concurrency, self.caller_node)
-                      if plan.judges_where == "caller" else judge_pool(spec))
+        judges = self.judges = self._judges()
         self.landing = Landing(judge_name=spec.judge_name, scoring_run_id=spec.scoring_run_id,
                                label_source=spec.label_source, sink=opened.sink, stream=opened.stream, t0=self.t0,
                                spool=make_spool(spec),
@@ -180,19 +179,40 @@ class DriverRun:
         # and poll() keeps answering meanwhile (the caller's progress and orphan watch)
         return await asyncio.to_thread(self._result, rollouts, figures)
 
+    def _rollouts(self) -> Pool:
+        """The caller's own pool (the caller plays), or the Ray actors' pool the Driver actor made
+        or kept for this run (``driver/actor.py``, the one place a rollout pool is built)."""
+        if self.plan.where == "caller":
+            assert self.outbox is not None
+            return CallerPool(self.outbox, "roll", self.plan.per_actor, self.caller_node)
+        assert self.rollouts is not None, "the Driver actor hands a run its rollout pool (Driver._rollouts)"
+        return self.rollouts
+
+    def _judges(self) -> Pool | None:
+        """Judges in the caller's process or as Ray actors (None when the run is not graded)."""
+        if not self.plan.graded:
+            return None
+        if self.plan.judges_where == "caller":
+            assert self.outbox is not None
+            return CallerPool(self.outbox, "judge", self.spec.judge_concurrency, self.caller_node)
+        return judge_pool(self.spec)
+
     def _planner_figures(self) -> tuple:
         """The planner's end-of-run figures, taken once its last snapshot is written. A resume then
         compacts its checkpoint and writes its settled rows into the result: the planner keeps
         only what naming those rows reads (~400 MB less a million rows: ``keep_only_keys``)."""
-        p = self.loop.planner
+        loop, opened = self.loop, self.opened
+        assert loop is not None and opened is not None, "the run's figures are taken after its loop ran"
+        p = loop.planner
         figures = p.stats(self.stopped_because), p.writer.stats() if hasattr(p.writer, "stats") else None
-        if len(self.opened.snapshots.deferred) or self.opened.resume.leftover_count():
+        if len(opened.snapshots.deferred) or opened.resume.leftover_count():
             p.keep_only_keys()
             HeapTrim().now()
         return figures
 
     def _result(self, rollouts, figures: tuple) -> RunResult:
         loop, landing, opened = self.loop, self.landing, self.opened
+        assert loop is not None and landing is not None and opened is not None, "a result is made after the run"
         p = loop.planner
         resumed = landing.resumed_count + len(opened.snapshots.deferred)
         stats, writer = figures

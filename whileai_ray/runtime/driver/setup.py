@@ -28,14 +28,13 @@ from ...score.row_facts import fact_spill_writer
 from ...search.planner.planner import Planner
 from ...situations.template_writer import TemplateWriter
 from ...store.checkpoint.jsonl import JsonlCheckpoint
-from ...store.checkpoint.sink import CheckpointSink
+from ...store.checkpoint.sink import CheckpointSink, StreamSink
 from ...store.row_spool import RowSpool
 from ...store.shards.storage import open_shards
 from ...store.checkpoint.meta import read_sidecar
 from ...store.checkpoint.lines import HEADER_KEY
 from ...store.snapshots.keeper import PlanSnapshots
 from ...store.checkpoint.resume import ResumeIndex
-from ...store.checkpoint.sink import StreamSink
 
 __all__ = ["OpenedRun", "open_run", "close_run", "open_sink", "build_planner", "make_spool"]
 
@@ -71,8 +70,8 @@ def make_spool(spec) -> RowSpool:
 
 @dataclass
 class OpenedRun:
-    sink: object | None             # CheckpointSink (checkpoint=), or None
-    stream: object | None           # StreamSink (output=), or None
+    sink: CheckpointSink | None     # checkpoint=, or None
+    stream: StreamSink | None       # output=, or None
     resume: ResumeIndex
     snapshots: PlanSnapshots
     planner: object

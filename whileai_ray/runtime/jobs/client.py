@@ -90,6 +90,7 @@ def submit_planned(submission: Submission, address: str) -> dict:
     out = {"run_id": submission.run_id, "checkpoint": submission.checkpoint,
            "entrypoint": submission.entrypoint, "address": address}
     if action == "attach":
+        assert state is not None               # attach: an attempt is running
         return {**out, "action": "already_running", "status": state["status"],
                 "attempt": state["attempt"], "submission_id": state["submission_id"]}
     attempt = state["attempt"] + 1 if state else 1

@@ -10,6 +10,7 @@ the run metrics cost on the one process that carries most of them.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 
 class _Recorder:
@@ -30,7 +31,7 @@ class _Recorder:
 def recorder_cpu_seconds(rows: int = 20000, chunk: int = 32) -> float:
     """CPU seconds the recorder spends on a ``rows``-row run (best of two replays)."""
     import ray
-    actor = ray.remote(_Recorder).options(num_cpus=0).remote()
+    actor: Any = ray.remote(_Recorder).options(num_cpus=0).remote()   # a handle (Ray's stubs type it loosely)
     try:
         return min(ray.get([actor.replay.remote(rows, chunk) for _ in range(2)]))
     finally:

@@ -31,6 +31,7 @@ def _objects() -> dict:
     if not _OBJECTS:
         from ray.util.metrics import Counter, Gauge, Histogram
         for m in METRICS:
+            obj: Counter | Gauge | Histogram
             if m.kind == "counter":
                 obj = Counter(m.name, m.description, tag_keys=m.tags)
             elif m.kind == "gauge":
@@ -94,7 +95,7 @@ class RunMetrics(NoMetrics):
         self.m = _objects()
         self.tags = dict(zip(RUN_TAGS, (str(run_id), str(mode))))
         self._node_tags: dict = {}
-        self._causes = {"whileai_rerolls": {}, "whileai_rollouts_lost": {}}
+        self._causes: dict[str, dict] = {"whileai_rerolls": {}, "whileai_rollouts_lost": {}}
         self.graded = self.passed = 0
 
     # ------------------------------------------------------------ driver

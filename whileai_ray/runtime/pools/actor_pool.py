@@ -32,7 +32,7 @@ from ..messages import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
 from .judge_worker import JudgeWorker
 from .warm_rollout import ReusableRolloutWorker
 
-__all__ = ["ActorPool", "rollout_pool", "rollout_args", "judge_pool", "actor_options", "await_ref",
+__all__ = ["start_rollout_actors", "ActorPool", "rollout_pool", "rollout_args", "judge_pool", "actor_options", "await_ref",
            "PLACEMENT_TIMEOUT_S", "lane_is_dead", "death_cause"]
 
 PLACEMENT_TIMEOUT_S = 60.0
@@ -109,7 +109,7 @@ class ActorPool:
         self._placing: asyncio.Future | None = None   # the lanes still starting after start() returned
         self._unplaced: RuntimeError | None = None    # set when they were not placed in time
         self._renewing: list | None = None            # kept lanes becoming this run's (``renew``)
-        self.placer = None                            # rollout_pool's _Placer, when it places the actors
+        self.placer: _Placer | None = None            # rollout_pool's _Placer, when it places the actors
         self.replaced = 0                             # lanes whose actor died and was replaced (or will be)
         self.deaths: dict = {}                        # how they died: Ray's error class -> lanes
 
@@ -157,7 +157,7 @@ class ActorPool:
 
     async def _settle_renewals(self) -> list:
         """The node of each lane the renewal brought up (None: made again by ``start()``)."""
-        renewing, self._renewing = self._renewing, None
+        renewing, self._renewing = self._renewing or [], None
         await asyncio.gather(*(t for t in renewing if t is not None), return_exceptions=True)
         nodes = []
         for lane, task in enumerate(renewing):
@@ -252,7 +252,7 @@ class ActorPool:
                 raise self._unplaced
             return await call
         except Exception as exc:
-            exc.whileai_actor = actor            # which actor failed: replace() replaces it once
+            setattr(exc, "whileai_actor", actor)  # which actor failed: replace() replaces it once
             raise
 
     def replace(self, lane: int, error: BaseException) -> str:
@@ -282,7 +282,7 @@ class ActorPool:
         name = type(error).__name__
         self.deaths[name] = self.deaths.get(name, 0) + 1
         node = self._node_of.get(id(actor))          # kept: its other chunks' failures are named by it too
-        if self.placer is not None and self.placer.placed.get(node):
+        if self.placer is not None and node is not None and self.placer.placed.get(node):
             self.placer.placed[node] -= 1            # its replacement is placed as if it never was
         try:
             ray.kill(actor, no_restart=True)
@@ -296,7 +296,7 @@ class ActorPool:
                 raise RuntimeError(f"a {self.what} actor could not start: {error}"[:2000]) from None
             node = self._node_of.get(id(actor))
             alive = not node or node in {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
-            return death_cause(error, alive)
+            return death_cause(error, alive) or WORKER_CRASHED
         text = f"{type(error).__name__}: {error}"
         if any(word in text for word in ("erializ", "ickl", "RecursionError", "ircular")):
             return UNSERIALIZABLE
@@ -363,6 +363,13 @@ def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
                      flush=bool(spec.shards), prebuilt=prebuilt)
     pool.placer = placer
     return pool
+
+
+def start_rollout_actors(spec, plan) -> list:
+    """``[(actor, node)]``: the run's rollout actors, started now by the caller so they come up
+    beside the Driver actor, not after it. The pool that plays on them is built by the Driver
+    (``driver/actor.py``, the one place a rollout pool is made), which adopts them (``prebuilt``)."""
+    return rollout_pool(spec, plan).placed()
 
 
 def judge_pool(spec) -> ActorPool | None:

@@ -36,7 +36,7 @@ def pack(results: list[RolloutResult], writer, node: str) -> bytes:
     rows = [r.row for r in results if r.row is not None]
     name, spans, nbytes = writer.write(rows) if rows else (None, [], 0)
     spans = iter(spans)
-    entries = []
+    entries: list[list] = []
     for r in results:
         if r.skipped:                    # time_budget ran out before the actor started it: ``[None]``
             entries.append([None])
@@ -46,7 +46,7 @@ def pack(results: list[RolloutResult], writer, node: str) -> bytes:
             entries.append([None, r.unusable, r.timed_out, r.error, round(r.seconds, 4)])
             continue
         start, end, crc = next(spans)
-        extra = {}
+        extra: dict[str, object] = {}
         if r.timed_out:
             extra["t"] = True
         if r.error:

@@ -39,7 +39,11 @@ class LaneFailed(RuntimeError):
 
 class Pool(Protocol):
     where: str              # "actors" or "caller": reported in report()["placement"]["pool"]
-    lanes: int              # how many lanes (rollout or judge actors)
+
+    @property
+    def lanes(self) -> int:
+        """How many lanes (rollout or judge actors; 1 for the caller's own process)."""
+
     slots: int              # units each lane plays at once
     nodes: list             # the node of each lane, known after start()
 

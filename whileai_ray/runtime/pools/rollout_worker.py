@@ -90,9 +90,9 @@ class RolloutWorker:
             check_probe(self.shards.folder, self.meta.run_id, self.node_id)
         return self.node_id
 
-    async def run_chunk(self, units: list) -> list[dict] | bytes:
+    async def run_chunk(self, units: list) -> list[RolloutResult] | bytes:
         """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
-        started comes back ``{"skipped": True}`` unplayed (search/planner/clock.py). On shared storage the
+        started comes back ``RolloutResult.not_started`` unplayed (search/planner/clock.py). On shared storage the
         rows go to a shard and the Driver gets keys and outcomes (pools/dataplane.py)."""
         results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
         self.metrics.rollout_seconds([r.seconds for r in results if not r.skipped])    # metrics: once per chunk
@@ -111,6 +111,7 @@ class RolloutWorker:
             t0 = time.monotonic()
             try:
                 if self.model is not None:
+                    assert self.clients is not None        # built with the model settings
                     client, user_client = self.clients.for_unit(unit)
                     row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
                     problem = storable_problem(row)
@@ -130,8 +131,9 @@ class RolloutWorker:
                 bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
                 row, problem = None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
                                       f"{type(exc).__name__}: {exc}"[:300])
-            if problem is not None:        # one unit that cannot become a row never sinks its chunk
+            if problem is not None or row is None:   # one unit that cannot become a row never sinks its chunk
                 self.played += 1
+                problem = problem or (ROLLOUT_FAILED, "no row")
                 return RolloutResult.lost(unit, problem[0], problem[1], time.monotonic() - t0)
             unusable = row.get("_unusable")
         self.played += 1

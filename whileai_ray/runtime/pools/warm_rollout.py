@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 
 from .collector import Collector
+from ..messages import RolloutResult
 from .rollout_worker import RolloutWorker
 
 __all__ = ["ReusableRolloutWorker"]
@@ -29,7 +30,7 @@ class ReusableRolloutWorker(RolloutWorker):
         self._chunks: set = set()            # run_chunk tasks in progress (cancelled by renew)
         self.collector = Collector()         # full collections while no chunk plays (pools/collector.py)
 
-    async def run_chunk(self, units: list) -> list[dict]:
+    async def run_chunk(self, units: list) -> list[RolloutResult] | bytes:
         task = asyncio.current_task()
         if not self._chunks:
             self.collector.busy()

@@ -124,7 +124,8 @@ class ServerActor:
                 "errors": list(self.restart_errors), "log_tail": log_tail(server.log_path, 5)}
 
     def healthy(self) -> bool:
-        return self.server is not None and self.server.proc.poll() is None and self.server.healthy()
+        server = self.server
+        return server is not None and server.proc is not None and server.proc.poll() is None and server.healthy()
 
     def stop(self) -> int | None:
         """End supervision, then kill the server's process group. Safe to call twice."""

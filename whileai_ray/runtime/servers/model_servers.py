@@ -34,6 +34,7 @@ which waits up to ``placement_timeout_s``.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError
@@ -97,7 +98,7 @@ class ModelServers:
         self.max_restarts = max_restarts
         self.urls: list[str] = []
         self.pids: list[int] = []
-        self._pg = None
+        self._pg: Any = None                # the placement group, once reserved
         self._actors: list = []
 
     # -- placement ---------------------------------------------------------------------------
@@ -121,10 +122,10 @@ class ModelServers:
             raise RuntimeError(f"cannot place model servers: {why}. Add nodes with those resources, lower "
                                f"gpus_per_replica/cpus_per_replica/replicas, or pass autoscaling=True on a "
                                f"cluster that adds nodes on demand")
-        self._pg = placement_group([dict(self.bundle) for _ in range(self.replicas)], strategy=self.strategy,
-                                   name=f"whileai-model-servers-{os.getpid()}-{id(self):x}")
+        pg = self._pg = placement_group([dict(self.bundle) for _ in range(self.replicas)], strategy=self.strategy,
+                                        name=f"whileai-model-servers-{os.getpid()}-{id(self):x}")
         try:
-            ray.get(self._pg.ready(), timeout=self.placement_timeout_s)
+            ray.get(pg.ready(), timeout=self.placement_timeout_s)
         except GetTimeoutError:
             self._release()
             raise RuntimeError(f"cannot place model servers: {self.replicas} bundles of {self.bundle} "
@@ -137,6 +138,7 @@ class ModelServers:
         if self.urls:
             return list(self.urls)
         self._reserve()
+        assert self._pg is not None
         remote = ray.remote(ServerActor)
         self._actors = [remote.options(
             num_cpus=self.bundle.get("CPU", 0), num_gpus=self.bundle.get("GPU", 0), max_restarts=0,

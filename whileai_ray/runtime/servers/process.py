@@ -112,8 +112,10 @@ class ServerProcess:
     def wait_healthy(self, timeout_s: float, poll_s: float = 0.5) -> None:
         """Block until ``GET /v1/models`` answers 200; RuntimeError with the log tail otherwise."""
         deadline = time.monotonic() + timeout_s
+        proc = self.proc
+        assert proc is not None, "wait_healthy() after launch()"
         while True:
-            code = self.proc.poll()
+            code = proc.poll()
             if code is not None:
                 raise RuntimeError(self._failure(f"exited with code {code} before it was healthy"))
             if self.healthy():
@@ -144,6 +146,8 @@ class ServerProcess:
         return proc.returncode
 
     def _signal_group(self, sig) -> None:
+        if self.proc is None:
+            return
         try:
             os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):

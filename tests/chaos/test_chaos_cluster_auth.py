@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from whileai_ray.runtime.local_head import LocalHead
+from local_head import LocalHead
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "cluster"

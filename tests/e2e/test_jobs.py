@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from whileai_ray.store.schema import row_key
-from whileai_ray.runtime.local_head import LocalHead
+from local_head import LocalHead
 
 SPEC = '''
 agent = "whileai_ray.bench.lines:SleepyAgent"

@@ -14,7 +14,7 @@ import pytest
 import whileai_ray as wai
 from whileai_ray.result import failure_breakdown as fb
 from whileai_ray.testing.browser import Chromium, chromium_path
-from whileai_ray.testing.png import colours, saturated_colours
+from screenshot_colours import colours, saturated_colours
 
 DOCS_PNG = Path(__file__).resolve().parents[2] / "notebooks" / "html_report.png"
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object",

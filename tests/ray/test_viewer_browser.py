@@ -21,7 +21,7 @@ from whileai_ray.result import failure_breakdown as fb
 from whileai_ray.result.data import SimulationData
 from whileai_ray.store.checkpoint.lines import HEADER_KEY
 from whileai_ray.testing.browser import Chromium, chromium_path
-from whileai_ray.testing.png import colours, saturated_colours
+from screenshot_colours import colours, saturated_colours
 from whileai_ray.testing.seeded_rows import played
 from whileai_ray.viewer import make_server
 

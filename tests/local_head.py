@@ -1,4 +1,6 @@
-"""A throwaway local Ray head for tests, demos and notebooks, stopped by its own pids.
+"""A throwaway local Ray head for tests, stopped by its own pids. Imported by tests as
+``from local_head import LocalHead`` (pytest puts ``tests/`` on the path for its conftest); it
+lives here, not in the package, because only the project's own tests start such a head.
 
 ``LocalHead()`` runs ``ray start --head --block`` bound to a loopback address with every port
 free-picked (so it never collides with another Ray on the machine), in its own session, with

@@ -12,7 +12,7 @@ from whileai_ray.store.parquet.folder import ParquetSink
 from whileai_ray.store.schema import key_string, row_key
 from whileai_ray.store.shards.storage import shards_of
 
-UNIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit")
+UNIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "store", "parquet")
 
 
 def _ray_keys(folder) -> list:
@@ -22,9 +22,8 @@ def _ray_keys(folder) -> list:
 
 
 def test_ray_data_reads_a_compaction_killed_part_way_as_the_landed_rows(ray_local, tmp_path):
-    sys.path.insert(0, UNIT)
-    from test_parquet import make_row
-    from test_parquet_visibility import _COMPACT
+    from tests.unit.store.parquet.test_parquet import make_row
+    from tests.unit.store.parquet.test_parquet_visibility import _COMPACT
     want = sorted(key_string(row_key(make_row(i))) for i in range(100))
     script = tmp_path / "compact.py"
     script.write_text(_COMPACT)

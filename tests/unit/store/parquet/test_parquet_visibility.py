@@ -47,7 +47,7 @@ _COMPACT = textwrap.dedent("""
 
 
 def _keys(n):
-    from test_parquet import make_row
+    from tests.unit.store.parquet.test_parquet import make_row
     return sorted(key_string(row_key(make_row(i))) for i in range(n))
 
 
@@ -64,7 +64,7 @@ def _outside(folder) -> dict:
 
 @pytest.mark.parametrize("fallback", [False, True], ids=["exchange", "no-exchange"])
 def test_a_compaction_killed_at_any_step_leaves_exactly_the_landed_rows_for_outside_readers(tmp_path, fallback):
-    from test_parquet import make_row
+    from tests.unit.store.parquet.test_parquet import make_row
     want = _keys(100)
     here = os.path.dirname(os.path.abspath(__file__))
     script = tmp_path / "compact.py"
@@ -107,7 +107,7 @@ def test_a_part_cut_short_is_never_in_the_folder(tmp_path):
     """A part is built beside the folder and renamed in: a writer killed while writing one leaves
     nothing in the folder that polars (which refuses a folder holding a file of another extension)
     or pyarrow would read."""
-    from test_parquet import make_row
+    from tests.unit.store.parquet.test_parquet import make_row
     folder = tmp_path / "run.parquet"
     ParquetSink(folder, row_group_size=10).write([make_row(i) for i in range(10)])    # part-00000
     script = tmp_path / "part.py"
@@ -132,7 +132,7 @@ def test_the_work_folder_beside_a_checkpoints_parquet_is_one_of_its_files(tmp_pa
     from whileai_ray.store.checkpoint.jsonl import JsonlCheckpoint
     from whileai_ray.store.checkpoint.sink import CheckpointSink
     from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS
-    from test_parquet import make_row
+    from tests.unit.store.parquet.test_parquet import make_row
     sink = CheckpointSink(JsonlCheckpoint(ck, fingerprint(TOOLS, SYSTEM, "seeded_agent")))
     sink.append([make_row(1)])
     sink.close()

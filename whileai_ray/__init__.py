@@ -26,7 +26,7 @@ if _typing.TYPE_CHECKING:
     from .result.grading.paths import grade_llm as grade
     from .result.grading.paths import rank_source as rank
     from .result.loading import load
-    from .result.html.notebook import notebook_progress
+    from .result.progress.notebook_bar import notebook_progress
     from .result.grading.run_judge import run_judge
     from .result.grading.scored import ScoredData
     from .score.compare import compare_runs, delta_report, format_delta_report
@@ -46,7 +46,7 @@ _LAZY = {
     "SimulationData": (".result.data", "SimulationData"), "grade_llm": (".result.grading.paths", "grade_llm"),
     "llm_grade": (".result.grading.paths", "llm_grade"), "grade": (".result.grading.paths", "grade_llm"),
     "rank": (".result.grading.paths", "rank_source"), "load": (".result.loading", "load"),
-    "notebook_progress": (".result.html.notebook", "notebook_progress"), "ScoredData": (".result.grading.scored", "ScoredData"),
+    "notebook_progress": (".result.progress.notebook_bar", "notebook_progress"), "ScoredData": (".result.grading.scored", "ScoredData"),
     "compare_runs": (".score.compare", "compare_runs"), "delta_report": (".score.compare", "delta_report"),
     "format_delta_report": (".score.compare", "format_delta_report"), "Judge": (".score.judges.llm_judge", "Judge"),
     "export_dataset": (".export.dataset_export", "export_dataset"),

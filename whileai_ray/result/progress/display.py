@@ -3,7 +3,7 @@
 ``choose_display()`` looks at where the run was started from:
 
 * an IPython kernel (Jupyter, VS Code notebooks): ``NotebookBar``, the notebook view's HTML bar
-  (``notebook.progress_html``) updated in place, at most twice a second;
+  (``notebook_bar.progress_html``) updated in place, at most twice a second;
 * a terminal (stderr is a TTY): ``TerminalBar``, a ``tqdm`` bar on stderr with rows, rate, ETA,
   re-rolls and losses (tqdm: it sizes itself to the terminal, smooths the rate and is the bar
   Python users already read; it is imported only here);
@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from ..html.notebook import NotebookProgress, progress_html
+from .notebook_bar import NotebookProgress, progress_html
 from .run_log import listens
 
 __all__ = ["choose_display", "TerminalBar", "NotebookBar"]

@@ -4,8 +4,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from whileai_ray.result.data import SimulationData
-from whileai_ray.result.html.notebook import (NotebookProgress, html_view, metrics_chart, notebook_progress,
-                                  parse_progress_line, progress_html)
+from whileai_ray.result.html.notebook import html_view, metrics_chart
+from whileai_ray.result.progress.notebook_bar import (NotebookProgress, notebook_progress, parse_progress_line,
+                                                      progress_html)
 from whileai_ray.result.progress.lines import format_line
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import re
 import sys
+from typing import Any, Callable
 
 from ..progress.lines import format_line
 
@@ -195,12 +196,12 @@ class NotebookProgress:
     or one printed line per update elsewhere. ``snapshots`` keeps every dict it received;
     ``then`` (optional) is called with each dict too."""
 
-    def __init__(self, then=None):
+    def __init__(self, then: Callable[[dict], Any] | None = None) -> None:
         if then is not None and not callable(then):
             raise TypeError(f"notebook_progress(then=...) must be callable(dict); got {type(then).__name__}")
         self.then = then
         self.snapshots: list = []
-        self._handle = None
+        self._handle: Any = None            # IPython's DisplayHandle once shown
 
     def __call__(self, snap: dict) -> None:
         self.snapshots.append(dict(snap))
@@ -244,7 +245,7 @@ def parse_progress_line(text: str) -> dict | None:
     if found is None:
         return None
     m, line = found
-    out = {"rows": int(m["rows"]), "cap": int(m["cap"]), "resumed": int(m["resumed"] or 0),
+    out: dict[str, int | float] = {"rows": int(m["rows"]), "cap": int(m["cap"]), "resumed": int(m["resumed"] or 0),
            "situations": int(m["situations"])}
     for key, pattern in _TAIL.items():
         hit = pattern.search(line)

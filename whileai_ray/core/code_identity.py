@@ -186,7 +186,8 @@ class _Describer:
                 closure[name] = self.value(cell.cell_contents, depth)
             except ValueError:                     # an empty cell
                 closure[name] = {"empty": True}
-        names, used = [], set()
+        names: list[str] = []
+        used: set[str] = set()
         stack = [fn.__code__]
         while stack:                               # the globals its code (and nested code) names
             code = stack.pop()
@@ -284,6 +285,6 @@ def comparable(a: Any, b: Any) -> bool:
     Python), or one of them None (a role present in one run only is a difference)."""
     if a is None or b is None:
         return True
-    def scheme(d):
+    def scheme(d: Any) -> str | None:
         return d.partition(":")[0] if isinstance(d, str) and ":" in d else None
     return scheme(a) == scheme(b)

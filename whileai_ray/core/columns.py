@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from .digest_table import DigestTable
 
 __all__ = ["Column", "DigestSet", "State", "digest", "prompt_digest"]
 
 
-def digest(value) -> int:
+def digest(value: object) -> int:
     """A 64-bit digest of ``str(value)`` (0 for None): what the planner's sets hold instead of text."""
     if value is None:
         return 0
@@ -52,7 +54,7 @@ class Column:
 
     __slots__ = ("_a", "n", "dtype", "width")
 
-    def __init__(self, dtype, width: int = 0, capacity: int = 1024):
+    def __init__(self, dtype: DTypeLike, width: int = 0, capacity: int = 1024) -> None:
         self.dtype, self.width = np.dtype(dtype), int(width)
         self._a = np.zeros((capacity, width) if width else capacity, dtype=self.dtype)
         self.n = 0
@@ -66,21 +68,21 @@ class Column:
         grown[:self.n] = self._a[:self.n]
         self._a = grown                   # views of the old buffer keep it (and stay valid)
 
-    def append(self, value) -> int:
+    def append(self, value: Any) -> int:
         if self.n == len(self._a):
             self._grow(self.n + 1)
         self._a[self.n] = value
         self.n += 1
         return self.n - 1
 
-    def extend(self, values) -> None:
+    def extend(self, values: ArrayLike) -> None:
         values = np.asarray(values, dtype=self.dtype)
         if self.n + len(values) > len(self._a):
             self._grow(self.n + len(values))
         self._a[self.n:self.n + len(values)] = values
         self.n += len(values)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Any:
         if i >= self.n or i < -self.n:
             raise IndexError(i)
         return self._a[i]
@@ -92,7 +94,7 @@ class Column:
         return v
 
     @classmethod
-    def of(cls, values, dtype, width: int = 0) -> "Column":
+    def of(cls, values: ArrayLike, dtype: DTypeLike, width: int = 0) -> "Column":
         """A column holding ``values``: an array of its own (fresh, writeable, contiguous, of the
         dtype and shape) is adopted as the column's buffer, not copied (a million-prompt
         restore's tables would otherwise sit in memory twice); anything else is copied."""
@@ -114,7 +116,7 @@ class DigestSet:
 
     __slots__ = ("_set", "log")
 
-    def __init__(self, members=(), logged: bool = True):
+    def __init__(self, members: Iterable[int] = (), logged: bool = True) -> None:
         self._set = DigestTable()
         self.log = Column(np.uint64) if logged else None
         for m in members:
@@ -139,7 +141,7 @@ class DigestSet:
         return True
 
     @classmethod
-    def of(cls, log, logged: bool = True) -> "DigestSet":
+    def of(cls, log: ArrayLike, logged: bool = True) -> "DigestSet":
         out = cls(logged=False)
         if logged:
             out.log = Column.of(log, np.uint64)
@@ -152,9 +154,9 @@ class DigestSet:
 @dataclass
 class State:
     """A part's snapshot state: see the module docstring."""
-    meta: dict = field(default_factory=dict)
-    logs: dict = field(default_factory=dict)
-    tables: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    logs: dict[str, np.ndarray] = field(default_factory=dict)
+    tables: dict[str, np.ndarray] = field(default_factory=dict)
 
     def nest(self, name: str, part: "State") -> "State":
         """Take ``part`` in under ``name``: its meta as ``meta[name]``, its arrays as ``name.<array>``."""
@@ -170,7 +172,7 @@ class State:
                      {k[len(pre):]: v for k, v in self.logs.items() if k.startswith(pre)},
                      {k[len(pre):]: v for k, v in self.tables.items() if k.startswith(pre)})
 
-    def array(self, name: str, dtype, width: int | None = None) -> np.ndarray:
+    def array(self, name: str, dtype: DTypeLike, width: int | None = None) -> np.ndarray:
         """Array ``name`` (a log or a table), checked: its type and, for rows, their width.
         Raises ValueError on a missing or mistyped array (the snapshot is then not used)."""
         arr = self.logs.get(name)

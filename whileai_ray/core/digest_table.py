@@ -23,6 +23,7 @@ from __future__ import annotations
 from array import array
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["DigestTable"]
 
@@ -33,8 +34,17 @@ _MIN_BITS = 4
 
 class DigestTable:
     __slots__ = ("_keys", "_vals", "_bits", "_shift", "_mask", "_n", "_limit", "_zero", "values")
+    _keys: array[int]
+    _vals: array[int] | None          # the values of a map; None for a set (``values`` False)
+    _bits: int
+    _shift: int
+    _mask: int
+    _n: int
+    _limit: int
+    _zero: int | None
+    values: bool
 
-    def __init__(self, values: bool = False, capacity: int = 0):
+    def __init__(self, values: bool = False, capacity: int = 0) -> None:
         self.values = bool(values)
         bits = _MIN_BITS
         while (3 << bits) // 4 < capacity:
@@ -82,21 +92,26 @@ class DigestTable:
             self._grow()
             i = self._slot(d)
         self._keys[i] = d
-        if self.values:
+        if self._vals is not None:
             self._vals[i] = value
         self._n += 1
         return True
 
-    def get(self, d: int, default=None):
+    def get(self, d: int, default: int | None = None) -> int | None:
         if d == 0:
             return default if self._zero is None else self._zero
         i = self._slot(d)
-        return self._vals[i] if self._keys[i] == d else default
+        if self._keys[i] != d:
+            return default
+        assert self._vals is not None, "DigestTable.get needs a map (values=True)"
+        return self._vals[i]
 
     def setdefault(self, d: int, value: int) -> int:
         """The value of ``d``, adding it with ``value`` first when absent."""
         if not self.add(d, value):
-            return self.get(d)
+            have = self.get(d)
+            assert have is not None         # add() returned False: ``d`` is a member
+            return have
         return value
 
     def __setitem__(self, d: int, value: int) -> None:
@@ -107,6 +122,7 @@ class DigestTable:
         if self._keys[i] != d:
             self.add(d, value)
         else:
+            assert self._vals is not None, "DigestTable[d] = v needs a map (values=True)"
             self._vals[i] = value
 
     def __getitem__(self, d: int) -> int:
@@ -116,7 +132,7 @@ class DigestTable:
         return out
 
     # ------------------------------------------------------------ whole arrays
-    def find(self, digests) -> tuple[np.ndarray, np.ndarray | None]:
+    def find(self, digests: ArrayLike) -> tuple[np.ndarray, np.ndarray | None]:
         """``(found, values)`` for an array of digests: a bool per digest and, in a map, its
         value (0 where not found). Linear probing run for all of them at once, one probe step a
         pass (a table at most 3/4 full needs few passes)."""
@@ -136,8 +152,8 @@ class DigestTable:
             slot[todo] = (slot[todo] + 1) & self._mask
         if self._zero is not None:
             found[d == 0] = True
-        values = None
-        if self.values:
+        values: np.ndarray | None = None
+        if self._vals is not None:
             values = np.zeros(len(d), dtype=np.int64)
             hit = at >= 0
             values[hit] = np.frombuffer(self._vals, dtype=np.int64)[at[hit]]
@@ -150,10 +166,10 @@ class DigestTable:
         keys = np.frombuffer(self._keys, dtype=np.uint64)
         used = np.flatnonzero(keys)
         k = keys[used].copy()
-        v = np.frombuffer(self._vals, dtype=np.int64)[used].copy() if self.values else None
+        v = np.frombuffer(self._vals, dtype=np.int64)[used].copy() if self._vals is not None else None
         if self._zero is not None:
             k = np.append(k, np.uint64(0))
-            if self.values:
+            if v is not None:
                 v = np.append(v, np.int64(self._zero))
         return k, v
 
@@ -161,13 +177,13 @@ class DigestTable:
         keys = np.frombuffer(self._keys, dtype=np.uint64)
         used = np.flatnonzero(keys)                  # the table's own members (the digest 0 is aside)
         k = keys[used].copy()
-        v = np.frombuffer(self._vals, dtype=np.int64)[used].copy() if self.values else None
+        v = np.frombuffer(self._vals, dtype=np.int64)[used].copy() if self._vals is not None else None
         del keys
         self._alloc(self._bits + 1)
         self._place(k, v)
 
     @classmethod
-    def of(cls, digests, values=None, capacity: int = 0) -> "DigestTable":
+    def of(cls, digests: ArrayLike, values: ArrayLike | None = None, capacity: int = 0) -> "DigestTable":
         """A table of ``digests`` (any order, repeats allowed: the first one's value wins).
 
         One sort does it all: by the mixed digest (a bijection of the digest), which puts repeats
@@ -192,7 +208,7 @@ class DigestTable:
         out._place(keys, vals, (ms >> np.uint64(out._shift)).astype(np.int64))
         return out
 
-    def _place(self, keys: np.ndarray, vals, home: np.ndarray | None = None) -> None:
+    def _place(self, keys: np.ndarray, vals: np.ndarray | None, home: np.ndarray | None = None) -> None:
         """Put distinct nonzero ``keys`` into this empty table at once. Sorted by home slot, a
         key's slot under linear probing is ``max(home, slot of the key before + 1)``, a running
         maximum; the few that run past the last slot are added one by one (they wrap).
@@ -203,15 +219,15 @@ class DigestTable:
                 home = ((keys * np.uint64(_GOLD)) >> np.uint64(self._shift)).astype(np.int64)
             order = np.argsort(home, kind="stable")
             keys, home = keys[order], home[order]
-            vals = vals[order] if self.values else None
+            vals = vals[order] if vals is not None else None
         rank = np.arange(n, dtype=np.int64)
         slot = rank + np.maximum.accumulate(home - rank) if n else rank
         fits = slot <= self._mask
         table = np.frombuffer(self._keys, dtype=np.uint64)
         table[slot[fits]] = keys[fits]
-        if self.values:
+        if self._vals is not None and vals is not None:
             np.frombuffer(self._vals, dtype=np.int64)[slot[fits]] = vals[fits]
         del table
         self._n = int(fits.sum())
         for i in np.flatnonzero(~fits).tolist():
-            self.add(int(keys[i]), int(vals[i]) if self.values else 0)
+            self.add(int(keys[i]), int(vals[i]) if vals is not None else 0)

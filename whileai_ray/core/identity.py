@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from .strict_json import clean_str
+
+if TYPE_CHECKING:                 # a type only (unit.py imports this module)
+    from .unit import Unit
 
 __all__ = ["new_run_id", "unit_key", "row_key", "prompt_sha", "unit_row_key", "resumed_unit_key", "key_string",
            "key_digest"]
@@ -27,7 +31,8 @@ def new_run_id() -> str:
     return "run_" + uuid.uuid4().hex[:12]
 
 
-def unit_key(run_id: str, scenario_id, phrasing_index: int, rollout_index: int, eval_run: int) -> tuple:
+def unit_key(run_id: str, scenario_id: Any, phrasing_index: int, rollout_index: int,
+             eval_run: int) -> tuple[Any, ...]:
     """The key of a unit inside one run (see the module doc)."""
     return (run_id, scenario_id, phrasing_index, rollout_index, eval_run)
 
@@ -39,7 +44,7 @@ def prompt_sha(prompt: str) -> str:
     return hashlib.sha256(clean_str(prompt).encode("utf-8")).hexdigest()[:16]
 
 
-def row_key(row: dict) -> tuple:
+def row_key(row: dict[str, Any]) -> tuple[str, str, Any, Any]:
     """The on-disk identity of a row: ``(scenario_id, prompt_sha, rollout_index, eval_run)``.
 
     Missing fields fall back to ``""`` / 0, so foreign rows still get a stable key. Text is
@@ -58,19 +63,19 @@ def row_key(row: dict) -> tuple:
     )
 
 
-def unit_row_key(unit) -> tuple:
+def unit_row_key(unit: Unit) -> tuple[str, str, Any, Any]:
     """The ``row_key`` the row of ``unit`` will have (looked up before the unit is played)."""
     s = unit.situation
     return row_key({"scenario_id": s.scenario_id, "prompt": s.prompt, "rollout_index": unit.rollout_index,
                     "lineage": {"eval_run": unit.eval_run}})
 
 
-def resumed_unit_key(run_id: str, row: dict, eval_run: int) -> list:
+def resumed_unit_key(run_id: str, row: dict[str, Any], eval_run: int) -> list[Any]:
     """The unit key of a row read back from disk that no planned unit matched (phrasing unknown: 0)."""
     return list(unit_key(run_id, row.get("scenario_id"), 0, row.get("rollout_index", 0), eval_run))
 
 
-def key_digest(key) -> tuple[int, int, str]:
+def key_digest(key: str | tuple[Any, ...]) -> tuple[int, int, str]:
     """``(a, b, text)``: the 128-bit blake2b digest of a ``row_key`` (or of its ``key_string``
     ``text``) as an unsigned and a signed 64-bit int: what the key index, the writers' key sets
     and the planner snapshot keep of a row's identity."""
@@ -79,7 +84,7 @@ def key_digest(key) -> tuple[int, int, str]:
     return int.from_bytes(h[:8], "little"), int.from_bytes(h[8:], "little", signed=True), text
 
 
-def key_string(key: tuple) -> str:
+def key_string(key: tuple[Any, ...]) -> str:
     """``row_key`` as one string, the form stored in the Parquet ``row_key`` column."""
     if len(key) == 4:                       # the usual row key: one format call
         return f"{key[0]}|{key[1]}|{key[2]}|{key[3]}"

@@ -15,26 +15,26 @@ __all__ = ["stable_hash", "unit_rng", "draw", "short_hash", "weyl"]
 _GOLDEN = 0.6180339887498949
 
 
-def _canon(parts: tuple) -> bytes:
+def _canon(parts: tuple[object, ...]) -> bytes:
     return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def stable_hash(*parts) -> str:
+def stable_hash(*parts: object) -> str:
     """Hex sha256 of the canonical JSON of ``parts``."""
     return hashlib.sha256(_canon(parts)).hexdigest()
 
 
-def short_hash(*parts, n: int = 10) -> str:
+def short_hash(*parts: object, n: int = 10) -> str:
     return stable_hash(*parts)[:n]
 
 
-def unit_rng(seed: int, *parts) -> random.Random:
+def unit_rng(seed: int, *parts: object) -> random.Random:
     """A private generator for one unit of work, seeded by sha256(seed, parts)."""
     digest = hashlib.sha256(_canon((seed,) + parts)).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def draw(seed: int, *parts) -> float:
+def draw(seed: int, *parts: object) -> float:
     """One uniform draw in [0, 1) keyed by ``(seed, *parts)``."""
     digest = hashlib.sha256(_canon((seed,) + parts)).digest()
     return int.from_bytes(digest[:7], "big") / float(1 << 56)

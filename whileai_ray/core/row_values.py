@@ -34,6 +34,7 @@ import datetime as _dt
 import math
 from decimal import Decimal
 from enum import Enum
+from typing import Any, Iterable
 
 __all__ = ["json_value", "json_default", "json_key", "clean_str"]
 
@@ -60,23 +61,24 @@ def _lone(text: str) -> bool:
         return True
 
 
-def _where(path: str, key) -> str:
+def _where(path: str, key: object) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _float(value: float, path: str, repairs: dict):
+def _float(value: float, path: str, repairs: dict[str, str]) -> float | None:
     if math.isfinite(value):
         return value
     repairs[path or "."] = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     return None
 
 
-def json_key(key) -> str:
+def json_key(key: Any) -> str:
     """A dict key as the JSON encoder writes it (str kept, ``1`` -> ``"1"``, ``1.5`` -> ``"1.5"``,
     ``True`` -> ``"true"``, ``None`` -> ``"null"``); any other key: the text of its normal form."""
     kind = type(key)
     if kind is str:
-        return key
+        text: str = key
+        return text
     if key is True or key is False:
         return "true" if key else "false"
     if key is None:
@@ -93,19 +95,19 @@ def json_key(key) -> str:
     return value if isinstance(value, str) else _compact(value)
 
 
-def _compact(value) -> str:
+def _compact(value: Any) -> str:
     import json
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _sorted(items: list) -> list:
+def _sorted(items: list[Any]) -> list[Any]:
     try:
         return sorted(items)
     except TypeError:           # mixed kinds: order by their JSON text, still the same every run
         return sorted(items, key=_compact)
 
 
-def json_default(value):
+def json_default(value: Any) -> Any:
     """One step of ``json_value`` for a value that is no JSON type (the JSON encoder's ``default``)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "backslashreplace")
@@ -138,7 +140,7 @@ def json_default(value):
     return str(value)
 
 
-def json_value(value) -> tuple:
+def json_value(value: Any) -> tuple[Any, dict[str, str]]:
     """``(normal form, repairs)`` of ``value`` (see the module docstring); ``value`` itself when
     it already is plain JSON data with nothing to repair."""
     try:
@@ -146,7 +148,7 @@ def json_value(value) -> tuple:
             return value, {}
     except RecursionError:      # circular or very deep: the full walk says which
         pass
-    repairs: dict = {}
+    repairs: dict[str, str] = {}
     return _norm(value, "", repairs, set()), repairs
 
 
@@ -160,7 +162,7 @@ def _text_ok(text: str) -> bool:
         return False
 
 
-def _plain(value) -> bool:
+def _plain(value: Any) -> bool:
     """Is ``value`` plain JSON data already (exact JSON types, str keys, finite floats, no lone
     surrogate)? A scan without copies or paths: the common case costs little (a row is checked
     on every rollout)."""
@@ -175,11 +177,12 @@ def _plain(value) -> bool:
     if kind is str:
         return _text_ok(value)
     if kind is float:
-        return value - value == 0.0
+        finite: bool = value - value == 0.0
+        return finite
     return kind is int or kind is bool or value is None
 
 
-def _plain_items(values) -> bool:
+def _plain_items(values: Iterable[Any]) -> bool:
     """``_plain`` over a container's values, the scalar cases inline (one call a container)."""
     for v in values:
         t = type(v)
@@ -196,7 +199,7 @@ def _plain_items(values) -> bool:
     return True
 
 
-def _norm(value, path: str, repairs: dict, seen: set):
+def _norm(value: Any, path: str, repairs: dict[str, str], seen: set[int]) -> Any:
     kind = type(value)
     if kind is str:
         if _lone(value):
@@ -240,12 +243,12 @@ def _norm(value, path: str, repairs: dict, seen: set):
         seen.discard(mark)
 
 
-def _norm_dict(value: dict, path: str, repairs: dict, seen: set):
+def _norm_dict(value: dict[Any, Any], path: str, repairs: dict[str, str], seen: set[int]) -> dict[Any, Any]:
     mark = id(value)
     if mark in seen:
         raise ValueError("Circular reference detected")
     seen.add(mark)
-    out = None
+    out: dict[Any, Any] | None = None
     for i, (k, v) in enumerate(value.items()):
         key = k if type(k) is str else json_key(k)
         if _lone(key):
@@ -260,7 +263,8 @@ def _norm_dict(value: dict, path: str, repairs: dict, seen: set):
     return value if out is None else out
 
 
-def _norm_list(value, path: str, repairs: dict, seen: set, copy: bool):
+def _norm_list(value: list[Any] | tuple[Any, ...], path: str, repairs: dict[str, str], seen: set[int],
+               copy: bool) -> list[Any] | tuple[Any, ...]:
     mark = id(value)
     if mark in seen:
         raise ValueError("Circular reference detected")

@@ -12,6 +12,7 @@ sinks, the graders, the result, the export), and none of them plays rollouts.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .row_values import json_default
 
@@ -20,9 +21,9 @@ __all__ = ["export_row", "stored_row", "conversation", "HIDDEN_KEYS"]
 HIDDEN_KEYS = frozenset(("privileged", "principle", "hidden_state", "reference", "rubric", "vector"))
 
 
-def conversation(row: dict) -> list[dict]:
+def conversation(row: dict[str, Any]) -> list[dict[str, Any]]:
     """Chat messages from ``prompt``, ``steps`` and ``final_text`` (reference 1.1)."""
-    msgs = [{"role": "user", "content": row.get("prompt") or ""}]
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": row.get("prompt") or ""}]
     for step in row.get("steps") or ():
         if not isinstance(step, dict):
             continue
@@ -53,7 +54,7 @@ def conversation(row: dict) -> list[dict]:
 _CONTAINERS = (dict, list)
 
 
-def _dirty(value) -> bool:
+def _dirty(value: Any) -> bool:
     """Does a hidden key occur anywhere inside ``value``? (a scan, no copies)"""
     if type(value) is dict:
         if not HIDDEN_KEYS.isdisjoint(value):
@@ -68,14 +69,14 @@ def _dirty(value) -> bool:
     return False
 
 
-def _clean(value):
+def _clean(value: Any) -> Any:
     """Copy of dicts/lists without HIDDEN_KEYS at any depth (only called on dirty values)."""
     if type(value) is dict:
         return {k: _clean(v) if type(v) in _CONTAINERS else v for k, v in value.items() if k not in HIDDEN_KEYS}
     return [_clean(v) if type(v) in _CONTAINERS else v for v in value]
 
 
-def export_row(traj: dict) -> dict:
+def export_row(traj: dict[str, Any]) -> dict[str, Any]:
     """The ``rows()`` form: a fresh dict without hidden keys (any depth), ``_`` keys or None values.
 
     Nested values that hold no hidden key are shared with ``traj``, not copied (that is what
@@ -86,7 +87,7 @@ def export_row(traj: dict) -> dict:
         raise ValueError("schema_invalid in export_row: prompt and final_text must be str and steps a list; got "
                          f"prompt={type(prompt).__name__}, steps={type(steps).__name__}, "
                          f"final_text={type(final).__name__}")
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in traj.items():
         if v is None or k in HIDDEN_KEYS or k[:1] == "_":
             continue
@@ -94,7 +95,7 @@ def export_row(traj: dict) -> dict:
     return out
 
 
-def stored_row(traj: dict) -> dict:
+def stored_row(traj: dict[str, Any]) -> dict[str, Any]:
     """The form a row is stored in (checkpoint, ``save()``, ``output=``): ``export_row`` plus the
     top-level ``privileged`` block, so a replay from the file plays the same situations (issue 11
     item 6). Reading the file back gives trajectories that carry it again; ``rows()`` strips it."""

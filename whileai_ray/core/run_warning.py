@@ -16,7 +16,7 @@ the result's report, the runtime's checkpoint notes).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 __all__ = ["RunWarning", "code_of", "drop", "listed", "raised"]
 
@@ -31,10 +31,10 @@ class RunWarning(str):
         self.code, self.listed, self.raised = code, listed, raised
         return self
 
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: Any) -> tuple[Callable[..., RunWarning], tuple[str, str, bool, bool]]:
         return (_rebuild, (str(self), self.code, self.listed, self.raised))
 
-    def __deepcopy__(self, memo) -> "RunWarning":
+    def __deepcopy__(self, memo: Any) -> "RunWarning":
         return self
 
     def __copy__(self) -> "RunWarning":
@@ -45,21 +45,22 @@ def _rebuild(text: str, code: str, listed_: bool, raised_: bool) -> RunWarning:
     return RunWarning(text, code, listed=listed_, raised=raised_)
 
 
-def code_of(warning) -> str | None:
+def code_of(warning: object) -> str | None:
     """A warning's code; None for a plain string (a note read back from a saved run)."""
-    return getattr(warning, "code", None)
+    code: str | None = getattr(warning, "code", None)
+    return code
 
 
-def drop(warnings: list, *codes: str) -> None:
+def drop(warnings: list[Any], *codes: str) -> None:
     """Remove, in place, the warnings whose code is one of ``codes``."""
     warnings[:] = [w for w in warnings if code_of(w) not in codes]
 
 
-def listed(warnings: Iterable) -> list:
+def listed(warnings: Iterable[Any]) -> list[Any]:
     """The ones that belong in ``data.warnings`` (plain strings always do)."""
     return [w for w in warnings if getattr(w, "listed", True)]
 
 
-def raised(warnings: Iterable) -> list:
+def raised(warnings: Iterable[Any]) -> list[Any]:
     """The ones raised as ``UserWarning`` when the run returns."""
     return [w for w in warnings if getattr(w, "raised", False)]

@@ -20,6 +20,7 @@ import contextlib
 import gc
 import json
 import re
+from typing import Any, Iterator
 
 from .row_values import clean_str, json_default, json_value
 
@@ -31,13 +32,13 @@ _FAST = json.JSONEncoder(separators=(",", ":"), default=json_default, allow_nan=
 _LONE = re.compile(r"\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}")
 
 
-def repaired(obj):
+def repaired(obj: Any) -> tuple[Any, dict[str, str]]:
     """``(copy, repairs)``: ``obj`` in its normal form (``row_values.json_value``): NaN/Infinity
     as None, lone surrogates as U+FFFD, every key a string, every value of a JSON type."""
     return json_value(obj)
 
 
-def dumps(obj, indent: int | None = None) -> str:
+def dumps(obj: Any, indent: int | None = None) -> str:
     """ASCII JSON that strict parsers accept (see the module docstring); compact unless
     ``indent`` is given."""
     encode = _FAST if indent is None else \
@@ -60,7 +61,7 @@ def dumps(obj, indent: int | None = None) -> str:
 
 
 @contextlib.contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while decoding many rows.
 
     Decoding 100,000 rows allocates millions of dicts and lists; without the pause the

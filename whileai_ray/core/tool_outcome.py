@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ToolOutcome", "classify_tool_answer", "GENERIC_FAULT"]
 
@@ -149,7 +150,7 @@ def _http_kind(code: int) -> str:
             504: "timeout"}.get(code, "server_error" if code >= 500 else "error")
 
 
-def _http_code(value) -> int | None:
+def _http_code(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -159,7 +160,7 @@ def _http_code(value) -> int | None:
     return None
 
 
-def _present(value) -> bool:
+def _present(value: object) -> bool:
     """An error field that holds an error (not None, "", [], {}, False, 0)."""
     if value is None or isinstance(value, bool):
         return value is True
@@ -170,14 +171,14 @@ def _present(value) -> bool:
     return bool(value) if isinstance(value, (list, tuple, dict)) else True
 
 
-def _looks_like_record(answer: dict) -> bool:
+def _looks_like_record(answer: dict[Any, Any]) -> bool:
     """A record returned as the answer itself (``{"payment_id": .., "status": "failed"}``): its
     ``status`` is the record's state, not the call's, unless an error field says otherwise."""
     return any(k == "id" or str(k).endswith(("_id", "Id")) for k in answer) and \
         not any(_present(answer.get(k)) for k in _ERROR_KEYS + ("message", "msg", "detail", "reason"))
 
 
-def _words(value) -> str:
+def _words(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)[:2000]
 
 
@@ -208,7 +209,7 @@ def _classify_text(text: str) -> ToolOutcome | None:
     return ToolOutcome.success("text")
 
 
-def _classify_dict(answer: dict) -> ToolOutcome:
+def _classify_dict(answer: dict[Any, Any]) -> ToolOutcome:
     if _present(answer.get("stale")):
         return ToolOutcome.failed("stale", "status")
     data = answer.get("data")
@@ -246,14 +247,14 @@ def _classify_dict(answer: dict) -> ToolOutcome:
             return ToolOutcome.failed(_kind_of_message(message), "flag")
     if set(answer) == {"detail"} and _present(answer["detail"]):       # FastAPI's HTTPException body
         return ToolOutcome.failed(_kind_of_message(_words(answer["detail"])), "error_field")
-    if set(answer) <= {"text", "content"} and isinstance(answer.get("text", answer.get("content")), str):
-        inner = _classify_text(answer.get("text", answer.get("content")))      # a text answer wrapped in a dict
-        if inner is not None:
-            return inner
+    if set(answer) <= {"text", "content"} and isinstance(wrapped := answer.get("text", answer.get("content")), str):
+        unwrapped = _classify_text(wrapped)      # a text answer wrapped in a dict
+        if unwrapped is not None:
+            return unwrapped
     return ToolOutcome.success("status")
 
 
-def classify_tool_answer(answer) -> ToolOutcome:
+def classify_tool_answer(answer: object) -> ToolOutcome:
     """Read one tool answer (a dict, a list, JSON text, plain text, a number, None): see the
     module docstring for the forms counted as faults and the guards against false ones."""
     if answer is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from .row_values import json_default, json_value
 
@@ -27,32 +28,33 @@ USAGE_NUMBERS = ("input_tokens", "output_tokens", "total_tokens", "cost")
 _RENAMES = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 
 
-def _number(value):
+def _number(value: Any) -> int | float | None:
     """A number (int, float, numeric string) as an int or float, finite and >= 0; else None."""
     if isinstance(value, bool) or value is None:
         return None
+    number: int | float
     if isinstance(value, str):
         text = value.strip().replace("_", "")
         try:
-            value = int(text)
+            number = int(text)
         except ValueError:
             try:
-                value = float(text)
+                number = float(text)
             except ValueError:
                 return None
     elif isinstance(value, int):
-        value = int(value)
+        number = int(value)
     else:
         try:
-            value = float(value)
+            number = float(value)
         except (TypeError, ValueError, OverflowError):
             return None
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(number, float) and not math.isfinite(number):
         return None
-    return value if value >= 0 else None
+    return number if number >= 0 else None
 
 
-def usage_number(value):
+def usage_number(value: object) -> int | float | None:
     """``value`` as a count or cost the metrics can add (a finite number >= 0), else None."""
     try:
         return _number(value)
@@ -60,7 +62,7 @@ def usage_number(value):
         return None
 
 
-def _as_mapping(usage):
+def _as_mapping(usage: object) -> dict[Any, Any] | None:
     """``usage`` as a dict when it is one, a mapping or an object that dumps to one; else None."""
     if isinstance(usage, dict):
         return usage
@@ -82,14 +84,14 @@ def _as_mapping(usage):
     return dumped if isinstance(dumped, dict) else None
 
 
-def normal_usage(usage):
+def normal_usage(usage: object) -> Any:
     """The row's ``usage`` for what an agent returned (see the module docstring): a dict in the
     documented names when it reads as one, else the value as data (its JSON form)."""
     mapping = _as_mapping(usage)
     if mapping is None:
         return json_value(usage)[0]
     mapping = json_value(mapping)[0]      # numpy counts, Decimal costs, int keys: JSON data first
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in mapping.items():
         if value is None:
             continue                      # model_dump() of an SDK object: unset details
@@ -105,7 +107,7 @@ def normal_usage(usage):
     return {**first, **out}
 
 
-def usage_problem(usage) -> str | None:
+def usage_problem(usage: object) -> str | None:
     """Why the metrics cannot read ``usage`` (a row's, after ``normal_usage``), or None when they
     can (or there is none). Never raises, whatever the value."""
     try:
@@ -121,7 +123,7 @@ def usage_warning(rows: int, total: int, first: str) -> str:
             "SDK's usage object, read as that)")
 
 
-def _problem(usage) -> str | None:
+def _problem(usage: object) -> str | None:
     if usage is None:
         return None
     if not isinstance(usage, dict):

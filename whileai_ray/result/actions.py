@@ -6,11 +6,14 @@ path it takes. SimulationData inherits it.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.defaults import JUDGE_FLOORS, JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
 from ..score.judges.compare import compare_judges
 from .grading.paths import attach_labels_to, grade_llm, grade_run, leak_report_of, llm_grade, rank_source
+
+if TYPE_CHECKING:
+    from .row_store import Trajectories
 
 
 def _export():
@@ -21,6 +24,16 @@ def _export():
 
 
 class RunActions:
+    if TYPE_CHECKING:             # what SimulationData, which mixes this in, provides (its fields, RowsView)
+        trajectories: Trajectories
+        system_prompt: str
+        tools: list[Any]
+        search: dict[str, Any]
+
+        def _touch(self) -> None: ...
+
+        def meta_dict(self) -> dict[str, Any]: ...
+
     # ------------------------------------------------------------- grading
     def grade(self, grader=None, judge=None, llm: bool = False, llm_spec: str | None = None,
               spec: str | None = None, api_key: str | None = None, path: str | None = None,

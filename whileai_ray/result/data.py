@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.rows import stored_row
 from ..core.strict_json import dumps
@@ -29,10 +29,13 @@ from .row_store import is_arrow, row_store
 from .html.notebook import html_view
 from .rows_view import RowsView
 
+if TYPE_CHECKING:
+    from .row_store import Trajectories
+
 
 @dataclass(repr=False)
 class SimulationData(RowsView, RunActions):
-    trajectories: list = field(default_factory=list)
+    trajectories: Trajectories = field(default_factory=list)   # a list, or ArrowRows past spill_rows
     arm_yield: dict = field(default_factory=dict)
     stopped_because: str = "budget"
     declared_tools: set = field(default_factory=set)
@@ -200,8 +203,9 @@ def _set_duplicate_rate(self, value) -> None:
 
 
 # a field of the constructor, read through a property: the value, or a Later worked out on first read
-SimulationData.semantic_duplicate_rate = property(_duplicate_rate, _set_duplicate_rate,
-                                                  doc="Share of distinct prompts that near-copy an earlier one.")
+# (mypy types the attribute as the field's value, not as a property set after the class is made)
+SimulationData.semantic_duplicate_rate = property(  # type: ignore[assignment]
+    _duplicate_rate, _set_duplicate_rate, doc="Share of distinct prompts that near-copy an earlier one.")
 
 
 def meta_path(path: str) -> str:

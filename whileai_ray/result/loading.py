@@ -18,7 +18,7 @@ from ..store.reader import load_rows
 
 _NUMBER = (int, float)
 # the fields a sidecar gives back, with the types a run writes there
-_META_TYPES = {"stopped_because": str, "coverage": dict, "search": dict, "warnings": list, "degraded": list,
+_META_TYPES: dict[str, type | tuple[type, ...]] = {"stopped_because": str, "coverage": dict, "search": dict, "warnings": list, "degraded": list,
                "stages": list, "budget": int, "coverage_curve": list, "arm_weights": dict, "arm_yield": dict,
                "writer_model": str, "user_model": str, "system_prompts": dict, "mode": str,
                "repeat_policy": str, "rollouts_per_request": int, "requests_per_situation": int,

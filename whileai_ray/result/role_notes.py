@@ -9,7 +9,7 @@ Every note is a ``RunWarning`` with a code (``core/run_warning.py``); ``results`
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from ..core.run_warning import RunWarning, drop
 from ..situations.llm_writer import fallback_note
@@ -45,7 +45,7 @@ def note_dialect(data, role: str, url: str, dialect) -> None:
         data.warnings.append(RunWarning(note, f"{role}_free_text"))
 
 
-def add_role_notes(data, cfg, roles, results: list[RunResult] = (), *, model_version: str = "",
+def add_role_notes(data, cfg, roles, results: Sequence[RunResult] = (), *, model_version: str = "",
                    tally=None) -> None:
     """What the run's roles did, on the result: the agent's profile, the scaffold, the writer's
     counts and dialect, the judge's dialect, the models and the simulated person's figures.

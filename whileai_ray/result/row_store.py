@@ -18,14 +18,24 @@ spill); ``open_parquet(path)`` reads a Parquet file or folder as rows without lo
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..score.row_facts import FACT_NAMES, fact_spill_writer, facts_schema, facts_table, row_facts
+
+if TYPE_CHECKING:                 # types only: this module imports pyarrow on first use, never on import
+    from typing_extensions import TypeAlias, TypeIs
+
+    from ..store.parquet.arrow_rows import ArrowRows
+
+    # what ``data.trajectories`` holds: a list of row dicts, or the rows of a spilled run on disk
+    Trajectories: TypeAlias = "list[dict[str, Any]] | ArrowRows"
 
 __all__ = ["row_store", "is_arrow", "spill_rows", "landed_rows", "land_runs", "as_trajectories", "open_parquet", "row_spool",
            "adopt_spilled", "grader_note_rows",
            "MemoryStore", "ArrowStore", "new_writer", "rows_table", "open_large_path", "count_rows", "parent_of"]
 
 
-def is_arrow(rows) -> bool:
+def is_arrow(rows: object) -> TypeIs[ArrowRows]:
     """Are these rows Arrow-backed (an ``ArrowRows``)? (no pyarrow import for a list)"""
     return type(rows).__name__ == "ArrowRows" and hasattr(rows, "read_columns")
 

@@ -7,10 +7,14 @@ holds them all; it compares equal to the list an in-memory run gives.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..core.rows import export_row
 from .interop import ArrowInterop
 from .row_store import is_arrow, row_store
+
+if TYPE_CHECKING:
+    from .row_store import Trajectories
 
 
 class RowList(list):
@@ -59,7 +63,7 @@ class ExportedRows(Sequence):
             return len(other) == len(self) and all(a == b for a, b in zip(self, other))
         return NotImplemented
 
-    __hash__ = None
+    # defining __eq__ leaves __hash__ None (Python's rule): unhashable, as the list it stands for
 
     def __repr__(self) -> str:
         return f"ExportedRows({len(self)} rows, on disk)"
@@ -69,6 +73,12 @@ class RowsView(ArrowInterop):
     """Shared by SimulationData and ScoredData: ``rows`` exports ``trajectories`` once (cached
     until they change), ``len()`` and iteration go over the trajectories themselves; the
     Arrow, pandas, polars and Ray Data forms come from ``interop.py``."""
+
+    if TYPE_CHECKING:             # fields of the dataclasses that mix this in (SimulationData, ScoredData)
+        trajectories: Trajectories
+        system_prompt: str
+        tools: list[Any]
+        _rows_cache: Any
 
     @property
     def rows(self):

@@ -208,8 +208,9 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
               "rubric": judge.rubric or "conduct floor", "unjudged": unjudged, "trust": summary,
               "structured_output": dialect}
     from ...agents.structured import dialect_note
-    if dialect_note("judge", judge.backend.base_url, dialect):
-        warnings.append(dialect_note("judge", judge.backend.base_url, dialect))
+    judge_note = dialect_note("judge", judge.backend.base_url, dialect)
+    if judge_note:
+        warnings.append(judge_note)
     if not judge.rubric:
         report["note"] = "no rubric given: the judge graded the conduct floor only"
     if cache is not None:        # the response cache's lookups of this grading (in this process)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.defaults import JUDGE_FLOORS
 from ...score.judges.compare import compare_judges
@@ -25,12 +25,15 @@ from ...score.pass_at.estimate import pass_at_of_tally
 from ...store.run_files import write_rows
 from ..rows_view import RowsView
 
+if TYPE_CHECKING:
+    from ..row_store import Trajectories
+
 __all__ = ["ScoredData"]
 
 
 @dataclass
 class ScoredData(RowsView):
-    trajectories: list = field(default_factory=list)
+    trajectories: Trajectories = field(default_factory=list)   # a list, or ArrowRows when graded on disk
     judge_name: str = "judge"
     scoring_run_id: str = ""
     judge_version: str | None = None

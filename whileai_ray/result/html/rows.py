@@ -66,7 +66,9 @@ def _message(msg: dict) -> str:
         for call in calls if isinstance(calls, list) else ():
             if not isinstance(call, dict):
                 continue
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            function = call.get("function")
+            if not isinstance(function, dict):
+                function = {}
             name = call.get("name") or function.get("name")
             args = call.get("arguments", function.get("arguments"))
             parts.append(f'<div class="call">calls <code>{_esc(name, 80)}</code>{_pre(_pretty(args))}</div>')
@@ -108,7 +110,9 @@ def _verdict(row: dict) -> str:
 
 def render_row(index: int, row: dict) -> str:
     """One row as a collapsed ``<details>``: summary line, conversation, facts, verdict."""
-    messages = row.get("messages") if isinstance(row.get("messages"), list) else conversation(row)
+    messages = row.get("messages")
+    if not isinstance(messages, list):
+        messages = conversation(row)
     text = " ".join(str(row.get(k) or "") for k in ("prompt", "final_text", "reason"))[:600].lower()
     tools = _names(row.get("tools_used")) or "no tool"
     return (f'<details class="row" data-failed="{int(failed(row))}" data-text="{_esc(text, 600)}">'

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
 
 from ...score.compare import delta_report
 from .notebook import _esc, _pct, metrics_chart
@@ -156,7 +157,7 @@ def _curve(data) -> list:
     if curve:
         return [{"n_rows": 0, **{k: 0 for k, _ in CURVE_KEYS}}] + curve
     rows = _rows(data)
-    seen = {k: set() for k, _ in CURVE_KEYS}
+    seen: dict[str, set[Any]] = {k: set() for k, _ in CURVE_KEYS}
     keys = {"unique_prompts": lambda r: r.get("prompt"),
             "unique_behavior_signatures": lambda r: r.get("behavior_signature"),
             "unique_cells": fb.cell_label, "unique_action_shapes": _shape}
@@ -222,10 +223,10 @@ def failures(runs: list) -> str:
             f'<div class="cols{len(runs)}">{"".join(cols)}</div>')
 
 
-def _count_bars(counts: dict, title: str, fill: str) -> str:
-    """Bars of ``{cause: count}``; entries whose count is not a number are left out."""
-    counts = {str(k): v for k, v in _dict(counts).items() if _is_number(v) and v > 0}
-    items = [(k, v, str(v)) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+def _count_bars(counts: object, title: str, fill: str) -> str:
+    """Bars of ``{cause: count}`` (anything else: none); entries whose count is not a number are left out."""
+    numbers = {str(k): v for k, v in _dict(counts).items() if _is_number(v) and v > 0}
+    items = [(k, v, str(v)) for k, v in sorted(numbers.items(), key=lambda kv: (-kv[1], kv[0]))]
     return hbars(items, title=title, fill=fill) if items else ""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import re
 import sys
+from typing import Any, Callable
 
 from .lines import format_line
 
@@ -44,12 +45,12 @@ class NotebookProgress:
     or one printed line per update elsewhere. ``snapshots`` keeps every dict it received;
     ``then`` (optional) is called with each dict too."""
 
-    def __init__(self, then=None):
+    def __init__(self, then: Callable[[dict], Any] | None = None) -> None:
         if then is not None and not callable(then):
             raise TypeError(f"notebook_progress(then=...) must be callable(dict); got {type(then).__name__}")
         self.then = then
         self.snapshots: list = []
-        self._handle = None
+        self._handle: Any = None            # IPython's DisplayHandle once shown
 
     def __call__(self, snap: dict) -> None:
         self.snapshots.append(dict(snap))
@@ -68,7 +69,7 @@ class NotebookProgress:
         return self.snapshots[-1] if self.snapshots else None
 
 
-def notebook_progress(then=None) -> NotebookProgress:
+def notebook_progress(then: Callable[[dict], Any] | None = None) -> NotebookProgress:
     """``wai.simulate(..., on_progress=wai.notebook_progress())``: a live progress bar."""
     return NotebookProgress(then)
 

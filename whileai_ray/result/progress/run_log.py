@@ -48,7 +48,7 @@ def announce(level: int, message: str) -> None:
 
 
 def _handled(log: logging.Logger) -> bool:
-    node = log
+    node: logging.Logger | None = log
     while node is not None:
         if any(not isinstance(h, (logging.NullHandler, _Alias)) for h in node.handlers):
             return True

@@ -1,6 +1,6 @@
 """``steps`` and ``messages`` as nested Arrow columns, for ``data.to_arrow(nested=True)``.
 
-The types and the conversion live in ``store/nested_steps.py``: since schema "2" the run's
+The types and the conversion live in ``store/parquet/nested_steps.py``: since schema "2" the run's
 Parquet copy stores both columns nested too, so a result's table and the Parquet copy agree.
 ``to_arrow()`` without ``nested`` keeps them as JSON text (the version-1 layout).
 
@@ -11,6 +11,6 @@ Parquet copy stores both columns nested too, so a result's table and the Parquet
 """
 from __future__ import annotations
 
-from ..store.nested_steps import nest_columns, nested_schema
+from ..store.parquet.nested_steps import nest_columns, nested_schema
 
 __all__ = ["nest_columns", "nested_schema"]

@@ -32,7 +32,7 @@ The Arrow/Parquet schema, ``SCHEMA_VERSION = "2"``
     reward                    float64    the row's reward (bool -> 0/1), null when absent
     steps                     list<struct> one struct per step (kind, tool, arguments_json,
                                          result_json, status, text, user, extra_json;
-                                         ``nested_steps.py``), null when absent
+                                         ``parquet/nested_steps.py``), null when absent
     messages                  list<struct> one struct per message (role, content, name,
                                          tool_calls: list<struct<name, arguments_json>>)
     scenario_dimensions,      string     JSON encoding of the field, null when absent
@@ -100,7 +100,7 @@ _DUMP = dumps
 def arrow_schema(nested: bool = True) -> pa.Schema:
     """The fixed Arrow schema with its version in the metadata: version 2 (``steps`` and
     ``messages`` nested), or with ``nested=False`` version 1's layout (both as JSON text)."""
-    from .nested_steps import nested_schema
+    from .parquet.nested_steps import nested_schema
     fields = [pa.field("row_key", pa.string())]
     fields += [pa.field(name, pa.string()) for name in STRING_COLUMNS]
     fields += [pa.field(name, pa.int64()) for name in INT_COLUMNS]
@@ -146,7 +146,7 @@ def clean_text(value):
 
 def record_of(row: dict, nested: bool = True) -> dict:
     """One row -> a dict with a value for every column of ``arrow_schema(nested)``; with
-    ``nested`` the ``steps`` and ``messages`` values are the row's own (``nested_steps.py``
+    ``nested`` the ``steps`` and ``messages`` values are the row's own (``parquet/nested_steps.py``
     converts them), else their JSON text."""
     key = row_key(row)
     rec = {"row_key": key_string(key)}

@@ -207,7 +207,7 @@ def test_a_spill_file_with_an_extra_column_reads_as_its_rows():
     development build wrote) is read from ``row_json`` like any other: the same rows, facts and
     table as the rows in memory."""
     from whileai_ray.result.row_store import row_store
-    from whileai_ray.store.arrow_rows import ArrowRows
+    from whileai_ray.store.parquet.arrow_rows import ArrowRows
     rows = _internal_rows() + played(400, 4)
     mem = SimulationData(trajectories=copy.deepcopy(rows), **META)
     disk = SimulationData(trajectories=spill_rows(copy.deepcopy(rows)), **META)

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from .row_values import clean_str, json_default, json_value
 
-__all__ = ["dumps", "repaired", "clean_str", "REPAIRS_KEY", "gc_paused"]
+__all__ = ["dumps", "clean_dumps", "repaired", "clean_str", "REPAIRS_KEY", "gc_paused"]
 
 REPAIRS_KEY = "json_repairs"
 _FAST = json.JSONEncoder(separators=(",", ":"), default=json_default, allow_nan=False).encode
@@ -36,6 +36,17 @@ def repaired(obj: Any) -> tuple[Any, dict[str, str]]:
     """``(copy, repairs)``: ``obj`` in its normal form (``row_values.json_value``): NaN/Infinity
     as None, lone surrogates as U+FFFD, every key a string, every value of a JSON type."""
     return json_value(obj)
+
+
+def clean_dumps(obj: Any) -> str | None:
+    """``dumps(obj)`` when it needs no repair (the C encoder's text, as is), else None. Such a
+    text is also exactly how ``dumps`` writes ``obj`` nested in a larger value that needs none,
+    so a caller may splice it into one (``schema.record_of``)."""
+    try:
+        text = _FAST(obj)
+    except (ValueError, TypeError):     # NaN/Infinity, a key of no JSON type, a circular reference
+        return None
+    return text if "\\ud" not in text or not _LONE.search(text) else None
 
 
 def dumps(obj: Any, indent: int | None = None) -> str:

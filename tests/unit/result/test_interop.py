@@ -38,7 +38,7 @@ def forms(rows=ROWS, tmp_path=None):
 def test_to_arrow_is_the_same_table_in_memory_on_disk_and_from_a_file(tmp_path):
     tables = {k: d.to_arrow() for k, d in forms(tmp_path=tmp_path).items()}
     mem = tables["memory"]
-    assert mem.schema.equals(arrow_schema()) and mem.num_rows == len(ROWS)
+    assert mem.schema.equals(arrow_schema(nested=False)) and mem.num_rows == len(ROWS)
     assert mem.schema.field("reward").type == pa.float64() and mem.schema.field("rollout_index").type == pa.int64()
     for name, table in tables.items():
         assert table.schema.equals(mem.schema), name
@@ -60,13 +60,13 @@ def test_the_arrow_c_stream_feeds_pa_table_and_streams_a_spill_a_row_group_at_a_
     sizes = [batch.num_rows for batch in reader]
     assert sum(sizes) == len(rows) and max(sizes) <= GROUP_ROWS and len(sizes) >= 3
     # a requested schema the stream already has is honoured
-    assert pa.RecordBatchReader.from_stream(disk, schema=arrow_schema()).read_all().num_rows == len(rows)
+    assert pa.RecordBatchReader.from_stream(disk, schema=arrow_schema(nested=False)).read_all().num_rows == len(rows)
 
 
 def test_to_pandas_gives_the_same_frame_and_dtypes():
     data = forms()
     a, b = data["memory"].to_pandas(), data["spilled"].to_pandas()
-    assert list(a.columns) == [f.name for f in arrow_schema()]
+    assert list(a.columns) == [f.name for f in arrow_schema(nested=False)]
     assert a.dtypes.to_dict() == b.dtypes.to_dict() and str(a["reward"].dtype) == "float64"
     assert a.equals(b) and len(a) == len(ROWS)
     assert a.groupby("tier")["reward"].mean().to_dict() == b.groupby("tier")["reward"].mean().to_dict()
@@ -106,7 +106,7 @@ def test_scored_data_and_an_empty_result_convert_too(tmp_path):
     assert scored.to_arrow().equals(forms()["memory"].to_arrow())
     empty = SimulationData(trajectories=[], **META)
     table = empty.to_arrow()
-    assert table.num_rows == 0 and table.schema.equals(arrow_schema()) and len(empty.to_pandas()) == 0
+    assert table.num_rows == 0 and table.schema.equals(arrow_schema(nested=False)) and len(empty.to_pandas()) == 0
     # the table round-trips through Parquet with the types intact
     pq.write_table(forms()["spilled"].to_arrow(), tmp_path / "copy.parquet")
     assert pq.read_table(tmp_path / "copy.parquet").equals(forms()["memory"].to_arrow())
@@ -157,3 +157,65 @@ def test_nested_steps_and_messages_are_queryable_as_structs(tmp_path):
                       f"(select unnest(steps) as s from read_parquet('{path}')) where s.tool = 'lookup_order' "
                       "limit 1").fetchall()[0][0]
     assert args == rows[0]["steps"][0]["arguments"]["order_id"]
+
+
+def _internal_rows():
+    """Internal rows as a run holds them: a privileged block, ``_`` bookkeeping, a hidden key deep
+    inside a step, None values, a lone surrogate in a step's text, odd step shapes."""
+    rows = _odd_rows() + copy.deepcopy(ROWS[8:])
+    for i, r in enumerate(rows):
+        r["privileged"] = {"expected": i, "hidden_state": {"k": [1, 2]}}
+        r["_ordinal"], r["_landed_s"], r["judge_meta"] = i, 0.5, None
+    rows[2]["steps"][0]["result"] = {"status": "ok", "reference": "the secret", "data": [{"rubric": 1, "v": 2}]}
+    rows[3]["steps"] = rows[3]["steps"] + [{"text": "cut \ud83d in the middle"}]
+    return rows
+
+
+def test_a_spilled_result_gives_the_table_its_rows_give_in_memory_with_hidden_keys_stripped():
+    """A spilled result's table is its internal rows exported, as in memory: the same table row for
+    row (nested or not), a row group per batch, no hidden key at any depth, no ``privileged`` or
+    ``_`` key, a lone surrogate repaired; a rewrite (grading's) shows in it; a bad row fails alike."""
+    from whileai_ray.result.row_store import row_store
+    rows = _internal_rows() + played(400, 4)          # 1,640 rows: two row groups on disk
+    mem = SimulationData(trajectories=copy.deepcopy(rows), **META)
+    disk = SimulationData(trajectories=spill_rows(copy.deepcopy(rows)), **META)
+    want = mem.to_arrow()
+    got = disk.to_arrow()
+    assert got.schema.equals(want.schema) and got.equals(want) and pa.table(disk).equals(want)
+    assert [b.num_rows for b in disk.to_arrow_reader()] == [GROUP_ROWS, len(rows) - GROUP_ROWS]
+    decoded = [json.loads(t) for t in got.column("row_json").to_pylist()]
+    exported = [export_row(r) for r in rows]
+    assert decoded[:3] + decoded[4:] == exported[:3] + exported[4:]
+    assert decoded[2]["steps"][0]["result"] == {"status": "ok", "data": [{"v": 2}]}      # hidden keys stripped
+    assert all("privileged" not in r and not any(k.startswith("_") for k in r) for r in decoded)
+    assert decoded[3]["steps"][-1]["text"] == "cut \ufffd in the middle" and decoded[3]["json_repairs"]
+    assert disk.to_arrow(nested=True).equals(mem.to_arrow(nested=True))
+    # a grading rewrite (the store's swap) shows in the table
+    for data in (mem, disk):
+        row_store(data.trajectories).update(lambda batch: [r.update(reward=0.5) for r in batch])
+    assert disk.to_arrow().equals(mem.to_arrow()) and set(disk.to_arrow().column("reward").to_pylist()) == {0.5}
+    # a row export_row refuses fails the same way spilled as in memory
+    bad = copy.deepcopy(rows[:3])
+    del bad[1]["final_text"]
+    for trajectories in (bad, spill_rows(copy.deepcopy(bad))):
+        with pytest.raises(ValueError, match="final_text"):
+            SimulationData(trajectories=trajectories, **META).to_arrow()
+
+
+def test_a_spill_file_with_an_extra_column_reads_as_its_rows():
+    """A spill part with a column this version does not write (an ``export`` struct, as a
+    development build wrote) is read from ``row_json`` like any other: the same rows, facts and
+    table as the rows in memory."""
+    from whileai_ray.result.row_store import row_store
+    from whileai_ray.store.parquet.arrow_rows import ArrowRows
+    rows = _internal_rows() + played(400, 4)
+    mem = SimulationData(trajectories=copy.deepcopy(rows), **META)
+    disk = SimulationData(trajectories=spill_rows(copy.deepcopy(rows)), **META)
+    for f in disk.trajectories.files:
+        table = pq.read_table(f)
+        extra = pa.StructArray.from_arrays([pa.array(["not this row"] * table.num_rows)], names=["row_json"])
+        pq.write_table(table.append_column("export", extra), f, row_group_size=GROUP_ROWS)
+    old = SimulationData(trajectories=ArrowRows(disk.trajectories.files), **META)
+    assert old.trajectories.has_columns(["export"]) and list(old.trajectories) == rows
+    assert old.to_arrow().equals(mem.to_arrow()) and old.to_arrow(nested=True).equals(mem.to_arrow(nested=True))
+    assert row_store(old.trajectories).facts().equals(row_store(mem.trajectories).facts())

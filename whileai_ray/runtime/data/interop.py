@@ -6,7 +6,7 @@ import ``ray``). Two cases:
 * rows on disk (``ArrowRows``: a spill folder, a checkpoint's ``rows.parquet``): Ray Data reads
   the Parquet files where they are (``read_parquet``, only their ``row_json`` column) and a
   ``map_batches`` step turns each block into the table ``data.to_arrow()`` gives (the exported
-  rows in the Parquet copy's schema, ``store/schema.py``): nothing is read until the dataset
+  rows in the Parquet copy's columns, ``store/schema.py``): nothing is read until the dataset
   is consumed, and then by Ray's workers, never all at once by the caller. The files belong to
   the result (removed when it goes, unless saved), so the dataset holds a reference to it;
 * rows in memory (a small result): its ``to_arrow()`` table, put in the object store once
@@ -21,6 +21,7 @@ import json
 import os
 
 from ...core.rows import export_row
+from ...store.checkpoint.disk_rows import gc_paused
 from ...store.parquet.folder import rows_to_table
 from ..cluster import ensure_ray
 
@@ -31,11 +32,14 @@ _LOADS = json.JSONDecoder().decode
 
 def exported_table(table):
     """One block of stored rows (``row_json``, or a foreign file's columns) -> the interop table."""
-    if "row_json" in table.column_names:
-        rows = [_LOADS(text) for text in table.column("row_json").to_pylist() if text is not None]
-    else:
-        rows = [{k: v for k, v in rec.items() if v is not None} for rec in table.to_pylist()]
-    return rows_to_table([export_row(r) for r in rows])
+    with gc_paused():           # fresh dicts in no cycle, let go before the collector resumes (result/interop.py)
+        if "row_json" in table.column_names:
+            rows = [_LOADS(text) for text in table.column("row_json").to_pylist() if text is not None]
+        else:
+            rows = [{k: v for k, v in rec.items() if v is not None} for rec in table.to_pylist()]
+        out = rows_to_table([export_row(r) for r in rows], nested=False)     # to_arrow()'s layout
+        del rows
+    return out
 
 
 def _has_row_json(files) -> bool:

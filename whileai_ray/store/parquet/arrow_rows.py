@@ -13,8 +13,9 @@ memory map would save no copy and only make every page touched count as resident
 readers kept open answer the files' metadata and random access (reopened every
 ``_REOPEN_AFTER`` row groups for the same reason).
 
-Rows come from the ``row_json`` column (the exact dict that was written); a foreign Parquet
-file without it gives its columns, nulls dropped. Fact columns (``parquet/spill.py``) are read as
+Rows come from the ``row_json`` column (the exact dict that was written; a Parquet copy of
+row schema "1" or "2" alike); a foreign Parquet file without it gives its columns, nulls
+dropped. Fact columns (``parquet/spill.py``) are read as
 Arrow tables with ``read_columns`` for aggregations that never need the rows themselves.
 
 Changing a row: decoded rows are fresh dicts, so editing one changes nothing on disk. What
@@ -31,8 +32,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..checkpoint.disk_rows import gc_paused
 from .limits import check_footer, read_row_group
-from ..schema import METADATA_VERSION_KEY, SCHEMA_VERSION
+from ..schema import check_version
 from .spill import PART_GLOB
 
 __all__ = ["ArrowRows", "parquet_files_of"]
@@ -56,13 +58,6 @@ def parquet_files_of(path) -> list[str]:
     return files
 
 
-def _check_version(schema: pa.Schema, path) -> None:
-    version = (schema.metadata or {}).get(METADATA_VERSION_KEY)
-    if version is not None and version.decode() != SCHEMA_VERSION:
-        raise ValueError(f"{path} was written with whileai_ray row schema version {version.decode()!r}; this "
-                         f"version reads schema {SCHEMA_VERSION!r}. Upgrade whileai_ray or re-export the file.")
-
-
 class ArrowRows(Sequence):
     """Rows in Parquet files (see the module docstring). ``owner`` is the ``OwnedFolder`` the
     files live in, when they are this object's own (a spill); it goes when this object goes."""
@@ -83,7 +78,7 @@ class ArrowRows(Sequence):
         self._reads = 0
         self._groups, self._starts, pos = [], [], 0
         for fi, pf in enumerate(self._pf):
-            _check_version(pf.schema_arrow, files[fi])
+            check_version(pf.schema_arrow, files[fi])
             md = pf.metadata
             check_footer(files[fi], md)         # a crafted footer is refused before a row is decoded
             for g in range(md.num_row_groups):
@@ -178,7 +173,9 @@ class ArrowRows(Sequence):
         decode = self._decode
         for values in self._scan():
             if values:
-                yield [decode(v) for v in values]
+                with gc_paused():       # a row group's thousands of dicts, in no cycle: a third of the decode time was
+                    rows = [decode(v) for v in values]      # the collector rescanning them
+                yield rows
 
     def json_batches(self):
         """The ``row_json`` strings, one row group at a time (copies without decoding)."""

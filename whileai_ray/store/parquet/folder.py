@@ -16,9 +16,12 @@ folder, and swaps it with the folder in one step (``swap.replace_folder``): a
 compaction cut short at any point leaves the folder as it was before or as it is after,
 never both; the next open removes what it left in the work folder.
 
-The columns are the versioned schema of ``schema.py`` (``SCHEMA_VERSION = "1"``, also in the
-file's key-value metadata). DuckDB / polars / pandas can query the typed columns; reading
-back with ``read_parquet`` decodes ``row_json`` and returns rows equal to those written.
+The columns are the versioned schema of ``schema.py`` (``SCHEMA_VERSION = "2"``, also in the
+file's key-value metadata: ``steps`` and ``messages`` nested, ``parquet/nested_steps.py``). DuckDB /
+polars / pandas can query the typed and nested columns; reading back with ``read_parquet``
+decodes ``row_json`` and returns rows equal to those written. Files of version 1 (``steps`` and
+``messages`` as JSON text) are read the same way, and a compaction that meets one (a checkpoint
+written before, resumed now) converts its row groups to version 2 (``as_current``).
 """
 from __future__ import annotations
 
@@ -37,10 +40,10 @@ from .key_tally import KeyTally
 from .limits import byte_budget, check_footer, checked_file, read_row_group
 from .swap import recover, replace_folder, work_folder, write_into
 from ..row_key_set import RowKeySet, key_digest
-from ..schema import (METADATA_VERSION_KEY, SCHEMA_VERSION, STRING_COLUMNS, arrow_schema, clean_text, key_string,
-                     record_of, row_key)
+from .nested_steps import NESTED, nest_json_columns, nested_column
+from ..schema import STRING_COLUMNS, arrow_schema, check_version, clean_text, key_string, record_of, row_key
 
-__all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "COMPACT_NAME"]
+__all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "as_current", "COMPACT_NAME"]
 
 COMPACT_NAME = "rows.parquet"
 _PART_GLOB = "part-*.parquet"
@@ -48,17 +51,37 @@ _TORN_GLOB = "*.parquet.*.tmp"             # atomic_path's temporary names, writ
 _COMPRESSION = "zstd"
 
 
-def rows_to_table(rows: list[dict]) -> pa.Table:
-    """Exported rows -> an Arrow table with the version-1 schema."""
+def rows_to_table(rows: list[dict], nested: bool = True) -> pa.Table:
+    """Rows -> an Arrow table of the version-2 schema (``steps`` and ``messages`` nested), or
+    with ``nested=False`` of version 1's layout (both as JSON text: ``to_arrow()``'s default)."""
     with gc_paused():
-        records = [record_of(r) for r in rows]
+        records = [record_of(r, nested=False) if not nested else record_of(r) for r in rows]
+        if nested:          # converted apart (parquet/nested_steps.py), then left out of from_pylist
+            steps = {name: [rec.pop(name) for rec in records] for name in NESTED}
+    flat = arrow_schema(nested=False)
+    schema = flat.remove(flat.get_field_index("messages")).remove(flat.get_field_index("steps")) if nested else flat
     try:
-        return pa.Table.from_pylist(records, schema=arrow_schema())
+        table = pa.Table.from_pylist(records, schema=schema)
     except UnicodeEncodeError:  # a typed string column held a lone surrogate; row_json is exact
         for rec in records:
             for name in ("row_key",) + STRING_COLUMNS:
                 rec[name] = clean_text(rec[name])
-        return pa.Table.from_pylist(records, schema=arrow_schema())
+        table = pa.Table.from_pylist(records, schema=schema)
+    if not nested:
+        return table
+    with gc_paused():
+        for name in NESTED:
+            i = flat.get_field_index(name)
+            table = table.add_column(i, name, nested_column(steps[name], name))
+    return table.replace_schema_metadata(arrow_schema().metadata)
+
+
+def as_current(table: pa.Table) -> pa.Table:
+    """A table read from a version-1 file (``steps`` and ``messages`` as JSON text) in version 2's
+    layout; a version-2 table as it is. ``row_json`` is copied unchanged either way."""
+    if table.schema.get_field_index("steps") < 0 or not pa.types.is_string(table.schema.field("steps").type):
+        return table
+    return nest_json_columns(table).replace_schema_metadata(arrow_schema().metadata)
 
 
 def write_parquet(rows, path, row_group_size: int = 2000) -> str:
@@ -74,16 +97,6 @@ def write_parquet(rows, path, row_group_size: int = 2000) -> str:
                 break
             writer.write_table(rows_to_table(chunk), row_group_size=max(1, row_group_size))
     return str(path)
-
-
-def _check_version(schema: pa.Schema, path) -> None:
-    meta = schema.metadata or {}
-    version = meta.get(METADATA_VERSION_KEY)
-    if version is not None and version.decode() != SCHEMA_VERSION:
-        raise ValueError(
-            f"{path} was written with whileai_ray row schema version {version.decode()!r}; this "
-            f"version reads schema {SCHEMA_VERSION!r}. Upgrade whileai_ray or re-export the file."
-        )
 
 
 def _rows_of_table(table: pa.Table, path, warnings: list | None = None, first: int = 0) -> list[dict]:
@@ -107,7 +120,7 @@ def _read_file(path, warnings: list | None = None, columns=None) -> list[dict]:
     """The rows of one Parquet file, a row group at a time, each checked against what the file's
     size can hold before it is decoded (``parquet/limits.py``): a crafted footer is refused."""
     pf = checked_file(path)
-    _check_version(pf.schema_arrow, path)
+    check_version(pf.schema_arrow, path)
     size = os.path.getsize(path)
     budget, spent, first, rows = byte_budget(size), 0, 0, []
     for g in range(pf.num_row_groups):
@@ -330,7 +343,7 @@ class ParquetSink:
                 tally = tally.merge(known) if known is not None else tally
                 # read_row_group, not iter_batches: the batch reader pre-buffers what it reads and
                 # keeps it for the whole file (+400 MB live in a million-row compaction)
-                for batch in (b for g in range(file.num_row_groups) for b in file.read_row_group(g).to_batches()):
+                for batch in (b for g in range(file.num_row_groups) for b in as_current(file.read_row_group(g)).to_batches()):
                     if known is None:
                         batch = self._tallied(batch, tally, seen)
                     pending.append(pa.Table.from_batches([batch]))

@@ -60,7 +60,10 @@ def test_polars_reads_typed_and_nested_columns(tmp_path):
     assert df["reward"].null_count() == sum(1 for r in ROWS if "reward" not in r)
     assert df["reward"].dtype == pl.Float64
     first = df.row(0, named=True)
-    assert json.loads(first["steps"]) == ROWS[0]["steps"]
+    # schema "2": steps and messages are nested, a tool call is a struct (its arguments JSON text)
+    assert [(s["kind"], s["tool"], s["status"]) for s in first["steps"]] == [("tool", "lookup_order", "ok")]
+    assert json.loads(first["steps"][0]["arguments_json"]) == ROWS[0]["steps"][0]["arguments"]
+    assert [m["role"] for m in first["messages"]] == ["user", "tool"]
     assert json.loads(first["tags"]) == {"texture": "typo"}
     assert first["eval_run"] == 0 and first["prompt"] == ROWS[0]["prompt"]
 

@@ -31,9 +31,14 @@ The same rows give the same table whether they are in memory or on disk.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..core.rows import export_row
 from .cluster_hook import dataset_maker
 from .row_store import is_arrow
+
+if TYPE_CHECKING:
+    from .row_store import Trajectories
 
 __all__ = ["ArrowInterop", "arrow_batches", "interop_schema", "BATCH_ROWS"]
 
@@ -63,7 +68,7 @@ def arrow_batches(rows, nested: bool = False):
     A batch is decoded, exported and made a table with the garbage collector paused, and its
     dicts are let go before it resumes: they form no cycle, and a collector that saw them would
     only walk them (14 us a row of a spill's ~100, measured)."""
-    from ..store.checkpoint.disk_rows import gc_paused
+    from ..core.strict_json import gc_paused
     from ..store.parquet.folder import rows_to_table
     from .nested_columns import nest_columns
     batches = _batches_of_rows(rows)
@@ -85,6 +90,9 @@ def arrow_batches(rows, nested: bool = False):
 class ArrowInterop:
     """``to_arrow``, ``to_arrow_reader``, ``__arrow_c_stream__``, ``to_pandas``, ``to_polars``,
     ``to_ray_dataset`` for any result holding ``trajectories`` (SimulationData, ScoredData)."""
+
+    if TYPE_CHECKING:             # the field of the dataclasses that mix this in
+        trajectories: Trajectories
 
     def to_arrow_reader(self, nested: bool = False):
         """The rows as a ``pyarrow.RecordBatchReader``, a batch decoded only when read; ``nested``:

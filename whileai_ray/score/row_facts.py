@@ -74,7 +74,7 @@ def _steps(row: dict) -> tuple[list, list]:
 def row_facts(rows: list) -> dict:
     """``{column: [value per row]}`` for ``rows`` (internal rows; see the module docstring)."""
     out = pass_at_facts(rows)
-    cols = {name: [] for name, _ in _REPORT_FACTS}
+    cols: dict[str, list] = {name: [] for name, _ in _REPORT_FACTS}
     out.update(cols)
     for r in rows:
         dims = r.get("scenario_dimensions", {})

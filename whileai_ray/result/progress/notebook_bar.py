@@ -94,7 +94,7 @@ def parse_progress_line(text: str) -> dict | None:
     if found is None:
         return None
     m, line = found
-    out = {"rows": int(m["rows"]), "cap": int(m["cap"]), "resumed": int(m["resumed"] or 0),
+    out: dict[str, float] = {"rows": int(m["rows"]), "cap": int(m["cap"]), "resumed": int(m["resumed"] or 0),
            "situations": int(m["situations"])}
     for key, pattern in _TAIL.items():
         hit = pattern.search(line)

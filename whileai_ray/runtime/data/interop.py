@@ -21,7 +21,7 @@ import json
 import os
 
 from ...core.rows import export_row
-from ...store.checkpoint.disk_rows import gc_paused
+from ...core.strict_json import gc_paused
 from ...store.parquet.folder import rows_to_table
 from ..cluster import ensure_ray
 

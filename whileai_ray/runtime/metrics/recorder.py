@@ -46,7 +46,9 @@ def batch_counts(rows) -> dict:
     """What one batch of landed rows adds: rows per node, graded and passed rows, and the usage
     the agent's model reported (``usage.input_tokens`` / ``output_tokens`` / ``cost``)."""
     by_node: dict = {}
-    graded = passed = tokens_in = tokens_out = 0
+    graded = passed = 0
+    tokens_in: float = 0            # usage text such as "3.5" counts as read (core/usage.py)
+    tokens_out: float = 0
     cost = 0.0
     cache: dict = {}                 # (role, "hit" | "miss") -> lookups in the response cache
     for row in rows:

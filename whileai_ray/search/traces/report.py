@@ -11,6 +11,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypeVar
+
 from ...core.run_warning import RunWarning
 from .steering import in_region, leakage_summary
 
@@ -23,7 +26,9 @@ WORDING_CAVEAT = (
     "claim to reach it: pass grader= (or grade=True) to steer by verdicts")
 
 
-def drop_trace_copies(rows: list, traces) -> tuple[list, int]:
+_Rows = TypeVar("_Rows", bound=Iterable[dict])    # a list of rows, or the Arrow-backed rows of a spill
+
+def drop_trace_copies(rows: _Rows, traces) -> tuple[_Rows | list[dict], int]:
     guard = getattr(traces, "guard", None)
     if guard is None or not len(guard):
         return rows, 0

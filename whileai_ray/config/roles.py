@@ -65,13 +65,13 @@ def resolve_roles(cfg) -> Roles:
         backend = resolve_writer(cfg.simulator, roles.agent)
         if backend is not None:
             writer = LLMWriter(backend, cfg.tools, cfg.system_prompt, cfg.seed,
-                               completions_per_request=cfg.advanced.get("completions_per_request", 1),
+                               completions_per_request=cfg.advanced.completions_per_request,
                                scaffold=cfg.scaffold)
             try:
                 writer.check()
             except RuntimeError as exc:
                 raise RuntimeError(redact(str(exc))) from None
-            writer.response_cache = cache_spec(cfg.advanced)
+            writer.response_cache = cache_spec(cfg.advanced.cache, cfg.advanced.cache_agent_sampled)
             roles.writer = writer
             if roles.agent is not None and backend.model == roles.agent.model:
                 if "same_model" not in roles.degraded:
@@ -89,7 +89,7 @@ def resolve_roles(cfg) -> Roles:
         try:
             judge = roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
             judge.check()
-            judge.response_cache = cache_spec(cfg.advanced)
+            judge.response_cache = cache_spec(cfg.advanced.cache, cfg.advanced.cache_agent_sampled)
         except RuntimeError as exc:
             raise RuntimeError(redact(f"{arg}: {exc}")) from None
     return roles

@@ -104,5 +104,5 @@ def run_identity(cfg, settings, roles, *, agent: Any, grader: Any, execute: Any,
         "simulator": simulator,
         "user_model": data_digest(_backend(user)) if user is not None else None,
         "sampling": data_digest({"sampling": sampling, "play": play}),
-        "world": data_digest(dict(cfg.advanced.get("world") or {})),
+        "world": data_digest(dict(cfg.advanced.world or {})),
     }

@@ -67,7 +67,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     planned = {cell_key(c) for c in cells}
     cell_counts = tally.cell_counts
     per_cell = tally.per_cell
-    copies_needed = cfg.advanced.get("copies_needed", 5)
+    copies_needed = cfg.advanced.copies_needed
     min_copies = min((per_cell.get(k, 0) for k in planned), default=0)
     seen_cells = [c for c in cells if per_cell.get(cell_key(c))]
     pairs_planned = pairs_in(cells) if cells else all_pairs(axes)
@@ -83,7 +83,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     if cfg.situations is not None:
         requested_rows = min(requested_rows, cfg.situations * cfg.phrasings * cfg.repeats)
     tools_report = tally.tools_report(tool_names)
-    knobs = {k: v for k, v in cfg.advanced.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    knobs = {k: v for k, v in cfg.advanced.as_dict().items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     coverage = {
         "rows": n, "unique_prompts": tally.unique_prompts,
         "unique_scenario_ids": tally.unique_scenario_ids,
@@ -97,7 +97,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
                      "fraction": round(len(pairs_cov) / len(pairs_planned), 4) if pairs_planned else 1.0},
         "copies_needed": copies_needed, "unique": cfg.unique_situations,
         "unique_situations": cfg.unique_situations, "repeats": cfg.repeats, "knobs": knobs,
-        "patience": cfg.patience, "user_temperature": None, "world": dict(cfg.advanced.get("world") or {}),
+        "patience": cfg.patience, "user_temperature": None, "world": dict(cfg.advanced.world or {}),
         "world_note": world_note(cfg),
         "hard_share": cfg.hard_share, "runs": cfg.runs,
         "budget_per_run": max(0, cfg.budget), "strategy": cfg.strategy, "time_budget": cfg.time_budget,
@@ -201,7 +201,7 @@ def world_note(cfg) -> str:
         return (f"execute={name} answered every tool call; scheduled faults were applied first, so a "
                 "faulted call never reached it")
     from ..world.options import world_options
-    opts = world_options(cfg.advanced.get("world") or None)
+    opts = world_options(cfg.advanced.world or None)
     return (f"the mock world answered every tool call (record-shaped answers; a named id exists with "
             f"probability {opts.exists_share:g}, faults scheduled per situation); pass execute= to answer "
             "tool calls against your own system")

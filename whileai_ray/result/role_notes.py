@@ -87,7 +87,7 @@ def add_role_notes(data, cfg, roles, results: list[RunResult] = (), *, model_ver
         data.coverage["user_model"] = data.user_model
         if roles.user is not None:         # the simulated person sampled at this temperature
             from ..agents.user_sim import USER_TEMPERATURE
-            temp = cfg.advanced.get("user_temperature")
+            temp = cfg.advanced.user_temperature
             data.coverage["user_temperature"] = USER_TEMPERATURE if temp is None else float(temp)
         if tally is not None:
             n, asked, left, turns = tally.n, tally.ended_on_question, tally.user_left, tally.user_turns_sum

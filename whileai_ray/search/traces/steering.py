@@ -162,7 +162,7 @@ def plan_traces(cfg, axes: dict, cells: list, keep_fault_cells: bool) -> TracePl
     traces = read_traces(cfg.traces)
     regions = widen_generic_faults(traces.regions(axes), traces, axes)
     guard = NearCopyGuard(traces.asks, NEAR_COPY_JACCARD)
-    weight_set = cfg.advanced.get("steering_weight")
+    weight_set = cfg.advanced.steering_weight
     n = len(traces.traces)
     faulty = sum(1 for t in traces.traces if t.conditions - {"success"})
     mining = {**traces.summary(axes), "fault_traces": faulty}      # traces with at least one failed tool call

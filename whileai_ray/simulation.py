@@ -16,7 +16,7 @@ from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
 from .agents.response_cache import cache_spec
 from .agents.response_cache import summary as cache_summary
-from .config.arguments import resolve_config
+from .config.arguments import RunConfig, resolve_config
 from .config.roles import resolve_roles
 from .config.run_identity import run_identity
 from .config.run_plan import lineage, plan_fingerprint, plan_settings, resolve_fault_rate, seeds_that_fit
@@ -123,7 +123,7 @@ def _grid(cfg, dims, keep_fault_cells: bool):
     return axes, cells
 
 
-def agent_model_version(cfg, roles=None) -> str:
+def agent_model_version(cfg: RunConfig, roles=None) -> str:
     if cfg.advanced.model_version:
         return str(cfg.advanced.model_version)
     if roles is not None and roles.agent is not None:
@@ -135,7 +135,7 @@ def agent_model_version(cfg, roles=None) -> str:
     return name if isinstance(name, str) and name else "callable-agent"
 
 
-def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
+def _run(cfg: RunConfig, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
          trace_plan=None) -> SimulationData:
 
     t_start = time.monotonic()
@@ -215,7 +215,7 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any]:
+def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any]:
     """Play one evaluation run; return its ``RunResult`` and its rows (a list, or ``ArrowRows``
     over the Driver's spill, whose folder this process now owns). ``started``: when simulate()
     was called (wall clock)."""
@@ -260,7 +260,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     return result, rows
 
 
-def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:
+def _job_spec(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:
     """What the runtime needs to play this evaluation run (``runtime/job_spec.py``); ``started``
     is when simulate() was called (wall clock): time_budget= counts from it."""
     knobs = cfg.advanced

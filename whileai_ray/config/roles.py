@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..agents.backends import OpenAI, parse_spec, preflight, redact, resolve_role
 from ..agents.response_cache import cache_spec
@@ -18,6 +19,9 @@ from ..agents.routing import MultiEndpoint
 from ..core.run_warning import RunWarning
 from ..score.judges.llm_judge import Judge, make_run_judge
 from ..situations.llm_writer import LLMWriter, resolve_writer
+
+if TYPE_CHECKING:
+    from .arguments import RunConfig
 
 
 @dataclass
@@ -37,7 +41,7 @@ def _preflight(backend, what: str):
         raise RuntimeError(redact(f"{what}: {exc}")) from None
 
 
-def resolve_roles(cfg) -> Roles:
+def resolve_roles(cfg: RunConfig) -> Roles:
     roles = Roles()
     configured = None
     if cfg.agent is None and cfg.backend is None and cfg.spec is None:

@@ -5,8 +5,13 @@ runtime receives their results as data. Split from ``simulation.py``, which runs
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..core.rng import stable_hash
 from ..search.planner.settings import PlanSettings
+
+if TYPE_CHECKING:
+    from .arguments import RunConfig
 
 __all__ = ["DEFAULT_FAULT_RATE", "resolve_fault_rate", "seeds_that_fit", "plan_fingerprint", "lineage",
            "plan_settings"]
@@ -20,7 +25,7 @@ def resolve_fault_rate(cfg) -> float:
     return DEFAULT_FAULT_RATE.get(cfg.mode, 0.1)
 
 
-def seeds_that_fit(cfg, k) -> tuple[list, list]:
+def seeds_that_fit(cfg: RunConfig, k) -> tuple[list, list]:
     seeds = list(cfg.seeds) + list(cfg.advanced.seed_prompts or []) + \
         list(cfg.advanced.extra_situations or [])
     if not seeds or cfg.budget <= 0:
@@ -29,7 +34,7 @@ def seeds_that_fit(cfg, k) -> tuple[list, list]:
     return seeds[:covered], seeds[covered:]
 
 
-def plan_fingerprint(cfg, settings) -> str:
+def plan_fingerprint(cfg: RunConfig, settings) -> str:
     """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
     pinned: list[object] = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
     if settings.pinned_k:                      # a runs= replay's per-ask counts (absent before: same hash)
@@ -52,7 +57,7 @@ def lineage(cfg, eval_run: int) -> dict | None:
     return stamp or None
 
 
-def plan_settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None,
+def plan_settings(cfg: RunConfig, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None,
               pinned_k=()) -> PlanSettings:
     knobs = cfg.advanced
     situations_cap = cfg.situations

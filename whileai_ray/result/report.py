@@ -21,6 +21,7 @@ from .row_store import row_store
 from .warnings_text import run_warnings
 
 if TYPE_CHECKING:
+    from ..config.arguments import RunConfig
     from ..core.run_warning import RunWarning
     from ..runtime.run_result import RunResult
 
@@ -55,7 +56,7 @@ def asked_and_resolved(cfg, fault_rate: float) -> dict:
     return {**asked, "resolved": resolved}
 
 
-def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
+def build_report(data, cfg: RunConfig, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
                  t_start) -> tuple[list[RunWarning], ReportTally]:
     """Fill ``data``'s report, search figures and warnings; return every note of the run (those
     raised as ``UserWarning`` included: ``core/run_warning.raised``) and the rows' tally (for
@@ -129,7 +130,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
                 "timed_out": stats.timed_out, "lost": sum(lost_by.values()),
                 "lost_by": {k: v for k, v in lost_by.items() if v},
                 "situations": stats.situations, "elapsed_s": round(elapsed, 1)}
-    search = {
+    search: dict = {
         "cell_counts": dict(cell_counts), "shape_counts": dict(tally.shape_counts),
         "region_counts": dict(tally.region_counts),
         "arm_counts": stats.arm_counts, "allocator": stats.allocator, "mode": cfg.mode,
@@ -194,7 +195,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     return notes, tally
 
 
-def world_note(cfg) -> str:
+def world_note(cfg: RunConfig) -> str:
     """Who answered the tool calls, in plain words (``report()["world_note"]``)."""
     if cfg.execute is not None:
         name = getattr(cfg.execute, "__name__", None) or type(cfg.execute).__name__

@@ -16,7 +16,7 @@ from .agents.forms import bound_role, is_async_callable, is_class_form
 from .agents.model_settings import ModelSettings
 from .agents.response_cache import cache_spec
 from .agents.response_cache import summary as cache_summary
-from .config.arguments import resolve_config
+from .config.arguments import RunConfig, resolve_config
 from .config.roles import resolve_roles
 from .config.run_identity import run_identity
 from .config.run_plan import lineage, plan_fingerprint, plan_settings, resolve_fault_rate, seeds_that_fit
@@ -126,9 +126,9 @@ def _grid(cfg, dims, keep_fault_cells: bool):
     return axes, cells
 
 
-def agent_model_version(cfg, roles=None) -> str:
-    if cfg.advanced.get("model_version"):
-        return str(cfg.advanced["model_version"])
+def agent_model_version(cfg: RunConfig, roles=None) -> str:
+    if cfg.advanced.model_version:
+        return str(cfg.advanced.model_version)
     if roles is not None and roles.agent is not None:
         return roles.agent.model or "model"
     agent = cfg.agent
@@ -138,11 +138,11 @@ def agent_model_version(cfg, roles=None) -> str:
     return name if isinstance(name, str) and name else "callable-agent"
 
 
-def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
+def _run(cfg: RunConfig, dims, roles, keep_fault_cells: bool = False, started: float | None = None,
          trace_plan=None) -> SimulationData:
 
     t_start = time.monotonic()
-    run_id = cfg.advanced.get("run_id") or new_run_id()
+    run_id = cfg.advanced.run_id or new_run_id()
     axes, cells = _grid(cfg, dims, keep_fault_cells)
     traces = trace_plan if trace_plan is not None else plan_traces(cfg, axes, cells, keep_fault_cells)
     cells = traces.cells
@@ -172,13 +172,13 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
             seeds = []
     result = merge_results(results)
     assert result.stopped_because is not None, "every run says why it stopped"
-    data = SimulationData(trajectories=land_runs(run_rows, cfg.advanced["spill_rows"]),
+    data = SimulationData(trajectories=land_runs(run_rows, cfg.advanced.spill_rows),
                           stopped_because=result.stopped_because,
-                          _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
+                          _cluster_grade_rows=cfg.advanced.cluster_grade_rows)
     rows, leaked = drop_trace_copies(data.trajectories, traces)
     if leaked:
         data = SimulationData(trajectories=rows, stopped_because=result.stopped_because,
-                              _cluster_grade_rows=cfg.advanced["cluster_grade_rows"])
+                              _cluster_grade_rows=cfg.advanced.cluster_grade_rows)
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     notes, tally = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
                                 fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id,
@@ -195,7 +195,7 @@ def _run(cfg, dims, roles, keep_fault_cells: bool = False, started: float | None
     if first.data_plane is not None:           # shared storage: what reached the Driver vs the rows written
         data.search["data_plane"] = first.data_plane
     add_role_notes(data, cfg, roles, results, model_version=agent_model_version(cfg, roles), tally=tally)
-    cache = cache_spec(cfg.advanced)
+    cache = cache_spec(cfg.advanced.cache, cfg.advanced.cache_agent_sampled)
     if cache is not None:       # the response cache: the counts on the rows (agent, user, judge) and the writer's
         written = [r.writer["cache"] for r in results if r.writer and r.writer.get("cache")]
         data.coverage["cache"] = cache_summary(cache, data.trajectories, {"writer": {
@@ -222,7 +222,7 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any]:
+def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any]:
     """Play one evaluation run; return its ``RunResult`` and its rows (a list, or ``ArrowRows``
     over the Driver's spill, whose folder this process now owns). ``started``: when simulate()
     was called (wall clock)."""
@@ -230,8 +230,8 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles, started)
     regraded = _regrade_on_disk(spec)
     knobs = cfg.advanced
-    reporter = ProgressReporter(cfg.on_progress, every_rows=knobs["progress_every_rows"],
-                                every_s=knobs["progress_every_s"], display=choose_display(cfg.on_progress))
+    reporter = ProgressReporter(cfg.on_progress, every_rows=knobs.progress_every_rows,
+                                every_s=knobs.progress_every_s, display=choose_display(cfg.on_progress))
     last = {}
 
     def on_snapshot(snap):
@@ -244,7 +244,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         reporter.close()
         raise
     rows = result.rows if result.spilled is None else adopt_spilled(result.spilled)
-    if result.spilled is not None and cfg.runs == 1 and result.row_count <= knobs["spill_rows"]:
+    if result.spilled is not None and cfg.runs == 1 and result.row_count <= knobs.spill_rows:
         rows = list(rows)                    # a run under spill_rows is a list, as it always was
     if result.spilled is not None and (spec.shards or spec.checkpoint and shards_of(spec.checkpoint)):
         # shared storage: the spill holds stubs; the rows they point at are read here, a batch at a time
@@ -267,7 +267,7 @@ def _run_once(cfg, settings, cells, run_id, eval_run, roles, started: float | No
     return result, rows
 
 
-def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:
+def _job_spec(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:
     """What the runtime needs to play this evaluation run (``runtime/job_spec.py``); ``started``
     is when simulate() was called (wall clock): time_budget= counts from it."""
     knobs = cfg.advanced
@@ -278,12 +278,12 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         model = ModelSettings(roles.agent, roles.user, max_turns=cfg.max_turns, avg_turns=cfg.avg_turns,
                               temperature=sampling["temperature"], max_tokens=sampling["max_tokens"],
                               timeout=cfg.timeout, logprobs=cfg.logprobs or False, patience=cfg.patience,
-                              tool_choice=knobs.get("tool_choice"),
-                              min_user_turns=knobs.get("min_user_turns"),
-                              user_temperature=knobs.get("user_temperature"), cache=cache_spec(knobs))
+                              tool_choice=knobs.tool_choice,
+                              min_user_turns=knobs.min_user_turns,
+                              user_temperature=knobs.user_temperature, cache=cache_spec(knobs.cache, knobs.cache_agent_sampled))
     meta = RunMeta(run_id=run_id, seed=cfg.seed, tools=cfg.tools, system_prompt=cfg.system_prompt,
                    model_version=agent_model_version(cfg, roles), sampling=sampling,
-                   world_options=dict(knobs.get("world") or {}), agent_timeout=cfg.timeout,
+                   world_options=dict(knobs.world or {}), agent_timeout=cfg.timeout,
                    scaffold=(cfg.scaffold or "") if roles.agent is not None else "")
     grader = cfg.grader
     if cfg.grade == "conduct":
@@ -292,11 +292,11 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         grader = roles.judge
     graders = grader is not None and grader is cfg.grader
     # a class given as agent=/execute=/grader= travels with its constructor arguments (agents/forms.py)
-    agent = bound_role(cfg.agent, "agent", knobs) if model is None else cfg.agent
-    execute = bound_role(cfg.execute, "execute", knobs)
-    grader = bound_role(grader, "grader", knobs) if graders else grader
+    agent = bound_role(cfg.agent, (knobs.agent_args, knobs.agent_kwargs)) if model is None else cfg.agent
+    execute = bound_role(cfg.execute, (knobs.execute_args, knobs.execute_kwargs))
+    grader = bound_role(grader, (knobs.grader_args, knobs.grader_kwargs)) if graders else grader
     form = "model" if model is not None else "async" if is_async_callable(agent) else "sync"
-    ray_opts = {**configured_ray_options(), **(knobs.get("ray") or {})}
+    ray_opts = {**configured_ray_options(), **(knobs.ray or {})}
     plan_fp = plan_fingerprint(cfg, settings)
     # the checkpoint's header, worked out here: the Driver gets plain data, never the callables
     # (a closure over a client stays home; issue 28 item 8), and a resume must match it (item 7)
@@ -307,9 +307,9 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
                                        sampling=sampling, model=model)}
     caller = caller_identity()                 # who the Driver works for (its lock says so; it stops without us)
     job_run_id = run_id if eval_run == 0 else f"{run_id}_r{eval_run}"
-    storage = knobs.get("shared_storage")      # rollout actors write the rows (store/shards/storage.py)
+    storage = knobs.shared_storage      # rollout actors write the rows (store/shards/storage.py)
     shards = shards_folder(cfg.checkpoint, storage) if storage not in (None, False) and cfg.checkpoint else None
-    cache = cache_spec(knobs)
+    cache = cache_spec(knobs.cache, knobs.cache_agent_sampled)
     if cache is not None and isinstance(grader, Judge):    # grader=wai.Judge(...) reads the run's cache too
         grader = with_run_cache(grader, {"path": cache.path, "agent_sampled": cache.agent_sampled})
     return JobSpec(
@@ -319,23 +319,23 @@ def _job_spec(cfg, settings, cells, run_id, eval_run, roles, started: float | No
         agent_form=form, start_timeout_s=CLASS_BUILD_S if any(map(is_class_form, (agent, execute, grader)))
         else 60.0,
         shards=shards,
-        checkpoint=cfg.checkpoint, checkpoint_header=setup, caller=caller, caller_timeout_s=knobs["caller_timeout_s"],
-        progress_every_rows=knobs["progress_every_rows"],
+        checkpoint=cfg.checkpoint, checkpoint_header=setup, caller=caller, caller_timeout_s=knobs.caller_timeout_s,
+        progress_every_rows=knobs.progress_every_rows,
         # Ray metrics tagged by this run (runtime/metrics/recorder.py); advanced={"metrics": False} turns them off
-        metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.get("metrics", True) else None,
+        metrics={"run_id": job_run_id, "mode": cfg.mode} if knobs.metrics else None,
         plan_fingerprint=plan_fp, stream_path=cfg.output if cfg.runs == 1 and not shards else None,
         # rows: a list up to spill_rows (a Driver keeps at most DRIVER_LIST_ROWS), Parquet past it
-        spool_rows=min(knobs["spill_rows"], DRIVER_LIST_ROWS),
+        spool_rows=min(knobs.spill_rows, DRIVER_LIST_ROWS),
         lineage=lineage(cfg, eval_run),
         # planner snapshots (store/snapshots/file.py): reproducible runs with a checkpoint and a
         # stateless (template) situation writer
         snapshot=(str(snapshot_path(cfg.checkpoint)) if cfg.checkpoint and cfg.reproducible
-                  and roles.writer is None and knobs["plan_snapshot_s"] > 0 else None),
-        snapshot_every_s=knobs["plan_snapshot_s"], reproducible=cfg.reproducible, lag=knobs["lag"],
-        chunk_size=knobs["chunk_size"], concurrency=cfg.concurrency, time_budget=cfg.time_budget,
+                  and roles.writer is None and knobs.plan_snapshot_s > 0 else None),
+        snapshot_every_s=knobs.plan_snapshot_s, reproducible=cfg.reproducible, lag=knobs.lag,
+        chunk_size=knobs.chunk_size, concurrency=cfg.concurrency, time_budget=cfg.time_budget,
         started_at=started, deadline_at=(started or time.time()) + cfg.time_budget if cfg.time_budget else None,
-        timeout=cfg.timeout, judge_timeout=knobs.get("judge_timeout") or None,
-        judge_concurrency=knobs["judge_concurrency"], judge_actors=int(ray_opts.pop("judge_actors", 1)),
+        timeout=cfg.timeout, judge_timeout=knobs.judge_timeout or None,
+        judge_concurrency=knobs.judge_concurrency, judge_actors=int(ray_opts.pop("judge_actors", 1)),
         judge_name=judge_name(grader) if grader is not None else None,
         scoring_run_id=fresh_scoring_run_id() if grader is not None else None,
         label_source="conduct" if cfg.grade == "conduct" else None,

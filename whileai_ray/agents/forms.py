@@ -99,9 +99,10 @@ def check_class_form(obj: Any, role: str, args: tuple = (), kwargs: dict | None 
                         f"'{role}_kwargs': {{...}}}} or as functools.partial({cls.__name__}, ...)") from None
 
 
-def check_role_forms(roles: dict, advanced: dict) -> None:
+def check_role_forms(roles: dict, arguments: dict[str, tuple[tuple, dict]]) -> None:
     """Config's check of ``{"agent": ..., "grader": ..., "execute": ...}`` (None: not the caller's
-    callable) against ``advanced['<role>_args']``/``['<role>_kwargs']``, before any budget is spent:
+    callable) against ``arguments``: role -> (``advanced['<role>_args']``, ``['<role>_kwargs']``)
+    (``Knobs.role_arguments()``), before any budget is spent:
     a class form can be built with them (it has ``__call__``, the arguments bind); arguments for a
     role that is not a class are a mistake worth naming; ``execute=`` is not async."""
     if roles.get("execute") is not None and is_async_callable(roles["execute"]):
@@ -110,7 +111,7 @@ def check_role_forms(roles: dict, advanced: dict) -> None:
                         "with a plain __call__(self, tool, arguments); an async agent can await its own tools")
     for role in ROLE_NAMES:
         args_key, kwargs_key = f"{role}_args", f"{role}_kwargs"
-        args, kwargs = advanced.get(args_key, ()), advanced.get(kwargs_key, {})
+        args, kwargs = arguments.get(role, ((), {}))
         value = roles.get(role)
         if not is_class_form(value):
             if args or kwargs:
@@ -131,10 +132,11 @@ def bind_class_form(obj: Any, args: tuple = (), kwargs: dict | None = None) -> A
     return functools.partial(obj, *args, **(kwargs or {}))
 
 
-def bound_role(obj: Any, role: str, advanced: dict) -> Any:
-    """``obj`` with ``advanced['<role>_args']``/``['<role>_kwargs']`` folded in when it is a class
-    form (what travels to an actor, or to the caller's pool, and is built there)."""
-    return bind_class_form(obj, advanced.get(f"{role}_args", ()), advanced.get(f"{role}_kwargs"))
+def bound_role(obj: Any, arguments: tuple[tuple, dict]) -> Any:
+    """``obj`` with its role's ``(advanced['<role>_args'], ['<role>_kwargs'])`` folded in when it is
+    a class form (what travels to an actor, or to the caller's pool, and is built there)."""
+    args, kwargs = arguments
+    return bind_class_form(obj, args, kwargs)
 
 
 def build_role(obj: Any, role: str) -> Any:

@@ -40,6 +40,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["CacheSpec", "CacheStore", "cache_spec", "request_key", "public_url", "cacheable", "cache_role",
@@ -60,10 +61,9 @@ class CacheSpec:
     agent_sampled: bool = False
 
 
-def cache_spec(advanced: dict | None, label: str = "advanced['cache']") -> CacheSpec | None:
-    """The run's cache from its ``advanced`` dict (None when the cache is off); a value that is
-    not a file path is a ValueError naming ``label``."""
-    path = (advanced or {}).get("cache")
+def cache_spec(path: Any, agent_sampled: bool = False, label: str = "advanced['cache']") -> CacheSpec | None:
+    """The run's cache from its ``advanced['cache']`` and ``['cache_agent_sampled']`` (None when
+    the cache is off); a value that is not a file path is a ValueError naming ``label``."""
     if path is None or path is False:
         return None
     if isinstance(path, os.PathLike):
@@ -71,7 +71,7 @@ def cache_spec(advanced: dict | None, label: str = "advanced['cache']") -> Cache
     if not isinstance(path, str) or not path.strip() or os.path.isdir(os.path.expanduser(path.strip())):
         raise ValueError(f"{label} is the response cache's file path (a SQLite file, made when absent), "
                          f"e.g. 'runs/responses.sqlite'; got {path!r}")
-    return CacheSpec(os.path.abspath(os.path.expanduser(path.strip())), bool((advanced or {}).get("cache_agent_sampled")))
+    return CacheSpec(os.path.abspath(os.path.expanduser(path.strip())), bool(agent_sampled))
 
 
 def public_url(url: str) -> str:

@@ -1,9 +1,9 @@
 """advanced={...}: the engine knobs, their defaults and bounds, and the non-numeric keys.
 
-Numeric knobs are a table ``name -> (kind, default, floor, ceiling)``; every numeric knob the
-caller leaves out is filled with its default, so the engine reads ``cfg.advanced[name]``
-without guessing. Non-numeric keys are checked by their own rule and kept only when given
-(``ADVANCED_DEFAULTS`` says what an absent one means). "Moved" keyword names
+Numeric knobs are a table ``name -> (kind, default, floor, ceiling)``; non-numeric keys are
+checked by their own rule (``ADVANCED_DEFAULTS`` says what an absent one means). The checked
+values become one typed ``Knobs`` (``knobs.py``), so the engine reads ``cfg.advanced.lag``
+and a misspelt name is a type-check error. "Moved" keyword names
 (``simulate(dimensions=...)``) land here too; the label in a message says which way the value
 came in (``dimensions=`` or ``advanced['dimensions']``).
 """
@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..core.defaults import MAX_TOKENS
 from .rules import as_count, as_int, as_number, as_share, as_text_list, is_number
+from .knobs import KNOB_FIELDS, NUMERIC_KNOBS, Knobs
 from .tools import check_role
 
 __all__ = ["KNOBS", "ARMS", "ADVANCED_DEFAULTS", "ADVANCED_KEYS", "validate_advanced"]
@@ -244,6 +245,12 @@ _RULES: dict[str, Callable[[Any, str], Any]] = {
     "cache_agent_sampled": _bool,
 }
 assert set(_RULES) == set(ADVANCED_DEFAULTS)
+# Knobs' fields are these tables' keys, with the same defaults (an absent key means the field's default).
+assert tuple(KNOBS) == NUMERIC_KNOBS and set(KNOB_FIELDS) == set(ADVANCED_KEYS)
+assert all(getattr(Knobs(), name) == default and type(getattr(Knobs(), name)) is type(default)
+           for name, (_kind, default, _floor, _ceiling) in KNOBS.items())
+assert all(getattr(Knobs(), name) == default for name, default in ADVANCED_DEFAULTS.items()
+           if name != "mutate_graded_failures")
 
 
 def _label(name: str, moved: set[str]) -> str:
@@ -251,8 +258,9 @@ def _label(name: str, moved: set[str]) -> str:
 
 
 def validate_advanced(advanced: Any, moved: dict | None = None, *, has_grader: bool = False,
-                      has_traces: bool = False) -> dict:
-    """Merge ``advanced`` with the moved keyword names, check every key, fill numeric defaults.
+                      has_traces: bool = False) -> Knobs:
+    """Merge ``advanced`` with the moved keyword names, check every key, and build the ``Knobs``
+    (``given``: the keys passed; ``mutate_graded_failures`` left out means "with a grader").
 
     ``moved`` holds moved names given as keywords (``{"dimensions": {...}}``); a name given both
     ways with different values is a ValueError.
@@ -288,8 +296,6 @@ def validate_advanced(advanced: Any, moved: dict | None = None, *, has_grader: b
     if out.get("steering_weight") is not None and not has_traces:
         raise ValueError(f"{_label('steering_weight', moved_names)} needs traces=: it weighs "
                          f"the pull toward what the traces show; pass traces= or drop it")
-    for name, (_kind, default, _floor, _ceiling) in KNOBS.items():
-        out.setdefault(name, default)
-    out.setdefault("mutate_failures", True)
+    given = frozenset(out)
     out.setdefault("mutate_graded_failures", has_grader)
-    return out
+    return Knobs(given=given, **out)

@@ -16,7 +16,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .advanced import ADVANCED_DEFAULTS, KNOBS, validate_advanced
+from .advanced import ADVANCED_KEYS, validate_advanced
+from .knobs import Knobs
 from .rules import (MODE_PRESETS, REPEAT_POLICIES, STRATEGIES, UNTIL_CHOICES, as_count,
                            as_int, as_logprobs, as_number, as_patience, as_path, as_share,
                            as_text, as_text_list, check_tasks, check_traces, choice, is_number)
@@ -95,7 +96,7 @@ class RunConfig:
     runs: int = 1
     checkpoint: str | None = None
     on_progress: Callable | None = None
-    advanced: dict = field(default_factory=dict)
+    advanced: Knobs = field(default_factory=Knobs)       # advanced={...}, checked (config/knobs.py)
     concurrency: int = DEFAULT_CONCURRENCY
     simulator: Any = None
     user_model: Any = None
@@ -120,14 +121,11 @@ class RunConfig:
 
 
 def knob(cfg: RunConfig, name: str) -> Any:
-    """``cfg.advanced[name]``, or what an absent key means; an unknown name is a KeyError."""
-    if name in cfg.advanced:
-        return cfg.advanced[name]
-    if name in KNOBS:
-        return KNOBS[name][1]
-    if name in ADVANCED_DEFAULTS:
-        return ADVANCED_DEFAULTS[name]
-    raise KeyError(f"advanced has no knob {name!r}")
+    """The knob ``name`` by its name (given, or what an absent key means); an unknown name is a
+    KeyError. Code reads ``cfg.advanced.<name>``; this is for a name held in a string."""
+    if name not in ADVANCED_KEYS:
+        raise KeyError(f"advanced has no knob {name!r}")
+    return getattr(cfg.advanced, name)
 
 
 def _is_set(name: str, value: Any) -> bool:
@@ -193,7 +191,7 @@ def resolve_config(agent: Any, explicit: dict, passed: dict) -> RunConfig:
                                      has_traces=cfg.traces is not None)
     _apply_advanced(cfg)
     check_role_forms({"agent": cfg.agent if cfg.agent_kind == "callable" else None,
-                      "grader": cfg.grader, "execute": cfg.execute}, cfg.advanced)
+                      "grader": cfg.grader, "execute": cfg.execute}, cfg.advanced.role_arguments())
     _check_shared_storage(cfg)
     return cfg
 
@@ -201,7 +199,7 @@ def resolve_config(agent: Any, explicit: dict, passed: dict) -> RunConfig:
 def _check_shared_storage(cfg: RunConfig) -> None:
     """advanced['shared_storage'] puts the rows in shards the checkpoint points at: it needs the
     checkpoint, and graded rows still travel to the judges through the Driver."""
-    if cfg.advanced.get("shared_storage") in (None, False):
+    if cfg.advanced.shared_storage in (None, False):
         return
     if cfg.checkpoint is None:
         raise ValueError("advanced['shared_storage'] needs checkpoint=: the checkpoint keeps which rows "
@@ -371,11 +369,11 @@ def _resolve_sampling(cfg: RunConfig, args: dict) -> None:
 
 def _apply_advanced(cfg: RunConfig) -> None:
     advanced = cfg.advanced
-    cfg.dimensions = advanced.get("dimensions")
-    cfg.agent_max_tokens = advanced.get("agent_max_tokens", ADVANCED_DEFAULTS["agent_max_tokens"])
+    cfg.dimensions = advanced.dimensions
+    cfg.agent_max_tokens = advanced.agent_max_tokens
     if not cfg.timeout_set:
         cfg.timeout = float(max(300.0, cfg.agent_max_tokens / 4))
-    risk = advanced.get("risk")
+    risk = advanced.risk
     if risk is not None:
         if cfg.fault_rate_set and cfg.fault_rate != risk:
             cfg.notes.append(f"risk={risk:g} overrides fault_rate={cfg.fault_rate:g}; "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..agents.backends import OpenAI, parse_spec, preflight, redact, resolve_role
 from ..agents.response_cache import cache_spec
@@ -18,6 +19,9 @@ from ..agents.routing import MultiEndpoint
 from ..core.run_warning import RunWarning
 from ..score.judges.llm_judge import Judge, make_run_judge
 from ..situations.llm_writer import LLMWriter, resolve_writer
+
+if TYPE_CHECKING:
+    from .arguments import RunConfig
 
 
 @dataclass
@@ -37,7 +41,7 @@ def _preflight(backend, what: str):
         raise RuntimeError(redact(f"{what}: {exc}")) from None
 
 
-def resolve_roles(cfg) -> Roles:
+def resolve_roles(cfg: RunConfig) -> Roles:
     roles = Roles()
     configured = None
     if cfg.agent is None and cfg.backend is None and cfg.spec is None:
@@ -65,13 +69,13 @@ def resolve_roles(cfg) -> Roles:
         backend = resolve_writer(cfg.simulator, roles.agent)
         if backend is not None:
             writer = LLMWriter(backend, cfg.tools, cfg.system_prompt, cfg.seed,
-                               completions_per_request=cfg.advanced.get("completions_per_request", 1),
+                               completions_per_request=cfg.advanced.completions_per_request,
                                scaffold=cfg.scaffold)
             try:
                 writer.check()
             except RuntimeError as exc:
                 raise RuntimeError(redact(str(exc))) from None
-            writer.response_cache = cache_spec(cfg.advanced)
+            writer.response_cache = cache_spec(cfg.advanced.cache, cfg.advanced.cache_agent_sampled)
             roles.writer = writer
             if roles.agent is not None and backend.model == roles.agent.model:
                 if "same_model" not in roles.degraded:
@@ -89,7 +93,7 @@ def resolve_roles(cfg) -> Roles:
         try:
             judge = roles.judge = make_run_judge(cfg.rubric, policy=cfg.system_prompt, tools=cfg.tools)
             judge.check()
-            judge.response_cache = cache_spec(cfg.advanced)
+            judge.response_cache = cache_spec(cfg.advanced.cache, cfg.advanced.cache_agent_sampled)
         except RuntimeError as exc:
             raise RuntimeError(redact(f"{arg}: {exc}")) from None
     return roles

@@ -36,9 +36,12 @@ in place of the callables it describes (issue 28, item 8).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.code_identity import code_digest, data_digest, redact_url
+
+if TYPE_CHECKING:
+    from .arguments import RunConfig
 
 __all__ = ["run_identity", "UNIT_ARGUMENTS"]
 
@@ -67,7 +70,7 @@ def _grader(cfg, grader: Any, judge: Any) -> str | None:
     return code_digest(grader)
 
 
-def run_identity(cfg, settings, roles, *, agent: Any, grader: Any, execute: Any, sampling: Any,
+def run_identity(cfg: RunConfig, settings, roles, *, agent: Any, grader: Any, execute: Any, sampling: Any,
                  model: Any = None) -> dict:
     """The unit-defining arguments of one evaluation run (see the module doc) as plain data.
 
@@ -104,5 +107,5 @@ def run_identity(cfg, settings, roles, *, agent: Any, grader: Any, execute: Any,
         "simulator": simulator,
         "user_model": data_digest(_backend(user)) if user is not None else None,
         "sampling": data_digest({"sampling": sampling, "play": play}),
-        "world": data_digest(dict(cfg.advanced.get("world") or {})),
+        "world": data_digest(dict(cfg.advanced.world or {})),
     }

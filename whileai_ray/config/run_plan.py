@@ -5,8 +5,13 @@ runtime receives their results as data. Split from ``simulation.py``, which runs
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..core.rng import stable_hash
 from ..search.planner.settings import PlanSettings
+
+if TYPE_CHECKING:
+    from .arguments import RunConfig
 
 __all__ = ["DEFAULT_FAULT_RATE", "resolve_fault_rate", "seeds_that_fit", "plan_fingerprint", "lineage",
            "plan_settings"]
@@ -20,16 +25,16 @@ def resolve_fault_rate(cfg) -> float:
     return DEFAULT_FAULT_RATE.get(cfg.mode, 0.1)
 
 
-def seeds_that_fit(cfg, k) -> tuple[list, list]:
-    seeds = list(cfg.seeds) + list(cfg.advanced.get("seed_prompts") or []) + \
-        list(cfg.advanced.get("extra_situations") or [])
+def seeds_that_fit(cfg: RunConfig, k) -> tuple[list, list]:
+    seeds = list(cfg.seeds) + list(cfg.advanced.seed_prompts or []) + \
+        list(cfg.advanced.extra_situations or [])
     if not seeds or cfg.budget <= 0:
         return seeds, []
     covered = max(0, cfg.budget // max(1, k))
     return seeds[:covered], seeds[covered:]
 
 
-def plan_fingerprint(cfg, settings) -> str:
+def plan_fingerprint(cfg: RunConfig, settings) -> str:
     """What decides the plan: a resumed run with the same fingerprint replays it exactly."""
     pinned: list[object] = [(sit.scenario_id, sit.prompt) for sit, _ in settings.pinned]
     if settings.pinned_k:                      # a runs= replay's per-ask counts (absent before: same hash)
@@ -37,7 +42,7 @@ def plan_fingerprint(cfg, settings) -> str:
     return stable_hash("plan-v2", cfg.seed, cfg.mode, settings.n, settings.k, settings.repeat_policy,
                        settings.hard_share, settings.fault_rate, settings.situations, settings.round_size,
                        settings.probe, settings.seeds, cfg.dimensions, cfg.system_prompt, pinned,
-                       cfg.advanced.get("lag"), cfg.reproducible, settings.traces_key)[:16]
+                       cfg.advanced.lag, cfg.reproducible, settings.traces_key)[:16]
 
 
 def lineage(cfg, eval_run: int) -> dict | None:
@@ -52,22 +57,22 @@ def lineage(cfg, eval_run: int) -> dict | None:
     return stamp or None
 
 
-def plan_settings(cfg, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None,
+def plan_settings(cfg: RunConfig, run_id, seeds, k, pinned, eval_run, axes=None, llm_writer=False, traces=None,
               pinned_k=()) -> PlanSettings:
     knobs = cfg.advanced
     situations_cap = cfg.situations
     if situations_cap is not None and seeds:
         situations_cap = max(situations_cap, len(seeds))
     return PlanSettings(
-        run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs["round_size"],
+        run_id=run_id, seed=cfg.seed, budget=max(0, cfg.budget), round_size=knobs.round_size,
         n=cfg.phrasings, k=k, repeat_policy="fixed" if pinned else cfg.repeat_policy,
         situations=None if pinned else situations_cap, hard_share=cfg.hard_share,
-        fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), probe=knobs["probe"], seeds=[] if pinned else seeds,
-        mutate=knobs.get("mutate_failures", True) is not False and not pinned,
-        mutate_graded=knobs.get("mutate_graded_failures") is not False,
-        dead_agent_errors=knobs["dead_agent_errors"], eval_run=eval_run, pinned=list(pinned), pinned_k=list(pinned_k),
-        tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.get("arm_weights"),
-        llm_writer=llm_writer, family_cap=knobs["family_cap"], copies_needed=knobs["copies_needed"],
+        fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), probe=knobs.probe, seeds=[] if pinned else seeds,
+        mutate=knobs.mutate_failures is not False and not pinned,
+        mutate_graded=knobs.mutate_graded_failures is not False,
+        dead_agent_errors=knobs.dead_agent_errors, eval_run=eval_run, pinned=list(pinned), pinned_k=list(pinned_k),
+        tools=cfg.tools, axes=axes or {}, until=cfg.until, arm_weights=knobs.arm_weights,
+        llm_writer=llm_writer, family_cap=knobs.family_cap, copies_needed=knobs.copies_needed,
         trace_guard=traces.guard if traces is not None else None,
         aimed_cells=traces.aimed_cells if traces is not None else None,
         steering_weight=traces.steering_weight if traces is not None else 0.0,

@@ -21,6 +21,7 @@ from .row_store import row_store
 from .warnings_text import run_warnings
 
 if TYPE_CHECKING:
+    from ..config.arguments import RunConfig
     from ..core.run_warning import RunWarning
     from ..runtime.run_result import RunResult
 
@@ -55,7 +56,7 @@ def asked_and_resolved(cfg, fault_rate: float) -> dict:
     return {**asked, "resolved": resolved}
 
 
-def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
+def build_report(data, cfg: RunConfig, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
                  t_start) -> tuple[list[RunWarning], ReportTally]:
     """Fill ``data``'s report, search figures and warnings; return every note of the run (those
     raised as ``UserWarning`` included: ``core/run_warning.raised``) and the rows' tally (for
@@ -67,7 +68,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     planned = {cell_key(c) for c in cells}
     cell_counts = tally.cell_counts
     per_cell = tally.per_cell
-    copies_needed = cfg.advanced.get("copies_needed", 5)
+    copies_needed = cfg.advanced.copies_needed
     min_copies = min((per_cell.get(k, 0) for k in planned), default=0)
     seen_cells = [c for c in cells if per_cell.get(cell_key(c))]
     pairs_planned = pairs_in(cells) if cells else all_pairs(axes)
@@ -83,7 +84,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     if cfg.situations is not None:
         requested_rows = min(requested_rows, cfg.situations * cfg.phrasings * cfg.repeats)
     tools_report = tally.tools_report(tool_names)
-    knobs = {k: v for k, v in cfg.advanced.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    knobs = {k: v for k, v in cfg.advanced.as_dict().items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     coverage = {
         "rows": n, "unique_prompts": tally.unique_prompts,
         "unique_scenario_ids": tally.unique_scenario_ids,
@@ -97,7 +98,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
                      "fraction": round(len(pairs_cov) / len(pairs_planned), 4) if pairs_planned else 1.0},
         "copies_needed": copies_needed, "unique": cfg.unique_situations,
         "unique_situations": cfg.unique_situations, "repeats": cfg.repeats, "knobs": knobs,
-        "patience": cfg.patience, "user_temperature": None, "world": dict(cfg.advanced.get("world") or {}),
+        "patience": cfg.patience, "user_temperature": None, "world": dict(cfg.advanced.world or {}),
         "world_note": world_note(cfg),
         "hard_share": cfg.hard_share, "runs": cfg.runs,
         "budget_per_run": max(0, cfg.budget), "strategy": cfg.strategy, "time_budget": cfg.time_budget,
@@ -129,7 +130,7 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
                 "timed_out": stats.timed_out, "lost": sum(lost_by.values()),
                 "lost_by": {k: v for k, v in lost_by.items() if v},
                 "situations": stats.situations, "elapsed_s": round(elapsed, 1)}
-    search = {
+    search: dict = {
         "cell_counts": dict(cell_counts), "shape_counts": dict(tally.shape_counts),
         "region_counts": dict(tally.region_counts),
         "arm_counts": stats.arm_counts, "allocator": stats.allocator, "mode": cfg.mode,
@@ -194,14 +195,14 @@ def build_report(data, cfg, result: RunResult, *, axes, cells, seeds, dropped, f
     return notes, tally
 
 
-def world_note(cfg) -> str:
+def world_note(cfg: RunConfig) -> str:
     """Who answered the tool calls, in plain words (``report()["world_note"]``)."""
     if cfg.execute is not None:
         name = getattr(cfg.execute, "__name__", None) or type(cfg.execute).__name__
         return (f"execute={name} answered every tool call; scheduled faults were applied first, so a "
                 "faulted call never reached it")
     from ..world.options import world_options
-    opts = world_options(cfg.advanced.get("world") or None)
+    opts = world_options(cfg.advanced.world or None)
     return (f"the mock world answered every tool call (record-shaped answers; a named id exists with "
             f"probability {opts.exists_share:g}, faults scheduled per situation); pass execute= to answer "
             "tool calls against your own system")

@@ -16,6 +16,7 @@ from ..situations.llm_writer import fallback_note
 from .warnings_text import TEMPLATE_WRITER
 
 if TYPE_CHECKING:
+    from ..config.arguments import RunConfig
     from ..runtime.run_result import RunResult
 
 __all__ = ["add_role_notes", "scaffold_note", "note_dialect"]
@@ -45,7 +46,7 @@ def note_dialect(data, role: str, url: str, dialect) -> None:
         data.warnings.append(RunWarning(note, f"{role}_free_text"))
 
 
-def add_role_notes(data, cfg, roles, results: Sequence[RunResult] = (), *, model_version: str = "",
+def add_role_notes(data, cfg: RunConfig, roles, results: Sequence[RunResult] = (), *, model_version: str = "",
                    tally=None) -> None:
     """What the run's roles did, on the result: the agent's profile, the scaffold, the writer's
     counts and dialect, the judge's dialect, the models and the simulated person's figures.
@@ -87,7 +88,7 @@ def add_role_notes(data, cfg, roles, results: Sequence[RunResult] = (), *, model
         data.coverage["user_model"] = data.user_model
         if roles.user is not None:         # the simulated person sampled at this temperature
             from ..agents.user_sim import USER_TEMPERATURE
-            temp = cfg.advanced.get("user_temperature")
+            temp = cfg.advanced.user_temperature
             data.coverage["user_temperature"] = USER_TEMPERATURE if temp is None else float(temp)
         if tally is not None:
             n, asked, left, turns = tally.n, tally.ended_on_question, tally.user_left, tally.user_turns_sum

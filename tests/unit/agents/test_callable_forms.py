@@ -94,7 +94,7 @@ def wai_tools():
 
 def test_constructor_arguments_are_validated_like_every_knob():
     cfg = _simulate_config(SyncAgent, advanced={"agent_args": ["m.gguf"], "agent_kwargs": {"temperature": 0.2}})
-    assert cfg.advanced["agent_args"] == ("m.gguf",) and cfg.advanced["agent_kwargs"] == {"temperature": 0.2}
+    assert cfg.advanced.agent_args == ("m.gguf",) and cfg.advanced.agent_kwargs == {"temperature": 0.2}
     with pytest.raises(ValueError, match=r"advanced\['agent_args'\] is a tuple"):
         _simulate_config(SyncAgent, advanced={"agent_args": "m.gguf"})
     with pytest.raises(ValueError, match=r"advanced\['agent_kwargs'\] is a dict"):

@@ -70,8 +70,8 @@ def test_min_user_turns_keeps_the_person_talking_after_a_statement():
 
 
 def test_tool_choice_knob_validation():
-    assert validate_advanced({"tool_choice": "lookup_order"})["tool_choice"] == FORCE
-    assert validate_advanced({"tool_choice": "auto"})["tool_choice"] == "auto"
-    assert validate_advanced({"tool_choice": FORCE})["tool_choice"] == FORCE
+    assert validate_advanced({"tool_choice": "lookup_order"}).tool_choice == FORCE
+    assert validate_advanced({"tool_choice": "auto"}).tool_choice == "auto"
+    assert validate_advanced({"tool_choice": FORCE}).tool_choice == FORCE
     with pytest.raises(ValueError, match=r"advanced\['tool_choice'\]"):
         validate_advanced({"tool_choice": {"type": "function"}})

@@ -270,9 +270,9 @@ def test_the_llm_writer_reads_the_cache(server, tmp_path):
 # ---- the knob -----------------------------------------------------------------------------------
 def test_the_advanced_knobs_are_checked(tmp_path):
     checked = validate_advanced({"cache": str(tmp_path / "c.sqlite"), "cache_agent_sampled": True})
-    assert checked["cache"] == str(tmp_path / "c.sqlite") and checked["cache_agent_sampled"] is True
-    assert rc.cache_spec(checked) == rc.CacheSpec(str(tmp_path / "c.sqlite"), True)
-    assert rc.cache_spec(validate_advanced({})) is None
+    assert checked.cache == str(tmp_path / "c.sqlite") and checked.cache_agent_sampled is True
+    assert rc.cache_spec(checked.cache, checked.cache_agent_sampled) == rc.CacheSpec(str(tmp_path / "c.sqlite"), True)
+    assert rc.cache_spec(validate_advanced({}).cache) is None
     with pytest.raises(TypeError, match="did you mean 'cache'"):
         validate_advanced({"cahce": "x.sqlite"})
     with pytest.raises(ValueError, match="needs advanced\\['cache'\\]"):

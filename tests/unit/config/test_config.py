@@ -57,7 +57,7 @@ def test_defaults():
     assert cfg.reproducible is True and cfg.fault_rate is None and not cfg.fault_rate_set
     assert cfg.timeout == 300.0 and cfg.agent_max_tokens == 768 and not cfg.timeout_set
     assert cfg.until == "compute" and cfg.strategy == "auto" and cfg.agent_kind == "callable"
-    assert cfg.advanced["progress_every_rows"] == 10 and cfg.advanced["probe"] == 2
+    assert cfg.advanced.progress_every_rows == 10 and cfg.advanced.probe == 2
     assert cfg.explicit == frozenset({"agent", "tools"})
     assert cfg.notes == [] and cfg.seeds == [] and cfg.system_prompt == ""
 
@@ -118,7 +118,7 @@ def test_alias_conflicts(kwargs, names):
 def test_moved_names_land_in_advanced():
     cfg = call(dimensions={"stance": ["adversarial"]}, prefer_success=True, agent_max_tokens=4096)
     assert cfg.dimensions == {"stance": ["adversarial"]}
-    assert cfg.advanced["prefer_success"] is True and "dimensions" in cfg.explicit
+    assert cfg.advanced.prefer_success is True and "dimensions" in cfg.explicit
     assert cfg.agent_max_tokens == 4096 and cfg.timeout == 1024.0
     raises(ValueError, "texture= or advanced['texture']", texture=0.2,
            advanced={"texture": 0.3})
@@ -369,17 +369,17 @@ def test_advanced_bad_values(key, value, pieces):
 def test_advanced_needs_grader_and_traces():
     raises(ValueError, "needs grader=", advanced={"mutate_graded_failures": True})
     cfg = call(grader=lambda row: {"reward": 1.0})
-    assert cfg.advanced["mutate_graded_failures"] is True
-    assert call().advanced["mutate_graded_failures"] is False
+    assert cfg.advanced.mutate_graded_failures is True
+    assert call().advanced.mutate_graded_failures is False
     raises(ValueError, "steering_weight= needs traces=", steering_weight=0.5)
-    assert call(steering_weight=0.5, traces=[{"prompt": "a"}]).advanced["steering_weight"] == 0.5
+    assert call(steering_weight=0.5, traces=[{"prompt": "a"}]).advanced.steering_weight == 0.5
 
 
 def test_advanced_values_and_knob_helper():
     cfg = call(advanced={"probe": 4.0, "arm_weights": {"structured": 2}, "opening": 0.3,
                          "llm_spec": "openai:gpt-4.1"})
-    assert cfg.advanced["probe"] == 4 and isinstance(cfg.advanced["probe"], int)
-    assert cfg.advanced["arm_weights"] == {"structured": 2.0} and cfg.advanced["opening"] == 0.3
+    assert cfg.advanced.probe == 4 and isinstance(cfg.advanced.probe, int)
+    assert cfg.advanced.arm_weights == {"structured": 2.0} and cfg.advanced.opening == 0.3
     assert knob(cfg, "chunk_size") == 32 and knob(cfg, "opening") == 0.3
     assert knob(cfg, "seed_prompts") == [] and knob(cfg, "agent_max_tokens") == 768
     with pytest.raises(KeyError):

@@ -36,7 +36,7 @@ def test_a_bad_world_value_is_refused_and_a_good_one_passes():
     with pytest.raises(ValueError, match="exists_share"):
         call(advanced={"world": {"exists_share": 3}})
     cfg = call(advanced={"world": {"exists_share": 0.2}})
-    assert cfg.advanced["world"] == {"exists_share": 0.2}
+    assert cfg.advanced.world == {"exists_share": 0.2}
 
 
 # ---- item 9: pass_at's count and its note agree on uneven groups -------------------------------

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from whileai_ray.config.knobs import Knobs
 from whileai_ray.core.tool_outcome import GENERIC_FAULT, classify_tool_answer
 from whileai_ray.search.traces.steering import plan_traces, widen_generic_faults
 from whileai_ray.situations.grid import TOOL_CONDITIONS
@@ -113,7 +114,8 @@ def _chat(i, answer):
 class _Cfg:
     """The three settings plan_traces reads from a run's config."""
     def __init__(self, traces):
-        self.traces, self.strategy, self.advanced, self.fault_rate_set, self.mode = traces, "auto", {}, False, "explore"
+        self.traces, self.strategy, self.advanced, self.fault_rate_set, self.mode = traces, "auto", Knobs(), False, \
+            "explore"
 
 
 def test_text_errors_in_traces_count_as_faults_and_aim_at_the_fault_cells():

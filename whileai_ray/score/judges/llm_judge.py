@@ -116,7 +116,7 @@ class Judge:
         self.name = name or "llm_judge"
         self.dialect: str | None = None     # structured-output dialect of the endpoint (agents/structured.py)
         # cache=: a response cache file (agents/response_cache.py): a verdict asked again is read from it
-        self.response_cache = cache_spec({"cache": cache}, label="Judge(cache=...)")
+        self.response_cache = cache_spec(cache, label="Judge(cache=...)")
         self._client = None
         self._lock = threading.Lock()
 

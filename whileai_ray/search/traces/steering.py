@@ -21,6 +21,7 @@ so held-out traces stay out of training; rows in the trace regions carry ``steer
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ...core.columns import State
 from ...core.rng import stable_hash
@@ -30,6 +31,9 @@ from ...situations.grid import cell_key
 from ...situations.near_copy import NEAR_COPY_JACCARD, SHINGLE_WORDS, NearCopyGuard
 from ...situations.traces import read_traces
 from ..cell_picker import CellPicker
+
+if TYPE_CHECKING:
+    from ...config.arguments import RunConfig   # type-only: config sits above search
 
 __all__ = ["SteeredPicker", "TracePlan", "plan_traces", "DEFAULT_STEERING_WEIGHT", "in_region", "make_picker"]
 
@@ -153,7 +157,7 @@ def _broad(requested: str, reason: str, cells: list) -> TracePlan:
                      cells=cells)
 
 
-def plan_traces(cfg, axes: dict, cells: list, keep_fault_cells: bool) -> TracePlan:
+def plan_traces(cfg: RunConfig, axes: dict, cells: list, keep_fault_cells: bool) -> TracePlan:
     """The run's :class:`TracePlan` (reads ``cfg.traces``; ValueError before any budget when they
     hold no usable trace)."""
     requested = cfg.strategy
@@ -162,7 +166,7 @@ def plan_traces(cfg, axes: dict, cells: list, keep_fault_cells: bool) -> TracePl
     traces = read_traces(cfg.traces)
     regions = widen_generic_faults(traces.regions(axes), traces, axes)
     guard = NearCopyGuard(traces.asks, NEAR_COPY_JACCARD)
-    weight_set = cfg.advanced.get("steering_weight")
+    weight_set = cfg.advanced.steering_weight
     n = len(traces.traces)
     faulty = sum(1 for t in traces.traces if t.conditions - {"success"})
     mining = {**traces.summary(axes), "fault_traces": faulty}      # traces with at least one failed tool call

@@ -14,13 +14,18 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 __all__ = ["SHARD_NAME", "shard_pointer", "bad_pointer", "read_shard", "check_regular"]
 
 SHARD_NAME = re.compile(r"[0-9a-f]{12}-[0-9]{6,}\.jsonl")
 
 
-def shard_pointer(pointer):
+def shard_pointer(pointer: object) -> tuple[str, int, int, int] | None:
     """``(file, start, end, crc)`` of a stub's ``_shard``, or None when it is not one a run wrote."""
     if not isinstance(pointer, list) or len(pointer) != 4:
         return None
@@ -31,7 +36,7 @@ def shard_pointer(pointer):
     return name, start, end, crc
 
 
-def bad_pointer(pointer, folder) -> str:
+def bad_pointer(pointer: object, folder: object) -> str:
     """The message for a stub whose pointer names no shard file of ``folder``."""
     return (f"a checkpoint stub points at {str(pointer)[:120]!r}, which is not a shard file of {folder} "
             "(a shard is rows/<12 hex>-<number>.jsonl inside the run's shards folder); the checkpoint was "
@@ -39,7 +44,7 @@ def bad_pointer(pointer, folder) -> str:
             "a new checkpoint")
 
 
-def read_shard(fs, folder: str, name: str) -> bytes:
+def read_shard(fs: pafs.FileSystem | None, folder: str, name: str) -> bytes:
     """The bytes of shard ``name`` of ``folder`` (``fs``: a pyarrow filesystem, None for a local
     folder), read only when it is a regular file inside the folder; else an OSError, unopened."""
     file = "/".join([folder.rstrip("/"), "rows", name])
@@ -48,7 +53,8 @@ def read_shard(fs, folder: str, name: str) -> bytes:
         if fs.get_file_info(file).type != pafs.FileType.File:
             raise OSError(f"{file} is not a regular file")
         with fs.open_input_stream(file) as src:
-            return src.read()
+            data: bytes = src.read()
+            return data
     root, real = os.path.realpath(folder), os.path.realpath(file)
     if os.path.commonpath([root, real]) != root:
         raise OSError(f"{file} resolves to {real}, outside the run's shards folder {root}")
@@ -59,7 +65,7 @@ def read_shard(fs, folder: str, name: str) -> bytes:
         return fh.read()
 
 
-def check_regular(folder: str, names, checkpoint) -> None:
+def check_regular(folder: str, names: Iterable[str], checkpoint: object) -> None:
     """A resume opens: each shard file ``names`` of a local ``folder`` must be a regular file
     (not a link, FIFO or device put there), or a ValueError naming it, before any budget is spent."""
     for name in sorted(names):

@@ -243,7 +243,7 @@ class JsonlCheckpoint:
         where it was and raise an OSError that names the checkpoint: no torn line is left."""
         view, done = memoryview(data), 0
         fh = self._fh
-        assert fh is not None, "the checkpoint is open: open() set the file, close() is not running"
+        assert fh is not None, "_write: only while the checkpoint is open (open() set the file)"
         try:
             while done < len(view):
                 done += fh.write(view[done:])

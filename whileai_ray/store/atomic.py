@@ -20,15 +20,19 @@ import contextlib
 import errno
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any, TypeAlias, Union
 
 __all__ = ["atomic_path", "write_error", "fsync_file", "real_path", "refuse_symlink", "open_nofollow",
-           "unique_tmp"]
+           "unique_tmp", "StrPath"]
+
+StrPath: TypeAlias = Union[str, "os.PathLike[str]"]     # what every store function takes as a path
 
 _FULL = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
-def write_error(path, exc: OSError, what: str = "writing") -> OSError:
+def write_error(path: StrPath, exc: OSError, what: str = "writing") -> OSError:
     """An OSError naming ``path`` (same errno), with a hint when the disk or a quota is full."""
     reason = exc.strerror or str(exc)
     hint = ""
@@ -39,17 +43,17 @@ def write_error(path, exc: OSError, what: str = "writing") -> OSError:
     return err
 
 
-def fsync_file(fh) -> None:
+def fsync_file(fh: IO[Any]) -> None:
     fh.flush()
     os.fsync(fh.fileno())
 
 
-def real_path(path) -> str:
+def real_path(path: StrPath) -> str:
     """``path`` with ``~``, ``..`` and every symlink resolved: the one name of the file it names."""
     return os.path.realpath(os.path.expanduser(os.fspath(path)))
 
 
-def refuse_symlink(path, what: str = "a checkpoint's own file") -> None:
+def refuse_symlink(path: StrPath, what: str = "a checkpoint's own file") -> None:
     """Raise ``ValueError`` when ``path`` is a symlink: it was planted where a run keeps its own
     plain file, and following it would write into whatever it points at."""
     if os.path.islink(path):
@@ -63,7 +67,7 @@ def refuse_symlink(path, what: str = "a checkpoint's own file") -> None:
             "and run again.")
 
 
-def open_nofollow(path, flags: int, mode: int = 0o644, what: str = "a checkpoint's own file") -> int:
+def open_nofollow(path: StrPath, flags: int, mode: int = 0o644, what: str = "a checkpoint's own file") -> int:
     """``os.open`` that refuses a symlink at ``path`` (``O_NOFOLLOW``) with ``refuse_symlink``'s error."""
     try:
         return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), mode)
@@ -73,7 +77,7 @@ def open_nofollow(path, flags: int, mode: int = 0o644, what: str = "a checkpoint
         raise
 
 
-def unique_tmp(path) -> Path:
+def unique_tmp(path: StrPath) -> Path:
     """Create (``O_EXCL``, never through a link) and return an empty temporary sibling of ``path``
     with a name no other writer uses: ``<name>.<pid>.<random>.tmp``."""
     path = Path(path)
@@ -89,14 +93,14 @@ def unique_tmp(path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_path(path):
+def atomic_path(path: StrPath) -> Iterator[Path]:
     """Yield the temporary path to write (created empty, ``unique_tmp``); rename it over ``path``
     when the body succeeds.
 
     On an error the temporary file is removed and an ``OSError`` is re-raised naming ``path``.
     """
     path = Path(path)
-    tmp = None
+    tmp: Path | None = None
     try:
         tmp = unique_tmp(path)
         yield tmp

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
+from types import ModuleType
 
 from ..core.strict_json import dumps
-from .atomic import atomic_path, fsync_file
+from .atomic import StrPath, atomic_path, fsync_file
 from .checkpoint.lines import dump_line, parse_jsonl
 from .shards.storage import resolve_stubs
 
@@ -34,7 +36,7 @@ log = logging.getLogger(__name__)
 _PARQUET_MAGIC = b"PAR1"
 
 
-def meta_path_for(path) -> Path:
+def meta_path_for(path: StrPath) -> Path:
     """Where ``save(meta=True)`` puts the sidecar of ``path``: ``a/b.jsonl`` -> ``a/b.meta.json``."""
     path = Path(path)
     if path.suffix in (".jsonl", ".parquet", ".json"):
@@ -51,7 +53,7 @@ def _meta_candidates(path: Path) -> list[Path]:
 META_MAX_BYTES = 256 << 20     # a sidecar is a few KB to a few MB; past this it is not one a run wrote
 
 
-def _read_meta(path: Path, warnings: list | None = None) -> dict:
+def _read_meta(path: Path, warnings: list[str] | None = None) -> dict:
     """The first sidecar candidate that holds a JSON object. One that cannot be read as one (not
     JSON, nested too deep to decode, larger than ``META_MAX_BYTES``) is skipped, and said in
     ``warnings``: the rows are still read."""
@@ -73,18 +75,18 @@ def _read_meta(path: Path, warnings: list | None = None) -> dict:
     return {}
 
 
-def read_meta(path, warnings: list | None = None) -> dict:
+def read_meta(path: StrPath, warnings: list[str] | None = None) -> dict:
     """The ``save(meta=True)`` sidecar of a file or folder (``{}`` when there is none, or when it
     cannot be read: then said in ``warnings``)."""
     return _read_meta(Path(path), warnings)
 
 
-def is_parquet(path) -> bool:
+def is_parquet(path: StrPath) -> bool:
     """Is this file Parquet (by its suffix or its magic bytes)?"""
     return _is_parquet(Path(path))
 
 
-def jsonl_rows(path, warnings: list):
+def jsonl_rows(path: StrPath, warnings: list[str]) -> Iterator[dict]:
     """The rows of a JSONL file one at a time, never all held: a checkpoint header, blank lines
     and lines that are not JSON objects are skipped (each invalid line noted in ``warnings``)."""
     from .checkpoint.lines import HEADER_KEY
@@ -108,7 +110,7 @@ def jsonl_rows(path, warnings: list):
                 warnings.append(f"{path}: line {number} is not a JSON object; skipped")
 
 
-def _parquet():
+def _parquet() -> ModuleType:
     """``store/parquet/folder.py``, imported on first use: pyarrow costs ~0.3 s, which ``import whileai_ray``
     and a JSONL-only load must not pay."""
     from .parquet import folder as parquet
@@ -122,13 +124,13 @@ def _is_parquet(path: Path) -> bool:
         return fh.read(4) == _PARQUET_MAGIC
 
 
-def _read_jsonl(path: Path, warnings: list) -> list[dict]:
+def _read_jsonl(path: Path, warnings: list[str]) -> list[dict]:
     contents = parse_jsonl(path.read_bytes(), str(path))
     warnings.extend(contents.warnings)
     return resolve_stubs(contents.rows, path)     # a shared-storage checkpoint: rows from its shards
 
 
-def load_rows(path) -> tuple[list[dict], dict]:
+def load_rows(path: StrPath) -> tuple[list[dict], dict]:
     """Rows and meta from a JSONL file, a Parquet file, or a folder of either."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"load(path=...) expects a file or folder path, got {type(path).__name__}")
@@ -159,7 +161,7 @@ def load_rows(path) -> tuple[list[dict], dict]:
     return rows, meta
 
 
-def _atomic_write_bytes(chunks, path) -> str:
+def _atomic_write_bytes(chunks: Iterable[bytes], path: StrPath) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
@@ -169,7 +171,7 @@ def _atomic_write_bytes(chunks, path) -> str:
     return str(path)
 
 
-def save_jsonl_atomic(rows, path) -> str:
+def save_jsonl_atomic(rows: Iterable[dict], path: StrPath) -> str:
     """Write rows as JSONL to a unique temporary sibling (``atomic.unique_tmp``: never through a
     link), then rename it over ``path``; return ``str(path)``."""
     if not isinstance(path, (str, os.PathLike)):
@@ -179,7 +181,7 @@ def save_jsonl_atomic(rows, path) -> str:
     return _atomic_write_bytes(_line_chunks(rows), path)
 
 
-def _line_chunks(rows, batch: int = 2000):
+def _line_chunks(rows: Iterable[dict], batch: int = 2000) -> Iterator[bytes]:
     """JSONL bytes of ``rows`` (any iterable) 2,000 lines at a time: rows are never all held."""
     it = iter(rows)
     while True:
@@ -189,6 +191,6 @@ def _line_chunks(rows, batch: int = 2000):
         yield b"".join(dump_line(r) for r in chunk)
 
 
-def save_meta_atomic(meta: dict, path) -> str:
+def save_meta_atomic(meta: dict, path: StrPath) -> str:
     """Write the ``save(meta=True)`` sidecar of ``path`` atomically; return the sidecar path."""
     return _atomic_write_bytes([dumps(meta, indent=1).encode("ascii")], meta_path_for(path))

@@ -12,7 +12,8 @@ the second one's full key string aside.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Union
 
 from ..core.digest_table import DigestTable
 from ..core.identity import key_digest, key_string
@@ -24,7 +25,10 @@ __all__ = ["RowKeySet", "key_digest", "digest_arrays"]
 
 
 
-def digest_arrays(keys):
+Key = Union[tuple, str]     # a ``row_key`` tuple or its ``key_string``: the two forms of one key
+
+
+def digest_arrays(keys: Iterable[Key]) -> tuple["np.ndarray", "np.ndarray"]:
     """``(a, b)`` numpy arrays (``uint64``, ``int64``) of many keys' digests."""
     import numpy as np
     blob = b"".join([hashlib.blake2b((k if isinstance(k, str) else key_string(k)).encode("utf-8", "surrogatepass"),
@@ -39,7 +43,7 @@ class RowKeySet:
 
     __slots__ = ("_table", "_aside")
 
-    def __init__(self, keys=()):
+    def __init__(self, keys: Iterable[Key] = ()) -> None:
         self._table = DigestTable(values=True)
         self._aside: set[str] = set()
         for key in keys:
@@ -48,7 +52,7 @@ class RowKeySet:
     def __len__(self) -> int:
         return len(self._table) + len(self._aside)
 
-    def add(self, key) -> bool:
+    def add(self, key: Key) -> bool:
         return self.add_digest(*key_digest(key))
 
     def add_digest(self, a: int, b: int, text: str) -> bool:
@@ -62,14 +66,15 @@ class RowKeySet:
         self._aside.add(text)
         return True
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
+
         return self.has_digest(*key_digest(key))
 
     def has_digest(self, a: int, b: int, text: str) -> bool:
         have = self._table.get(a)
         return have is not None and (have == b or text in self._aside)
 
-    def has_many(self, a, b, text_of) -> "np.ndarray":
+    def has_many(self, a: "np.ndarray", b: "np.ndarray", text_of: Callable[[int], str]) -> "np.ndarray":
         """Which of many keys, given by digest arrays, are members (a bool array);
         ``text_of(i)`` gives the ``key_string`` of key ``i``, asked only for the rare key whose
         first 64 bits are a member's and whose other 64 are not."""
@@ -82,7 +87,7 @@ class RowKeySet:
         return out
 
     @classmethod
-    def first_of(cls, keys) -> tuple["RowKeySet", list[int]]:
+    def first_of(cls, keys: Iterable[Key]) -> tuple["RowKeySet", list[int]]:
         """A set of ``keys`` (a list, repeats allowed) and the positions of each key's first
         occurrence, in order: what a resume keeps of the rows on disk. Built at once."""
         texts = [key if isinstance(key, str) else key_string(key) for key in keys]
@@ -91,7 +96,8 @@ class RowKeySet:
         return out, firsts.tolist()
 
     @classmethod
-    def first_of_digests(cls, a, b, text_of) -> tuple["RowKeySet", "np.ndarray"]:
+    def first_of_digests(cls, a: "np.ndarray", b: "np.ndarray",
+                         text_of: Callable[[int], str]) -> tuple["RowKeySet", "np.ndarray"]:
         """``first_of`` for keys given by their digest arrays (positions as an int64 array);
         ``text_of(i)`` gives key ``i``'s ``key_string``, asked only for keys that share their
         first 64 bits with another."""

@@ -33,34 +33,47 @@ import heapq
 import os
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+
+if TYPE_CHECKING:
+    from .parquet.spill import OwnedFolder
 
 __all__ = ["RowSpool", "SpilledRows", "DEFAULT_WINDOW"]
 
 DEFAULT_WINDOW = 8192        # rows held for reordering when no round bound is given (8x a full lag)
 
 
+class RowWriter(Protocol):
+    """What ``make_writer(folder)`` returns (``parquet/spill.SpillWriter``): rows appended in
+    order, then ``close()`` gives the files written, in row order."""
+
+    def append(self, rows: list[dict]) -> object: ...
+
+    def close(self) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class SpilledRows:
     """Where a finished spool's rows are: ``files`` in row order inside ``folder``."""
     folder: str
-    files: list = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     count: int = 0
 
 
 class RowSpool:
-    def __init__(self, threshold: int, make_writer: Callable[[str], object], parent: str | None = None,
-                 window: int = DEFAULT_WINDOW):
+    def __init__(self, threshold: int, make_writer: Callable[[str], RowWriter] | None, parent: str | None = None,
+                 window: int = DEFAULT_WINDOW) -> None:
+        # make_writer: None only where the threshold is never reached (the rows stay a list)
         if threshold < 0 or window < 1:
             raise ValueError(f"RowSpool: need threshold >= 0 and window >= 1, got {threshold}, {window}")
         self.threshold, self.make_writer, self.parent, self.window = threshold, make_writer, parent, window
-        self._heap: list = []
+        self._heap: list[tuple[int, int, dict]] = []
         self._seq = count()
-        self._rows: list | None = []      # released rows while few; None once spilled
-        self._head: list = []             # head rows while few
-        self._owner = None
-        self._writer = None
-        self._head_writer = None
+        self._rows: list[dict] | None = []   # released rows while few; None once spilled
+        self._head: list[dict] = []          # head rows while few
+        self._owner: OwnedFolder | None = None
+        self._writer: RowWriter | None = None
+        self._head_writer: RowWriter | None = None
         self.count = 0                    # rows taken so far (buffered, released, head and tail)
         self.head_count = 0               # head rows at the front of finish()'s list
         self._finished = False
@@ -116,12 +129,13 @@ class RowSpool:
         if n > 0:
             self._put([heapq.heappop(self._heap)[2] for _ in range(n)])
 
-    def _put(self, rows: list) -> None:
+    def _put(self, rows: list[dict]) -> None:
         if not rows:
             return
         if self._writer is not None:
             self._writer.append(rows)
             return
+        assert self._rows is not None            # None only once spilled, when there is a writer
         self._rows.extend(rows)
         if len(self._rows) + len(self._head) > self.threshold:
             self._spill()
@@ -131,21 +145,23 @@ class RowSpool:
         if self._writer is not None:
             return
         from .parquet.spill import OwnedFolder      # lazy: pyarrow, only once a run is large
-        self._owner = OwnedFolder(parent=self.parent)
-        self._head_writer = self.make_writer(os.path.join(self._owner.path, "head"))
+        assert self.make_writer is not None, "RowSpool: rows past the threshold need make_writer"
+        assert self._rows is not None               # (not spilled yet: no writer)
+        self._owner = owner = OwnedFolder(parent=self.parent)
+        self._head_writer = self.make_writer(os.path.join(owner.path, "head"))
         self._head_writer.append(self._head)
-        self._writer = self.make_writer(self._owner.path)
+        self._writer = self.make_writer(owner.path)
         self._writer.append(self._rows)
         self._head, self._rows = [], None
 
-    def released(self, start: int, limit: int | None = None) -> list | None:
+    def released(self, start: int, limit: int | None = None) -> list[dict] | None:
         """Released rows past the first ``start`` (at most ``limit``), in order; None once the
         rows went to disk (the caller then reads them there)."""
         if self._rows is None:
             return None
         return self._rows[start:None if limit is None else start + limit]
 
-    def finish(self, skip: int = 0):
+    def finish(self, skip: int = 0) -> list[dict] | SpilledRows:
         """Every row, in order: a list, or a ``SpilledRows`` whose folder the caller now owns.
         ``skip``: released rows the caller already has (``released``); the list is then the
         ``head_count`` head rows, then the released rows past the first ``skip``."""
@@ -156,9 +172,11 @@ class RowSpool:
         if self._writer is None:
             head = sorted(self._head, key=lambda r: r.get("_ordinal", 0))
             self.head_count = len(head)
+            assert self._rows is not None            # (not spilled: no writer)
             rows = head + self._rows[skip:]
             self._head, self._rows = [], []
             return rows
+        assert self._head_writer is not None and self._owner is not None    # (spilled: all three set)
         files = self._head_writer.close() + self._writer.close()
         folder = self._owner.keep()          # the caller adopts it (OwnedFolder.adopt)
         return SpilledRows(folder=folder, files=files, count=self.count)

@@ -32,10 +32,11 @@ held whole):
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..core.identity import row_key
-from .atomic import real_path, refuse_symlink
+from .atomic import StrPath, real_path, refuse_symlink
 from .checkpoint.lock import CheckpointLock, lock_path
 from .checkpoint.meta import read_sidecar, sidecar_path
 from .checkpoint.lines import HEADER_KEY, dump_line
@@ -52,13 +53,13 @@ _PARQUET_MAGIC = b"PAR1"
 _SIDECAR_SUFFIXES = (".meta.json", ".keys", ".keys.seal", ".plan", ".lock", ".shards.json")
 
 
-def parquet_folder_for(checkpoint_path) -> str:
+def parquet_folder_for(checkpoint_path: StrPath) -> str:
     """Where the Parquet side of a checkpoint lives: ``<stem>.parquet/`` beside the JSONL."""
     p = real_path(checkpoint_path)
     return (p[:-6] if p.endswith(".jsonl") else p) + ".parquet"
 
 
-def checkpoint_files(checkpoint) -> list[Path]:
+def checkpoint_files(checkpoint: StrPath) -> list[Path]:
     """The checkpoint (by its real path) and every file a run keeps beside it."""
     from .snapshots.file import snapshot_path
     ck = Path(real_path(checkpoint))
@@ -66,7 +67,7 @@ def checkpoint_files(checkpoint) -> list[Path]:
             Path(parquet_folder_for(ck)), Path(str(ck) + ".shards.json"), work_folder(parquet_folder_for(ck))]
 
 
-def refuse_planted_links(checkpoint) -> None:
+def refuse_planted_links(checkpoint: StrPath) -> None:
     """ValueError when one of the checkpoint's own files (sidecar, key index, seal, plan, lock,
     shards, Parquet folder) is a symlink: a run only ever creates plain files there, so a link was
     planted, and writing through it would overwrite (truncate, append to) the file it points at."""
@@ -99,13 +100,13 @@ def _run_base(path: str) -> str | None:
         folder = parent
 
 
-def run_file_owner(path) -> str | None:
+def run_file_owner(path: StrPath) -> str | None:
     """The real path of the checkpoint whose own file ``path`` is (the checkpoint itself, a sidecar
     of it, or a path in its Parquet folder), or None."""
     return _run_base(real_path(path))
 
 
-def refuse_run_file(path, argument: str) -> None:
+def refuse_run_file(path: StrPath, argument: str) -> None:
     """Raise ValueError, naming ``argument`` (``"to_html(path=...)"``) and the fix, when writing ``path`` would write onto a
     run's own files (``run_file_owner``); a symlink there is judged by what it points at."""
     owner = run_file_owner(path)
@@ -119,17 +120,17 @@ def refuse_run_file(path, argument: str) -> None:
         "files, e.g. a new file name in another folder.")
 
 
-def output_files(output) -> list[Path]:
+def output_files(output: StrPath) -> list[Path]:
     text = os.fspath(output)
     stem = text[:-6] if text.endswith(".jsonl") else text
     return [Path(text), Path(stem + ".parquet"), Path(stem + ".meta.json")]
 
 
-def _real(path) -> str:
+def _real(path: StrPath) -> str:
     return real_path(path)
 
 
-def is_checkpoint(path) -> bool:
+def is_checkpoint(path: StrPath) -> bool:
     """True when ``path`` is a checkpoint: a file with its sidecar, or (written before the sidecar)
     whose first line is a whileai_ray checkpoint header."""
     if Path(path).is_file() and read_sidecar(path, HEADER_KEY) is not None:
@@ -142,7 +143,7 @@ def is_checkpoint(path) -> bool:
     return HEADER_KEY.encode() in first
 
 
-def is_parquet(path) -> bool:
+def is_parquet(path: StrPath) -> bool:
     path = Path(path)
     if path.suffix == ".parquet" and not path.is_dir():
         return True
@@ -153,14 +154,14 @@ def is_parquet(path) -> bool:
         return False
 
 
-def check_output(output, checkpoint) -> None:
+def check_output(output: StrPath | None, checkpoint: StrPath | None) -> None:
     """Refuse an ``output=`` that would overwrite the checkpoint, one of its files, or any
     checkpoint (see the module docstring)."""
     if checkpoint is not None:
         refuse_planted_links(checkpoint)          # before any budget: never write through a planted link
     if output is None:
         return
-    owned = {}
+    owned: dict[str, Path] = {}
     if checkpoint is not None:
         for f in checkpoint_files(checkpoint):
             owned[_real(f)] = f
@@ -182,7 +183,7 @@ def check_output(output, checkpoint) -> None:
                 "file and would wipe it. Pass another output path.")
 
 
-def _write_checkpoint(rows, path: Path) -> str:
+def _write_checkpoint(rows: list[dict], path: Path) -> str:
     """Rewrite checkpoint ``path`` with ``rows`` under its lock, keeping its sidecar (or the header
     line of a checkpoint written before the sidecar existed)."""
     from .atomic import atomic_path, fsync_file
@@ -190,7 +191,8 @@ def _write_checkpoint(rows, path: Path) -> str:
     with CheckpointLock(path, run_id="rewrite"):
         with open(path, "rb") as fh:
             first = fh.readline()
-        header, created = b"", None
+        header = b""
+        created: str | None = None
         if HEADER_KEY.encode() in first:           # an old checkpoint: its header stays its first line
             header = first if first.endswith(b"\n") else first + b"\n"
             try:
@@ -213,7 +215,8 @@ def _write_checkpoint(rows, path: Path) -> str:
     return str(path)
 
 
-def write_rows(rows, path, source=None, argument: str = "save(path=...)") -> str:
+def write_rows(rows: Iterable[dict], path: StrPath, source: StrPath | None = None,
+               argument: str = "save(path=...)") -> str:
     """Write stored-form ``rows`` to ``path`` in the format it has (see the module docstring). A
     run's own file other than the checkpoint (a sidecar, its Parquet copy) is written only with
     the data read from that same file (grading a loaded Parquet side in place); else refused."""

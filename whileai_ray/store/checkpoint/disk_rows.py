@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 import numpy as np
 
@@ -26,8 +27,9 @@ __all__ = ["DiskRows"]
 _DECODE = json.JSONDecoder().decode
 
 
-class DiskRows(Sequence):
-    def __init__(self, data: bytes, starts, ends, a, b, decoded: dict | None = None):
+class DiskRows(Sequence[dict]):
+    def __init__(self, data: bytes, starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray,
+                 decoded: dict[int, dict] | None = None) -> None:
         self._data = data
         self._starts = np.asarray(starts, dtype=np.int64)   # where each row's line starts
         self._ends = np.asarray(ends, dtype=np.int64)       # and ends (its newline excluded)
@@ -35,12 +37,13 @@ class DiskRows(Sequence):
         if not len(self._starts) == len(self._ends) == len(self.digests[0]) == len(self.digests[1]):
             raise ValueError("DiskRows: one span and one digest per row")
         self._decoded = dict(decoded or {})  # index -> row already decoded while opening
-        self._keys: list | None = None
-        self._all: list | None = None
+        self._keys: list[tuple] | None = None
+        self._all: list[dict] | None = None
         self._fd: int | None = None          # DiskRows.at: lines are read from this file
 
     @classmethod
-    def at(cls, path, starts, ends, a, b, decoded: dict | None = None) -> "DiskRows":
+    def at(cls, path: str | os.PathLike[str], starts: np.ndarray, ends: np.ndarray, a: np.ndarray,
+           b: np.ndarray, decoded: dict[int, dict] | None = None) -> "DiskRows":
         """Rows whose lines are in the file at ``path`` (read by offset when used)."""
         rows = cls(b"", starts, ends, a, b, decoded)
         if len(rows._starts):
@@ -48,7 +51,7 @@ class DiskRows(Sequence):
         return rows
 
     @property
-    def keys(self) -> list:
+    def keys(self) -> list[tuple]:
         """Every row's ``row_key`` (read from the rows, once: the digests are what a resume uses)."""
         if self._keys is None:
             with gc_paused():
@@ -84,14 +87,14 @@ class DiskRows(Sequence):
             os.close(self._fd)
             self._fd = None
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
     @classmethod
-    def of(cls, rows: list) -> "DiskRows":
+    def of(cls, rows: list[dict]) -> "DiskRows":
         """Rows already in memory (no file behind them)."""
         from ..row_key_set import digest_arrays
         rows = list(rows)
@@ -104,7 +107,13 @@ class DiskRows(Sequence):
     def __len__(self) -> int:
         return len(self._starts)
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> dict: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict]: ...
+
+    def __getitem__(self, i: int | slice) -> dict | list[dict]:
         if isinstance(i, slice):
             return self.decode_all()[i]
         if self._all is not None:
@@ -116,7 +125,7 @@ class DiskRows(Sequence):
             row = _DECODE(self._line(i).decode("utf-8", "replace"))
         return row
 
-    def decode_all(self) -> list:
+    def decode_all(self) -> list[dict]:
         """Every row, decoded once (the collector paused: the rows form no cycles)."""
         if self._all is None:
             with gc_paused():
@@ -125,10 +134,10 @@ class DiskRows(Sequence):
             self.close()
         return self._all
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict]:
         return iter(self.decode_all())
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, (list, tuple, DiskRows)):
             return self.decode_all() == list(other)
         return NotImplemented

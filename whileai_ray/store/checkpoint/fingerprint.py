@@ -34,7 +34,7 @@ _CODE_FIELDS = {"agent_code": "agent (its code or its settings)", "grader": "gra
 GRADER_ONLY = ["grader"]               # fingerprint_mismatch's answer when a resume changed its grader and nothing else
 
 
-def _canon(value) -> str:
+def _canon(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
@@ -42,13 +42,13 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _bare_tool(tool) -> object:
+def _bare_tool(tool: object) -> object:
     if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
         return tool["function"]
     return tool
 
 
-def fingerprint(tools, system_prompt, agent_name) -> dict:
+def fingerprint(tools: list | tuple | None, system_prompt: object, agent_name: object) -> dict:
     """``{"tools_sha", "system_prompt_sha", "agent"}`` for a run's setup.
 
     ``tools``: list of tool schemas (or None); ``system_prompt``: str or None;
@@ -70,7 +70,7 @@ def fingerprint(tools, system_prompt, agent_name) -> dict:
     }
 
 
-def _schemes_differ(a, b) -> bool:
+def _schemes_differ(a: object, b: object) -> bool:
     """Two code digests made under different schemes (``<scheme>:<hex>``): not comparable."""
     if not (isinstance(a, str) and isinstance(b, str) and _DIGEST.match(a) and _DIGEST.match(b)):
         return False
@@ -128,7 +128,7 @@ def with_grader(header: dict, current: dict) -> dict:
     return {**header, "fingerprint": stored}
 
 
-def mismatch_message(path, differ: list[str]) -> str:
+def mismatch_message(path: object, differ: list[str]) -> str:
     """The refusal of a resume by another run: what differs, that the file is untouched, and the
     two ways on (the same arguments, or a fresh start)."""
     path = str(path)

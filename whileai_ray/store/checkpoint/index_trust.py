@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
+from typing import Literal
 
 import numpy as np
 
@@ -25,12 +26,13 @@ class IndexTrust:
     """The index's groups as arrays (where each starts and ends in the checkpoint, its records,
     its CRC) and by start offset; ``check(...)`` verifies a run of consecutive groups at once."""
 
-    def __init__(self, recs: np.ndarray | None):
+    def __init__(self, recs: np.ndarray | None) -> None:
         self.recs = recs
         self.by_start: dict[int, int] = {}
         self.used = 0
         self.matched = 0                    # indexed rows found so far (in vouched groups or by their CRC)
-        self._known = None                  # Counter of (row CRC << 32 | length), built when first needed
+        # Counter of (row CRC << 32 | length), built when first needed; False: the index is damaged
+        self._known: Counter[int] | Literal[False] | None = None
         if recs is None or not len(recs):
             self.groups = 0
             return
@@ -50,7 +52,7 @@ class IndexTrust:
         self.by_start = dict(zip(self.gstart.tolist(), range(len(first))))
         self.groups = len(first)
 
-    def check(self, view, base: int, cut: int, k: int) -> int:
+    def check(self, view: memoryview, base: int, cut: int, k: int) -> int:
         """How many groups from group ``k`` (which starts at ``view``'s offset ``gstart[k] - base``)
         are what the checkpoint holds, one after another within ``view[:cut]``: lines that
         follow one another, each ending in a newline, each group's CRC over its bytes and
@@ -97,7 +99,7 @@ class IndexTrust:
         return False
 
 
-def untrusted_warning(path, untrusted: list, most: int = 10) -> str:
+def untrusted_warning(path: object, untrusted: list[tuple[int, tuple]], most: int = 10) -> str:
     """The warning naming the rows the key index disowns (``[(line number, row_key)]``)."""
     named = ", ".join(f"line {n} (scenario_id {k[0]!r}, rollout {k[2]})" for n, k in untrusted[:most])
     more = f" and {len(untrusted) - most} more" if len(untrusted) > most else ""

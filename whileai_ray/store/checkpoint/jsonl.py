@@ -35,15 +35,18 @@ import datetime as _dt
 import logging
 import os
 import threading
+from collections.abc import Iterable
+from io import FileIO
 from pathlib import Path
 
 from ...core.identity import key_string, row_key
-from ..atomic import open_nofollow, real_path, write_error
+from ...core.strict_json import gc_paused
+from ..atomic import StrPath, open_nofollow, real_path, write_error
 from .lock import CheckpointLock
 from .meta import read_sidecar, write_sidecar
-from .disk_rows import DiskRows, gc_paused
+from .disk_rows import DiskRows
 from .fingerprint import fingerprint_mismatch, mismatch_message, with_run_record
-from .lines import HEADER_KEY, JsonlContents, dump_line, parse_jsonl, scan_file
+from .lines import HEADER_KEY, JsonlContents, _Scan, dump_line, parse_jsonl, scan_file
 from ..row_key_set import RowKeySet, key_digest
 from .key_index import index_path, records_for, write_index
 from .key_seal import unseal, write_seal
@@ -55,7 +58,7 @@ log = logging.getLogger(__name__)
 _ROW_FIELDS = (("prompt", str), ("steps", list), ("final_text", str))
 
 
-def _refuse_foreign_rows(path, decoded: dict) -> None:
+def _refuse_foreign_rows(path: StrPath, decoded: dict[int, dict]) -> None:
     """A file without a checkpoint header is resumed only when every line is a row a run
     wrote (a ``save()`` file, say); chat transcripts or any other JSONL are refused untouched."""
     for row in decoded.values():
@@ -92,8 +95,8 @@ class JsonlCheckpoint:
         ck.close()
     """
 
-    def __init__(self, path, fingerprint: dict, *, run_id: str | None = None, caller: dict | None = None,
-                 lock: bool = True):
+    def __init__(self, path: StrPath, fingerprint: dict, *, run_id: str | None = None, caller: dict | None = None,
+                 lock: bool = True) -> None:
         if not isinstance(fingerprint, dict):
             raise TypeError("JsonlCheckpoint(fingerprint=...) expects the dict from store.fingerprint()")
         self.path = Path(real_path(path))        # one file, one name: its lock and sidecars hang off it
@@ -107,8 +110,8 @@ class JsonlCheckpoint:
         self.rows_loaded = 0
         self._keys = RowKeySet()                # every row_key in the file (128-bit digests)
         self.header: dict | None = None
-        self._fh = None
-        self._ix = None                     # the .keys index (checkpoint/key_index.py), appended with each batch
+        self._fh: FileIO | None = None
+        self._ix: FileIO | None = None      # the .keys index (checkpoint/key_index.py), appended with each batch
         self._index_path = index_path(self.path)
         self._size = 0
         self._written_header: dict | None = None
@@ -147,7 +150,7 @@ class JsonlCheckpoint:
                 self.lock.release()
             raise
 
-    def _read_and_verify(self):
+    def _read_and_verify(self) -> _Scan:
         """Scan the file a block at a time (its bytes are never all held: rows are read back by
         offset when used, ``DiskRows``)."""
         side = read_sidecar(self.path, HEADER_KEY)
@@ -160,7 +163,7 @@ class JsonlCheckpoint:
             _refuse_foreign_rows(self.path, scan.decoded)
         return scan
 
-    def _open_locked(self, scan) -> DiskRows:
+    def _open_locked(self, scan: _Scan) -> DiskRows:
         if scan.good_bytes < scan.size:
             with open(self.path, "r+b") as fh:
                 fh.truncate(scan.good_bytes)
@@ -170,8 +173,8 @@ class JsonlCheckpoint:
         for message in scan.warnings:
             log.warning(message)
         unseal(self.path)                                # it may change from now on (checkpoint/key_seal.py)
-        self._fh = open(self.path, "ab", buffering=0)   # unbuffered: a failed write leaves nothing behind
-        self._size = self._fh.seek(0, os.SEEK_END)
+        self._fh = rows_file = open(self.path, "ab", buffering=0)   # unbuffered: a failed write leaves nothing behind
+        self._size = rows_file.seek(0, os.SEEK_END)
         if scan.needs_newline:
             self._write(b"\n")
         if scan.good_bytes == 0 and not scan.n:
@@ -195,7 +198,7 @@ class JsonlCheckpoint:
         self.rows_loaded = len(rows)
         return rows
 
-    def _kept(self, scan) -> DiskRows:
+    def _kept(self, scan: _Scan) -> DiskRows:
         """Each key once (the first line wins); duplicates counted and said. Keys are the index's
         digests; a row is read only when its first 64 bits are another row's."""
         recs = scan.records
@@ -239,21 +242,24 @@ class JsonlCheckpoint:
         """Append ``data`` whole and fsync it, or (disk full, I/O error) cut the file back to
         where it was and raise an OSError that names the checkpoint: no torn line is left."""
         view, done = memoryview(data), 0
+        fh = self._fh
+        assert fh is not None, "_write: only while the checkpoint is open (open() set the file)"
         try:
             while done < len(view):
-                done += self._fh.write(view[done:])
-            os.fsync(self._fh.fileno())
+                done += fh.write(view[done:])
+            os.fsync(fh.fileno())
         except OSError as exc:
             with contextlib.suppress(OSError):
-                os.ftruncate(self._fh.fileno(), self._size)
+                os.ftruncate(fh.fileno(), self._size)
             raise write_error(self.path, exc, "appending to the checkpoint") from exc
         self._size += len(data)
 
-    def _take_new(self, rows) -> list[tuple]:
+    def _take_new(self, rows: Iterable[dict]) -> list[tuple[dict, tuple[int, int, str]]]:
         """``[(row, (a, b, key_string))]`` for the rows whose key this checkpoint has not seen
         (nor an earlier row of ``rows``); the others are counted in ``duplicates_skipped``.
         Nothing is marked seen: ``append`` does that once the rows are on disk."""
-        keys, batch = self._keys, set()
+        keys = self._keys
+        batch: set[str] = set()
         kept = []
         for row in rows:
             digest = key_digest(row_key(row))
@@ -269,11 +275,11 @@ class JsonlCheckpoint:
         """True when a row with the same ``row_key`` is already in the checkpoint."""
         return row_key(row) in self._keys
 
-    def append(self, rows) -> int:
+    def append(self, rows: Iterable[dict]) -> int:
         """Write the rows whose key is new (one write, flush, fsync); return how many."""
         return len(self.append_new(rows))
 
-    def append_new(self, rows) -> list:
+    def append_new(self, rows: Iterable[dict]) -> list[dict]:
         """``append``, returning the rows written (those whose key was new), in order."""
         if self._fh is None:
             raise RuntimeError(f"checkpoint {self.path} is not open; call open() first")
@@ -315,9 +321,9 @@ class JsonlCheckpoint:
             if self.lock is not None:
                 self.lock.release()
 
-    def __enter__(self):
+    def __enter__(self) -> JsonlCheckpoint:
         self.open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

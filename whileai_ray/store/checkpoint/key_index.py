@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_path, fsync_file, real_path
+from ..atomic import StrPath, atomic_path, fsync_file, real_path
 
 __all__ = ["KEYS_HEADER", "KEYS_VERSION", "RECORD", "GROUP_MAX", "index_path", "read_index", "write_index",
            "group_records", "group_crc", "digest_pairs", "records_for", "records_crc", "sound_groups"]
@@ -52,7 +52,7 @@ RECORD = np.dtype([("start", "<u8"), ("end", "<u8"), ("a", "<u8"), ("b", "<i8"),
 GROUP_MAX = 1024          # rows a rebuilt group holds at most
 
 
-def index_path(checkpoint_path) -> Path:
+def index_path(checkpoint_path: StrPath) -> Path:
     return Path(real_path(checkpoint_path) + ".keys")
 
 
@@ -63,7 +63,7 @@ def digest_pairs(recs: np.ndarray) -> bytes:
     return pairs.tobytes()
 
 
-def group_crc(data, recs: np.ndarray) -> int:
+def group_crc(data: bytes | memoryview, recs: np.ndarray) -> int:
     """The CRC a group's last record stores: ``data`` (the group's bytes in the checkpoint,
     its last newline included) continued over the group's digests."""
     return zlib.crc32(digest_pairs(recs), zlib.crc32(data))
@@ -76,7 +76,8 @@ def records_crc(recs: np.ndarray) -> int:
     return zlib.crc32(plain.tobytes())
 
 
-def group_records(starts, ends, a, b, data, rows=None) -> np.ndarray:
+def group_records(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray, data: bytes | memoryview,
+                  rows: np.ndarray | None = None) -> np.ndarray:
     """The records of one group: rows whose lines are contiguous in the checkpoint (``data``:
     their bytes, from the first start through the last newline; ``rows``: each line's CRC)."""
     recs = np.zeros(len(starts), dtype=RECORD)
@@ -90,7 +91,7 @@ def group_records(starts, ends, a, b, data, rows=None) -> np.ndarray:
     return recs
 
 
-def records_for(lines: list, start: int, a, b) -> np.ndarray:
+def records_for(lines: list[bytes], start: int, a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> np.ndarray:
     """The records of ``lines`` (bytes, each with its newline) written one after another from
     offset ``start``, with their keys' digests ``a``/``b``: groups of at most ``GROUP_MAX``. Each
     line's CRC is taken here, where the line is written, in the same pass as its group's."""
@@ -106,7 +107,7 @@ def records_for(lines: list, start: int, a, b) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD)
 
 
-def sound_groups(recs: np.ndarray) -> bool:
+def sound_groups(recs: np.ndarray | None) -> bool:
     """Whether every group of ``recs`` (whole groups, file order) is as it was written: its
     records' own CRC (``rcrc``) holds. False: the index itself was damaged, so it cannot say
     which rows changed."""
@@ -118,12 +119,12 @@ def sound_groups(recs: np.ndarray) -> bool:
     return all(records_crc(recs[f:l + 1]) == c for f, l, c in zip(first, last.tolist(), stored))
 
 
-def _header_line(created) -> bytes:
+def _header_line(created: str | None) -> bytes:
     return (json.dumps({KEYS_HEADER: KEYS_VERSION, "created": created, "record": RECORD.itemsize},
                        separators=(",", ":")) + "\n").encode("ascii")
 
 
-def read_index(path, created) -> np.ndarray | None:
+def read_index(path: StrPath, created: str | None) -> np.ndarray | None:
     """The whole groups of the index at ``path`` (a ``RECORD`` array, file order); None when it is
     missing, unreadable, of another format version or of another checkpoint (another
     ``created`` stamp). A torn last group is left out."""
@@ -145,7 +146,7 @@ def read_index(path, created) -> np.ndarray | None:
     return recs[:closing[-1] + 1] if len(closing) else recs[:0]
 
 
-def write_index(path, created, records: np.ndarray) -> None:
+def write_index(path: StrPath, created: str | None, records: np.ndarray) -> None:
     """Rewrite the whole index atomically from ``records`` (whole groups, ``RECORD``)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         fh.write(_header_line(created))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_path, fsync_file, refuse_symlink
+from ..atomic import StrPath, atomic_path, fsync_file, refuse_symlink
 from .key_index import index_path, read_index
 
 __all__ = ["SEAL_KEY", "seal_path", "write_seal", "unseal", "sealed_records"]
@@ -36,17 +36,17 @@ SEAL_KEY = "_whileai_ray_seal"
 BACKDATE_S = 10           # how far back a seal sets the sealed files' modification times
 
 
-def seal_path(checkpoint_path) -> Path:
+def seal_path(checkpoint_path: StrPath) -> Path:
     return Path(str(index_path(checkpoint_path)) + ".seal")
 
 
-def _stat(path) -> dict:
+def _stat(path: StrPath) -> dict[str, int]:
     st = os.stat(path, follow_symlinks=False)
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino,
             "dev": st.st_dev}
 
 
-def write_seal(checkpoint_path, created, rows: int) -> None:
+def write_seal(checkpoint_path: StrPath, created: str | None, rows: int) -> None:
     """Seal the closed checkpoint at ``checkpoint_path`` (``rows``: the rows its index holds).
 
     The file's and the index's modification times are first set ``BACKDATE_S`` into the past: a
@@ -64,7 +64,7 @@ def write_seal(checkpoint_path, created, rows: int) -> None:
         fsync_file(fh)
 
 
-def unseal(checkpoint_path) -> None:
+def unseal(checkpoint_path: StrPath) -> None:
     """Remove the seal (the checkpoint is about to change)."""
     try:
         os.unlink(seal_path(checkpoint_path))
@@ -72,7 +72,7 @@ def unseal(checkpoint_path) -> None:
         pass
 
 
-def sealed_records(checkpoint_path, created) -> tuple[np.ndarray, int] | None:
+def sealed_records(checkpoint_path: StrPath, created: str | None) -> tuple[np.ndarray, int] | None:
     """``(records, file size)`` of the index when the seal beside ``checkpoint_path`` still holds
     (its file and index unchanged since the close that wrote it, as many records as it sealed);
     else None. Whether the records cover the file is the caller's check (``jsonl_lines``)."""

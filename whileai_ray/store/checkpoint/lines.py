@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from ...core.strict_json import dumps, gc_paused
 from .index_trust import IndexTrust as _Index, untrusted_warning
 from .key_index import GROUP_MAX, RECORD, digest_pairs, index_path, read_index, records_crc, sound_groups
 from .key_seal import sealed_records
+from ..atomic import StrPath
 from ..row_key_set import key_digest
 
 __all__ = ["HEADER_KEY", "dump_line", "JsonlContents", "parse_jsonl"]
@@ -44,9 +47,9 @@ def dump_line(row: dict) -> bytes:
 class JsonlContents:
     """What ``parse_jsonl`` found in a JSONL byte string."""
 
-    rows: list = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
     header: dict | None = None
-    warnings: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     good_bytes: int = 0          # length of the prefix made only of whole, kept lines
     needs_newline: bool = False  # the last row was whole but had no trailing newline
     bad_lines: int = 0           # complete lines that were not JSON objects (skipped)
@@ -69,7 +72,7 @@ def parse_jsonl(data: bytes, source: str = "<jsonl>") -> JsonlContents:
                          needs_newline=scan.needs_newline, bad_lines=scan.bad_lines)
 
 
-def _disowned(data: bytes, source, scan) -> set:
+def _disowned(data: bytes, source: str, scan: _Scan) -> set[int]:
     """The row numbers of ``scan`` (a plain scan of a checkpoint's bytes) its key index disowns;
     their warning is added to ``scan.warnings``. Empty unless ``source`` is a checkpoint with a
     sidecar and a sound index of this format."""
@@ -100,15 +103,15 @@ class _Scan:
     decoded."""
     header: dict | None = None
     records: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=RECORD))
-    decoded: dict = field(default_factory=dict)   # row number -> row decoded while scanning
-    warnings: list = field(default_factory=list)
+    decoded: dict[int, dict] = field(default_factory=dict)   # row number -> row decoded while scanning
+    warnings: list[str] = field(default_factory=list)
     good_bytes: int = 0
     needs_newline: bool = False
     bad_lines: int = 0
     index_stale: bool = False
     size: int = 0                                 # bytes scanned (the file's size when it was read)
     sealed: bool = False                          # the index taken as is: the file is as a clean close left it
-    untrusted: list = field(default_factory=list)  # [(line number, row_key)] the sound index disowns
+    untrusted: list[tuple[int, tuple]] = field(default_factory=list)  # [(line number, row_key)] the sound index disowns
 
     @property
     def n(self) -> int:
@@ -123,11 +126,11 @@ class _Groups:
     """The records of a scan as they come: whole groups the index vouched for, and groups built
     from lines decoded one by one (contiguous lines, their CRC run on as they come)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.parts: list[np.ndarray] = []
         self.count = 0
         self.built = 0                  # rows keyed by decoding (the index did not vouch for them)
-        self._rows: list = []           # [(start, end, a, b, row crc)] of the open built group
+        self._rows: list[tuple[int, int, int, int, int]] = []   # [(start, end, a, b, row crc)] of the open built group
         self._crc = 0
 
     def add_group(self, recs: np.ndarray) -> None:
@@ -135,7 +138,8 @@ class _Groups:
         self.parts.append(recs)
         self.count += len(recs)
 
-    def add_line(self, start: int, end: int, a: int, b: int, data, row_crc: int | None = None) -> None:
+    def add_line(self, start: int, end: int, a: int, b: int, data: bytes | memoryview,
+                 row_crc: int | None = None) -> None:
         """A decoded row's line (``data``: its bytes, newline included; ``row_crc``: their CRC)."""
         if self._rows and (start != self._rows[-1][1] + 1 or len(self._rows) >= GROUP_MAX):
             self.close()
@@ -164,7 +168,7 @@ class _Groups:
         return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=RECORD)
 
 
-def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None) -> _Scan:
+def _scan(data: bytes, path: StrPath, use_index: bool = True, header: dict | None = None) -> _Scan:
     """Split JSONL bytes into row lines and key each one: a group at a time from the ``.keys``
     index beside ``path`` when the group vouches for its bytes, else by decoding each line
     (every line when ``use_index`` is False). A torn last line is dropped with a warning; a
@@ -175,11 +179,12 @@ def _scan(data: bytes, path, use_index: bool = True, header: dict | None = None)
     return _scan_blocks([(data, len(data))] if data else [], path, use_index, header)
 
 
-def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict | None = None) -> _Scan:
+def scan_file(path: StrPath, use_index: bool = True, block: int = 1 << 25, header: dict | None = None) -> _Scan:
     """``_scan`` of the file at ``path``, read ``block`` bytes at a time. With the checkpoint's
     sidecar ``header``, the index is read first and each read ends where an index group ends (when
     one ends inside the next ``block`` bytes), so no block is copied to join it to the next; when
     the seal of a clean close still holds (``checkpoint/key_seal.py``), the index is taken as is, unread bytes."""
+    recs: np.ndarray | None
     if header and use_index:
         sealed = sealed_records(path, header.get("created"))      # checkpoint/key_seal.py: no byte read
         if sealed is not None:
@@ -190,7 +195,7 @@ def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict |
     recs = read_index(index_path(path), header.get("created")) if header and use_index else None
     cuts = (recs["end"][recs["n"] > 0].astype(np.int64) + 1) if recs is not None else np.zeros(0, np.int64)
 
-    def blocks():
+    def blocks() -> Iterator[tuple[bytearray, int]]:
         try:
             fh = open(path, "rb", buffering=0)
         except FileNotFoundError:
@@ -218,9 +223,11 @@ def scan_file(path, use_index: bool = True, block: int = 1 << 25, header: dict |
     return _scan_blocks(blocks(), path, use_index, header, recs)
 
 
-def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs=False) -> _Scan:
+def _scan_blocks(blocks: Iterable[tuple[bytes | bytearray, int]], path: StrPath, use_index: bool,
+                 header: dict | None = None, recs: np.ndarray | None | Literal[False] = False) -> _Scan:
     """The scan over consecutive blocks of the file: whole lines (and whole index groups) of
-    each are scanned with their offsets in the file; what a block's end cuts waits for the next."""
+    each are scanned with their offsets in the file; what a block's end cuts waits for the next.
+    ``recs``: the index ``scan_file`` read for the sidecar's header (None: none), False: not read."""
     out = _Scan(header=header)
     buf, base, index, seen_first = b"", 0, _Index(None), False
     groups, state = _Groups(), {"number": 0}
@@ -241,8 +248,10 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs
                 except (ValueError, RecursionError):
                     pass
             if out.header and use_index:            # (scan_file read it already when the sidecar named it)
-                same = recs is not False and header is not None and out.header.get("created") == header.get("created")
-                index = _Index(recs if same else read_index(index_path(path), out.header.get("created")))
+                if recs is not False and header is not None and out.header.get("created") == header.get("created"):
+                    index = _Index(recs)
+                else:
+                    index = _Index(read_index(index_path(path), out.header.get("created")))
         stop = _scan_lines(data, data.rfind(b"\n", 0, n) + 1, base, index, path, out, groups, state, final=False)
         buf, base = bytes(data[stop:n]), base + stop
     if buf:                                               # what is left: whole lines, then maybe a torn one
@@ -280,8 +289,8 @@ def _scan_blocks(blocks, path, use_index: bool, header: dict | None = None, recs
     return out
 
 
-def _scan_lines(data: bytes, cut: int, base: int, index: _Index, path, out: _Scan, groups: _Groups,
-                state: dict, final: bool) -> int:
+def _scan_lines(data: bytes | bytearray, cut: int, base: int, index: _Index, path: StrPath, out: _Scan,
+                groups: _Groups, state: dict[str, int], final: bool) -> int:
     """Scan the whole lines of ``data[:cut]`` (``base``: where ``data`` starts in the file);
     returns where it stopped: ``cut``, or (not ``final``) the start of an index group that runs
     past ``cut`` (the next block completes it)."""
@@ -295,6 +304,7 @@ def _scan_lines(data: bytes, cut: int, base: int, index: _Index, path, out: _Sca
                 break                                     # the group is cut by the block's end
             run = index.check(view, base, cut, k)
             if run:
+                assert recs is not None          # a group found by its start: the index has records
                 lo, hi = int(index.first[k]), int(index.last[k + run - 1]) + 1
                 groups.add_group(recs[lo:hi])
                 index.used += run

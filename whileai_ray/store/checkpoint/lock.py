@@ -32,7 +32,7 @@ import socket
 import time
 from pathlib import Path
 
-from ..atomic import open_nofollow, real_path
+from ..atomic import StrPath, open_nofollow, real_path
 
 __all__ = ["CheckpointLock", "CheckpointBusy", "lock_path", "probe", "read_holder", "caller_identity",
            "process_alive", "describe"]
@@ -40,7 +40,7 @@ __all__ = ["CheckpointLock", "CheckpointBusy", "lock_path", "probe", "read_holde
 ACQUIRE_RETRY_S = 2.0     # rides out a resume's probe (a shared lock held for microseconds)
 
 
-def lock_path(checkpoint) -> Path:
+def lock_path(checkpoint: StrPath) -> Path:
     return Path(real_path(checkpoint) + ".lock")
 
 
@@ -103,7 +103,7 @@ def describe(holder: dict | None) -> str:
 class CheckpointBusy(RuntimeError):
     """Another live run holds the checkpoint's lock."""
 
-    def __init__(self, checkpoint, holder: dict | None, note: str = ""):
+    def __init__(self, checkpoint: StrPath, holder: dict | None, note: str = "") -> None:
         self.checkpoint = str(checkpoint)
         self.holder = holder or {}
         self.note = note
@@ -114,11 +114,12 @@ class CheckpointBusy(RuntimeError):
             "checkpoint would write every row twice: wait for that run to finish (or stop it), or pass "
             "another checkpoint path.")
 
-    def __reduce__(self):       # raised in the Driver actor, re-raised in the caller: must pickle
+    def __reduce__(self) -> tuple[type[CheckpointBusy], tuple[str, dict, str]]:   # raised in the Driver actor,
+        # re-raised in the caller: must pickle
         return (CheckpointBusy, (self.checkpoint, self.holder, self.note))
 
 
-def read_holder(checkpoint) -> dict | None:
+def read_holder(checkpoint: StrPath) -> dict | None:
     """The last holder's description from the lock file (None when absent or unreadable)."""
     for _ in range(3):
         try:
@@ -135,7 +136,7 @@ def read_holder(checkpoint) -> dict | None:
     return None
 
 
-def probe(checkpoint) -> dict | None:
+def probe(checkpoint: StrPath) -> dict | None:
     """The holder's description when the checkpoint's lock is held now, else None."""
     path = lock_path(checkpoint)
     try:
@@ -156,7 +157,7 @@ def probe(checkpoint) -> dict | None:
 class CheckpointLock:
     """The exclusive lock of one checkpoint, for one run (see the module docstring)."""
 
-    def __init__(self, checkpoint, run_id: str | None = None, caller: dict | None = None):
+    def __init__(self, checkpoint: StrPath, run_id: str | None = None, caller: dict | None = None) -> None:
         self.checkpoint = Path(checkpoint)
         self.path = lock_path(checkpoint)
         self.run_id = run_id
@@ -199,9 +200,9 @@ class CheckpointLock:
             fd, self._fd = self._fd, None
             os.close(fd)
 
-    def __enter__(self):
+    def __enter__(self) -> CheckpointLock:
         self.acquire()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.release()

@@ -19,16 +19,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..atomic import StrPath
 
 __all__ = ["sidecar_path", "read_sidecar", "write_sidecar"]
 
 
-def sidecar_path(checkpoint_path) -> Path:
+def sidecar_path(checkpoint_path: StrPath) -> Path:
     from ..atomic import real_path      # the checkpoint's one name: a symlink to it shares its sidecar
     return Path(real_path(checkpoint_path) + ".meta.json")
 
 
-def read_sidecar(checkpoint_path, marker: str) -> dict | None:
+def read_sidecar(checkpoint_path: StrPath, marker: str) -> dict | None:
     """The sidecar's dict, or None when it is missing, unreadable or not ours (no ``marker`` key)."""
     try:
         data = json.loads(sidecar_path(checkpoint_path).read_text(encoding="utf-8"))
@@ -37,7 +41,7 @@ def read_sidecar(checkpoint_path, marker: str) -> dict | None:
     return data if isinstance(data, dict) and data.get(marker) == 1 else None
 
 
-def write_sidecar(checkpoint_path, header: dict) -> None:
+def write_sidecar(checkpoint_path: StrPath, header: dict) -> None:
     """Write the sidecar atomically and durably."""
     from ..atomic import refuse_symlink, unique_tmp
     path = sidecar_path(checkpoint_path)

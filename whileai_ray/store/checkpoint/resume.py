@@ -22,11 +22,14 @@ are claimed at once (``claim``, ``on_disk``: vectorised over the keys' digests).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
+
 import numpy as np
 
 from ...core.digest_table import DigestTable
 from ...core.identity import key_digest, unit_row_key
-from .disk_rows import DiskRows, gc_paused
+from ...core.strict_json import gc_paused
+from .disk_rows import DiskRows
 from ..row_key_set import digest_arrays
 
 
@@ -38,7 +41,7 @@ def _distinct(at: np.ndarray, size: int) -> bool:
 
 
 class ResumeIndex:
-    def __init__(self, loaded, header: dict | None, plan_fingerprint: str | None):
+    def __init__(self, loaded: DiskRows | list[dict], header: dict | None, plan_fingerprint: str | None) -> None:
         rows = loaded if isinstance(loaded, DiskRows) else DiskRows.of(loaded)
         self._rows = rows
         self.total = len(rows)
@@ -57,20 +60,21 @@ class ResumeIndex:
         self.mode = "exact" if (not self.total or (plan_fingerprint and stored == plan_fingerprint)) else "precount"
 
     # ------------------------------------------------------------------ lookups
-    def _index(self, key) -> int | None:
+    def _index(self, key: Sequence[object]) -> int | None:
         a, b, _ = key_digest(tuple(key))
         if self._shared and (a, b) in self._shared:
             return self._shared[(a, b)]
         i = self._table.get(a)
         return None if i is None or int(self._b[i]) != b else i
 
-    def _at(self, a, b) -> np.ndarray:
+    def _at(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The row of each digest (-1 when not on disk), vectorised."""
         a, b = np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.int64)
         if not self.total:
             return np.full(len(a), -1, dtype=np.int64)
-        found, at = self._table.find(a)
-        at = np.where(found, at, 0)
+        found, values = self._table.find(a)
+        assert values is not None                # a map (built with values): find gives them
+        at = np.where(found, values, 0)
         out = np.where(found & (self._b[at] == b), at, -1)
         if self._shared:
             for j, pair in enumerate(zip(a.tolist(), b.tolist())):
@@ -78,7 +82,7 @@ class ResumeIndex:
                     out[j] = self._shared[pair]
         return out
 
-    def _settle(self, i) -> dict | None:
+    def _settle(self, i: int | None) -> dict | None:
         if i is None or not self._free[i]:
             return None
         self._free[i] = False
@@ -92,7 +96,7 @@ class ResumeIndex:
         return {"precounted": self.total,
                 "avoid_prompt_shas": frozenset(self._rows.key_of(i)[1] for i in np.flatnonzero(self._free).tolist())}
 
-    def take(self, unit) -> dict | None:
+    def take(self, unit: object) -> dict | None:
         if not self._left:
             return None
         return self._settle(self._index(unit_row_key(unit)))
@@ -103,12 +107,12 @@ class ResumeIndex:
             return None
         return self._settle(self._index(key))
 
-    def claim(self, keys) -> bool:
+    def claim(self, keys: Iterable[Sequence[object]]) -> bool:
         """Settle these keys at once (a planner snapshot's rows), rows left undecoded; False,
         and nothing claimed, unless every key is on disk and unclaimed."""
         return self.claim_digests(*digest_arrays([tuple(k) for k in keys]))
 
-    def claim_digests(self, a, b) -> bool:
+    def claim_digests(self, a: np.ndarray, b: np.ndarray) -> bool:
         """``claim`` of keys given by their digests (``identity.key_digest``, two arrays)."""
         at = self._at(a, b)
         if len(at) and ((at < 0).any() or not self._free[at].all() or not _distinct(at, self.total)):
@@ -118,11 +122,11 @@ class ResumeIndex:
         self._claimed = at
         return True
 
-    def on_disk(self, keys) -> int:
+    def on_disk(self, keys: Iterable[Sequence[object]]) -> int:
         """How many of ``keys``, from the first, are on disk and unclaimed (each once)."""
         return self.on_disk_digests(*digest_arrays([tuple(k) for k in keys]))
 
-    def on_disk_digests(self, a, b) -> int:
+    def on_disk_digests(self, a: np.ndarray, b: np.ndarray) -> int:
         """``on_disk`` of keys given by their digests (two arrays)."""
         at = self._at(a, b)
         if not len(at):
@@ -134,18 +138,18 @@ class ResumeIndex:
         bad = np.flatnonzero(~ok | repeat)
         return int(bad[0]) if len(bad) else len(at)
 
-    def claimed_row(self, key) -> dict:
+    def claimed_row(self, key: Sequence[object]) -> dict:
         i = self._index(key)
         if i is None:
             raise KeyError(key)
         return self._rows[i]
 
-    def claimed_rows(self):
+    def claimed_rows(self) -> Iterator[dict]:
         """The rows ``claim`` settled, decoded one at a time, in the order of its keys."""
         for i in self._claimed.tolist():
             yield self._rows[i]
 
-    def claimed_lines(self):
+    def claimed_lines(self) -> Iterator[tuple[dict, bytes]]:
         """``(row, line)`` of each row ``claim`` settled, in the order of its keys: the row decoded,
         and its line as on disk (``b""`` for rows that were never on disk)."""
         rows = self._rows
@@ -153,12 +157,12 @@ class ResumeIndex:
             for i in self._claimed[start:start + 8192].tolist():
                 yield rows.row_and_line(i)
 
-    def leftover(self) -> list:
+    def leftover(self) -> list[dict]:
         """Rows on disk no planned unit matched (kept in precount mode, left out in exact mode)."""
         with gc_paused():
             return list(self.iter_leftover())
 
-    def iter_leftover(self):
+    def iter_leftover(self) -> Iterator[dict]:
         """``leftover()`` decoded one at a time (a changed plan's resume keeps every row on disk:
         a million of them are never held at once)."""
         for i in np.flatnonzero(self._free).tolist():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from ...core.rows import stored_row
-from .jsonl import dump_line
+from .jsonl import JsonlCheckpoint, dump_line
 from ..run_files import parquet_folder_for  # noqa: F401  (re-exported)
 
 
@@ -17,7 +17,7 @@ class CheckpointSink:
     ``stubs=True`` (shared storage, ``shards/storage.py``): the rows are the Driver's stubs, written to
     the JSONL as they are (their ``_shard`` pointer included); the actors write the Parquet."""
 
-    def __init__(self, checkpoint, parquet: bool = True, stubs: bool = False):
+    def __init__(self, checkpoint: JsonlCheckpoint, parquet: bool = True, stubs: bool = False) -> None:
         from ..parquet.folder import ParquetSink   # lazy: pyarrow, only when a run writes Parquet
         self.checkpoint = checkpoint
         self.stubs = stubs
@@ -73,7 +73,7 @@ class StreamSink:
     atomically with every row of the run (resumed ones included) plus the sidecar.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         self.path = path

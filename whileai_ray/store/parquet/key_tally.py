@@ -25,7 +25,7 @@ _M64 = (1 << 64) - 1
 class KeyTally:
     __slots__ = ("n", "sum", "xor")
 
-    def __init__(self, n: int = 0, total: int = 0, xor: int = 0):
+    def __init__(self, n: int = 0, total: int = 0, xor: int = 0) -> None:
         self.n, self.sum, self.xor = n, total & _M64, xor
 
     def add(self, a: int) -> None:
@@ -36,7 +36,7 @@ class KeyTally:
     def merge(self, other: "KeyTally") -> "KeyTally":
         return KeyTally(self.n + other.n, self.sum + other.sum, self.xor ^ other.xor)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, KeyTally) and (self.n, self.sum, self.xor) == (other.n, other.sum, other.xor)
 
     def __repr__(self) -> str:
@@ -47,14 +47,14 @@ class KeyTally:
         return {KEY: json.dumps({"n": self.n, "sum": self.sum, "xor": self.xor}).encode()}
 
     @classmethod
-    def of_digests(cls, a) -> "KeyTally":
+    def of_digests(cls, a: np.ndarray | list[int]) -> "KeyTally":
         a = np.asarray(a, dtype=np.uint64)
         if not len(a):
             return cls()
         return cls(len(a), int(a.sum(dtype=np.uint64)), int(np.bitwise_xor.reduce(a)))
 
     @classmethod
-    def of_metadata(cls, metadata, num_rows: int) -> "KeyTally | None":
+    def of_metadata(cls, metadata: dict[bytes, bytes] | None, num_rows: int) -> "KeyTally | None":
         """The tally in a Parquet file's key-value metadata, or None (none there, or not for
         ``num_rows`` rows)."""
         raw = (metadata or {}).get(KEY)

@@ -21,6 +21,7 @@ is refused with a ``ValueError`` that names it and the numbers.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,12 +41,13 @@ def byte_budget(size: int) -> int:
     return max(BYTES_FREE, EXPANSION * size)
 
 
-def _refuse(path, what: str) -> ValueError:
+def _refuse(path: str | os.PathLike[str], what: str) -> ValueError:
     return ValueError(f"{path}: its Parquet footer claims {what}; a file this size cannot hold that, so it was "
                       "written by something else or crafted. It was not read (nothing was decoded).")
 
 
-def check_footer(path, metadata=None, size: int | None = None) -> None:
+def check_footer(path: str | os.PathLike[str], metadata: pq.FileMetaData | None = None,
+                 size: int | None = None) -> None:
     """Raise ``ValueError`` when the footer of ``path`` claims more rows or bytes than a file of
     its size can hold (see the module docstring); reads the footer only."""
     metadata = metadata if metadata is not None else pq.ParquetFile(path).metadata
@@ -62,14 +64,14 @@ def check_footer(path, metadata=None, size: int | None = None) -> None:
                             f"{EXPANSION} times its size, or {BYTES_FREE >> 20} MB)")
 
 
-def checked_file(path) -> pq.ParquetFile:
+def checked_file(path: str | os.PathLike[str]) -> pq.ParquetFile:
     """``pq.ParquetFile(path)`` once its footer passed ``check_footer``."""
     pf = pq.ParquetFile(path)
     check_footer(path, pf.metadata)
     return pf
 
 
-def _suspects(pf, g: int, columns, budget: int) -> list[str]:
+def _suspects(pf: pq.ParquetFile, g: int, columns: Iterable[str] | None, budget: int) -> list[str]:
     """Dictionary-encoded string columns of row group ``g`` that could decode past ``budget``
     (rows times the chunk's uncompressed size: loose, so a real file rarely needs a look)."""
     group, names = pf.metadata.row_group(g), set(columns) if columns is not None else None
@@ -84,7 +86,7 @@ def _suspects(pf, g: int, columns, budget: int) -> list[str]:
     return out
 
 
-def _decoded_bytes(column) -> int:
+def _decoded_bytes(column: pa.ChunkedArray) -> int:
     """Bytes a dictionary-encoded column's values take decoded (lengths of the entries its rows
     point at, summed), computed over the indices: nothing is decoded."""
     total = 0
@@ -97,7 +99,8 @@ def _decoded_bytes(column) -> int:
     return total
 
 
-def read_row_group(path, pf, g: int, columns=None, size: int | None = None) -> pa.Table:
+def read_row_group(path: str | os.PathLike[str], pf: pq.ParquetFile, g: int, columns: list[str] | None = None,
+                   size: int | None = None) -> pa.Table:
     """Row group ``g`` of ``pf`` (the ParquetFile of ``path``) as an Arrow table, its strings
     decoded only once their decoded size is known to be within the file's budget."""
     budget = byte_budget(os.path.getsize(path) if size is None else size)

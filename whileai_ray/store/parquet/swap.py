@@ -33,7 +33,10 @@ import os
 import secrets
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+from ..atomic import StrPath
 
 __all__ = ["work_folder", "work_owner", "recover", "replace_folder", "write_into", "exchange"]
 
@@ -44,7 +47,7 @@ _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "EOPNOTSUPP", errno.E
                 getattr(errno, "ENOTSUP", errno.EINVAL)}
 
 
-def _load_renameat2():
+def _load_renameat2() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -59,7 +62,7 @@ def _load_renameat2():
 _renameat2 = _load_renameat2()        # None: no exchange here (the tests set it to take the fallback)
 
 
-def work_folder(folder) -> Path:
+def work_folder(folder: StrPath) -> Path:
     """The hidden sibling where the writer of ``folder`` builds what goes into it."""
     folder = Path(folder)
     return folder.with_name("." + folder.name + WORK_SUFFIX)
@@ -72,7 +75,7 @@ def work_owner(name: str) -> str | None:
     return None
 
 
-def exchange(a, b) -> bool:
+def exchange(a: StrPath, b: StrPath) -> bool:
     """Swap the paths ``a`` and ``b`` atomically; False when this system or filesystem cannot."""
     if _renameat2 is None:
         return False
@@ -85,7 +88,7 @@ def exchange(a, b) -> bool:
     raise OSError(err, f"{os.strerror(err)} while swapping {os.fspath(a)} with {os.fspath(b)}")
 
 
-def _fsync_dir(path) -> None:
+def _fsync_dir(path: StrPath) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
@@ -105,7 +108,7 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def recover(folder) -> None:
+def recover(folder: StrPath) -> None:
     """Undo what a writer killed while changing ``folder`` left: the work folder goes (the folder
     is complete either way); in the fallback's window, where the folder itself is missing, the
     built ``next/`` (complete: the folder was moved only once it was) takes its place."""
@@ -119,7 +122,7 @@ def recover(folder) -> None:
     _remove(work)
 
 
-def write_into(folder, name: str, write) -> Path:
+def write_into(folder: StrPath, name: str, write: Callable[[Path], object]) -> Path:
     """``write(tmp)`` a file in the work folder, then rename it to ``folder/name``: the folder
     only ever holds complete files. Returns the path written."""
     folder = Path(folder)
@@ -136,7 +139,7 @@ def write_into(folder, name: str, write) -> Path:
     return folder / name
 
 
-def replace_folder(folder, build) -> None:
+def replace_folder(folder: StrPath, build: Callable[[Path], object]) -> None:
     """Replace the content of ``folder`` (which exists) with what ``build(path)`` writes into an
     empty folder ``path``, in one step a reader never sees half of (see the module docstring)."""
     folder = Path(folder)

@@ -14,6 +14,11 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 __all__ = ["SHARD_KEY", "SHARD_NAME", "shard_pointer", "bad_pointer", "read_shard", "check_regular", "is_uri", "fs_of", "join",
            "put", "mkdir", "read_bytes", "listing", "delete"]
@@ -23,7 +28,7 @@ SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
 SHARD_NAME = re.compile(r"[0-9a-f]{12}-[0-9]{6,}\.jsonl")
 
 
-def shard_pointer(pointer):
+def shard_pointer(pointer: object) -> tuple[str, int, int, int] | None:
     """``(file, start, end, crc)`` of a stub's ``_shard``, or None when it is not one a run wrote."""
     if not isinstance(pointer, list) or len(pointer) != 4:
         return None
@@ -34,7 +39,7 @@ def shard_pointer(pointer):
     return name, start, end, crc
 
 
-def bad_pointer(pointer, folder) -> str:
+def bad_pointer(pointer: object, folder: object) -> str:
     """The message for a stub whose pointer names no shard file of ``folder``."""
     return (f"a checkpoint stub points at {str(pointer)[:120]!r}, which is not a shard file of {folder} "
             "(a shard is rows/<12 hex>-<number>.jsonl inside the run's shards folder); the checkpoint was "
@@ -42,7 +47,7 @@ def bad_pointer(pointer, folder) -> str:
             "a new checkpoint")
 
 
-def read_shard(fs, folder: str, name: str) -> bytes:
+def read_shard(fs: pafs.FileSystem | None, folder: str, name: str) -> bytes:
     """The bytes of shard ``name`` of ``folder`` (``fs``: a pyarrow filesystem, None for a local
     folder), read only when it is a regular file inside the folder; else an OSError, unopened."""
     file = "/".join([folder.rstrip("/"), "rows", name])
@@ -51,7 +56,8 @@ def read_shard(fs, folder: str, name: str) -> bytes:
         if fs.get_file_info(file).type != pafs.FileType.File:
             raise OSError(f"{file} is not a regular file")
         with fs.open_input_stream(file) as src:
-            return src.read()
+            data: bytes = src.read()
+            return data
     root, real = os.path.realpath(folder), os.path.realpath(file)
     if os.path.commonpath([root, real]) != root:
         raise OSError(f"{file} resolves to {real}, outside the run's shards folder {root}")
@@ -62,7 +68,7 @@ def read_shard(fs, folder: str, name: str) -> bytes:
         return fh.read()
 
 
-def check_regular(folder: str, names, checkpoint) -> None:
+def check_regular(folder: str, names: Iterable[str], checkpoint: object) -> None:
     """A resume opens: each shard file ``names`` of a local ``folder`` must be a regular file
     (not a link, FIFO or device put there), or a ValueError naming it, before any budget is spent."""
     for name in sorted(names):
@@ -78,19 +84,20 @@ def is_uri(location: str) -> bool:
     return "://" in str(location)
 
 
-def fs_of(folder: str):
+def fs_of(folder: str) -> tuple[pafs.FileSystem | None, str]:
     """``(filesystem, path)`` for pyarrow; None for a plain local folder (written with fsync)."""
     if not is_uri(folder):
         return None, folder
     import pyarrow.fs as pafs
-    return pafs.FileSystem.from_uri(folder)
+    fs, path = pafs.FileSystem.from_uri(folder)     # the filesystem and the path inside it
+    return fs, path
 
 
 def join(folder: str, *names: str) -> str:
     return "/".join([folder.rstrip("/"), *names])
 
 
-def put(fs, path: str, data: bytes) -> None:
+def put(fs: pafs.FileSystem | None, path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` whole: a temporary name, then a rename."""
     tmp = path + ".tmp"
     if fs is None:
@@ -105,22 +112,23 @@ def put(fs, path: str, data: bytes) -> None:
     fs.move(tmp, path)
 
 
-def mkdir(fs, path: str) -> None:
+def mkdir(fs: pafs.FileSystem | None, path: str) -> None:
     if fs is None:
         os.makedirs(path, exist_ok=True)
     else:
         fs.create_dir(path, recursive=True)
 
 
-def read_bytes(fs, path: str) -> bytes:
+def read_bytes(fs: pafs.FileSystem | None, path: str) -> bytes:
     if fs is None:
         with open(path, "rb") as fh:
             return fh.read()
     with fs.open_input_stream(path) as src:
-        return src.read()
+        data: bytes = src.read()
+        return data
 
 
-def listing(fs, path: str) -> list[str]:
+def listing(fs: pafs.FileSystem | None, path: str) -> list[str]:
     """File names in ``path`` (none when it does not exist)."""
     if fs is None:
         try:
@@ -132,7 +140,7 @@ def listing(fs, path: str) -> list[str]:
     return sorted(info.base_name for info in infos if info.type == pafs.FileType.File)
 
 
-def delete(fs, path: str) -> None:
+def delete(fs: pafs.FileSystem | None, path: str) -> None:
     if fs is None:
         os.unlink(path)
     else:

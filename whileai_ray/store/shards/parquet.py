@@ -29,8 +29,14 @@ import json
 import os
 import uuid
 from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .files import SHARD_KEY, delete, fs_of, join, listing, read_bytes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
 
 __all__ = ["STAGED", "ORIGIN_KEY", "write_staged", "note_landed", "publish"]
 
@@ -38,12 +44,15 @@ STAGED = "staged"                          # <shards>/staged/: parts not yet pub
 ORIGIN_KEY = b"whileai_ray.shard_rows"     # a part's footer: [[shard file, [row offsets]], ...]
 
 
-def _write(fs, target: str, rows: list[dict] | None, origin: list, table=None) -> None:
+def _write(fs: pafs.FileSystem | None, target: str, rows: list[dict] | None, origin: list[list],
+           table: pa.Table | None = None) -> None:
     """Write a part (``rows``, or an Arrow ``table``) to ``target`` via ``target.tmp``."""
     import pyarrow.parquet as pq
 
     from ..parquet.folder import rows_to_table
-    table = rows_to_table(rows) if table is None else table
+    if table is None:
+        assert rows is not None, "_write: the rows or their table"
+        table = rows_to_table(rows)
     meta = {**(table.schema.metadata or {}), ORIGIN_KEY: json.dumps(origin, separators=(",", ":")).encode()}
     table = table.replace_schema_metadata(meta)
     if fs is None:
@@ -54,12 +63,12 @@ def _write(fs, target: str, rows: list[dict] | None, origin: list, table=None) -
         fs.move(target + ".tmp", target)
 
 
-def write_staged(fs, path: str, name: str, rows: list[dict], origin: list) -> None:
+def write_staged(fs: pafs.FileSystem | None, path: str, name: str, rows: list[dict], origin: list[list]) -> None:
     """An actor's part: ``rows`` (stored form) from the shard files ``origin`` says, staged."""
     _write(fs, join(path, STAGED, name), rows, origin)
 
 
-def note_landed(landed: dict, stubs) -> None:
+def note_landed(landed: dict[str, array[int]], stubs: Iterable[dict]) -> None:
     """Add the stubs the checkpoint just took to ``landed`` (shard file -> offsets of its rows)."""
     for stub in stubs:
         pointer = stub.get(SHARD_KEY)
@@ -67,17 +76,18 @@ def note_landed(landed: dict, stubs) -> None:
             landed.setdefault(pointer[0], array("q")).append(pointer[1])
 
 
-def _move(fs, src: str, dst: str) -> None:
+def _move(fs: pafs.FileSystem | None, src: str, dst: str) -> None:
     if fs is None:
         os.replace(src, dst)
     else:
         fs.move(src, dst)
 
 
-def _origin(fs, file: str) -> list:
+def _origin(fs: pafs.FileSystem | None, file: str) -> list[list]:
     import pyarrow.parquet as pq
     meta = (pq.read_metadata(file, filesystem=fs) if fs is not None else pq.read_metadata(file)).metadata or {}
-    return json.loads(meta.get(ORIGIN_KEY, b"[]"))
+    origin: list[list] = json.loads(meta.get(ORIGIN_KEY, b"[]"))     # [[shard file, [row offsets]], ...]
+    return origin
 
 
 def publish(folder: str, landed: dict) -> dict:
@@ -118,7 +128,7 @@ def publish(folder: str, landed: dict) -> dict:
     return out
 
 
-def _fill(fs, path: str, missing: dict) -> int:
+def _fill(fs: pafs.FileSystem | None, path: str, missing: dict[str, array[int]]) -> int:
     """The landed rows of shard files no part holds, read from the JSONL shards into one part."""
     if not missing:
         return 0

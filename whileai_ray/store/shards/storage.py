@@ -47,12 +47,18 @@ import threading
 import uuid
 import zlib
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from ...core.rows import stored_row
 from ..checkpoint.lines import dump_line
 from .files import (SHARD_KEY, bad_pointer, check_regular, delete, fs_of, is_uri, join, listing, mkdir, put, read_bytes,
                     read_shard, shard_pointer)
 from .parquet import write_staged
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+    from ..atomic import StrPath
 
 __all__ = ["shards_folder", "ShardWriter", "prepare_shards", "read_landed", "is_uri", "SHARD_KEY",
            "check_probe", "sidecar_path", "shards_of", "resolve_stubs", "check_stub_shards",
@@ -63,7 +69,7 @@ PARQUET_ROWS = 2000             # rows an actor buffers before writing a Parquet
 _DECODE = json.JSONDecoder().decode
 
 
-def shards_folder(checkpoint, storage) -> str:
+def shards_folder(checkpoint: StrPath, storage: bool | StrPath) -> str:
     """Where the shards of ``checkpoint`` go: beside it (``storage is True``: ``<stem>.shards``),
     else in ``storage`` (a folder or URI) as ``<stem>-<digest>.shards``, the digest of the
     checkpoint's real path telling apart two checkpoints of the same name that share the storage
@@ -84,14 +90,14 @@ def shards_folder(checkpoint, storage) -> str:
     return f"{base}/{stem}-{digest}.shards" if is_uri(base) else os.path.join(base, f"{stem}-{digest}.shards")
 
 
-def sidecar_path(checkpoint) -> str:
+def sidecar_path(checkpoint: StrPath) -> str:
     """The file beside a checkpoint that says where its shards are (named after its real path, as
     every file of a checkpoint is: a symlink to it shares it)."""
     from ..atomic import real_path
     return real_path(checkpoint) + ".shards.json"
 
 
-def shards_of(checkpoint) -> str | None:
+def shards_of(checkpoint: StrPath) -> str | None:
     """The shards folder a checkpoint's stubs point into (None: the checkpoint has none)."""
     try:
         with open(sidecar_path(checkpoint), "rb") as fh:
@@ -102,7 +108,7 @@ def shards_of(checkpoint) -> str | None:
     return folder if isinstance(folder, str) and folder else None
 
 
-def resolve_stubs(rows: list[dict], checkpoint) -> list[dict]:
+def resolve_stubs(rows: list[dict], checkpoint: StrPath) -> list[dict]:
     """``rows`` read from ``checkpoint`` with each stub replaced by the row it points at."""
     if not any(SHARD_KEY in r for r in rows):
         return rows
@@ -113,18 +119,22 @@ def resolve_stubs(rows: list[dict], checkpoint) -> list[dict]:
     return read_landed(folder, rows)
 
 
-def fill_stubs(batch: list[dict], folder: str | None, checkpoint=None) -> None:
+def fill_stubs(batch: list[dict], folder: str | None, checkpoint: StrPath | None = None) -> None:
     """``batch`` with each stub replaced, in place, by the row it points at: a spilled result is
     filled a batch at a time (``folder``: the run's shards; None: the checkpoint's sidecar says)."""
     if any(SHARD_KEY in r for r in batch):
-        batch[:] = read_landed(folder, batch) if folder else resolve_stubs(batch, checkpoint)
+        if folder:
+            batch[:] = read_landed(folder, batch)
+        else:
+            assert checkpoint is not None, "fill_stubs: stubs without a shards folder need the checkpoint"
+            batch[:] = resolve_stubs(batch, checkpoint)
 
 
 _POINTER = re.compile(rb'"_shard"\s*:\s*\[\s*"([0-9a-f]{12}-[0-9]{6,}\.jsonl)"\s*,')
 _ANY_POINTER = re.compile(rb'"_shard"\s*:')
 
 
-def check_stub_shards(folder: str, checkpoint) -> None:
+def check_stub_shards(folder: str, checkpoint: StrPath) -> None:
     """A resume opens: every shard file the checkpoint's stubs point at must be in ``folder``,
     or the run stops here, before any budget is spent, naming the first missing file (its rows
     could not be read back at the end). One scan of the checkpoint's bytes (no JSON decoded)
@@ -153,7 +163,7 @@ def check_stub_shards(folder: str, checkpoint) -> None:
         check_regular(path, named, checkpoint)
 
 
-def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
+def prepare_shards(folder: str, run_id: str, checkpoint: StrPath | None = None) -> list[str]:
     """The Driver opens a run's shards: create the folders, write the probe every actor checks
     (``check_probe``) and the checkpoint's sidecar (``shards_of``), remove ``*.tmp`` files a killed
     node left and the staged parts of a run whose Driver never published them (``shards/parquet.py``).
@@ -182,7 +192,7 @@ def prepare_shards(folder: str, run_id: str, checkpoint=None) -> list[str]:
     return warnings
 
 
-def open_shards(folder: str | None, run_id: str, checkpoint) -> list[str]:
+def open_shards(folder: str | None, run_id: str, checkpoint: StrPath) -> list[str]:
     """The Driver opens a checkpoint (under its lock): the shard files its stubs point at are
     checked first (``check_stub_shards``; in the sidecar's folder when this run writes through
     the Driver), then, on shared storage, the folders are prepared (``prepare_shards``).
@@ -217,7 +227,7 @@ class ShardWriter:
     ``flush()``. An actor packs several chunks at once (threads): the names, the buffer and the
     part numbers are taken under a lock, the files written outside it."""
 
-    def __init__(self, folder: str, parquet_rows: int = PARQUET_ROWS):
+    def __init__(self, folder: str, parquet_rows: int = PARQUET_ROWS) -> None:
         self.folder = folder
         self.fs, self.path = fs_of(folder)
         self.token = uuid.uuid4().hex[:12]          # names this actor's files; never reused
@@ -225,7 +235,7 @@ class ShardWriter:
         self.seq = 0
         self.parts = 0
         self._buffer: list[dict] = []
-        self._origin: list = []                     # [shard file, [row offsets]] of the buffered rows
+        self._origin: list[list] = []               # [shard file, [row offsets]] of the buffered rows
         self._lock = threading.Lock()
         self.bytes_written = 0
 
@@ -250,7 +260,7 @@ class ShardWriter:
             _stage(self.fs, self.path, *part)
         return name, spans, pos
 
-    def _take(self):
+    def _take(self) -> tuple[str, list[dict], list[list]]:
         """The buffered rows as a part to write (its name, rows, origin); the buffer emptied."""
         part = (f"part-{self.token}-{self.parts:05d}.parquet", self._buffer, self._origin)
         self._buffer, self._origin = [], []
@@ -267,7 +277,7 @@ class ShardWriter:
         return self.token
 
 
-def _stage(fs, path: str, name: str, rows: list[dict], origin: list) -> None:
+def _stage(fs: pafs.FileSystem | None, path: str, name: str, rows: list[dict], origin: list[list]) -> None:
     write_staged(fs, path, name, rows, origin)
 
 
@@ -303,7 +313,8 @@ def _row_at(data: bytes, stub: dict, folder: str, name: str) -> dict:
     if end > len(data) or zlib.crc32(line) != crc:
         raise ValueError(f"{join(folder, 'rows', name)}: bytes {start}-{end} are not the row the checkpoint "
                          "landed (the shard was changed or cut); its rows cannot be read back")
-    return _DECODE(line.decode("utf-8"))
+    row: dict = _DECODE(line.decode("utf-8"))     # a line the CRC vouches for: a row the run wrote
+    return row
 
 
 def _merge(row: dict, stub: dict) -> dict:

@@ -30,19 +30,29 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from .frames import MAGIC, decode_errors, decode_frame, decode_header, frame_payloads, write_frame
+
+if TYPE_CHECKING:
+    from ..atomic import StrPath
 
 __all__ = ["FORMAT", "snapshot_path", "SnapshotFile", "read_snapshot", "merge"]
 
 FORMAT = 2                         # 1 was a pickle (never read again)
 COMPACT_RATIO = 0.2
 
+# the state a file holds after a snapshot: (meta JSON, {log: its length}, {table: array})
+_Last: TypeAlias = "tuple[str, dict[str, int], dict[str, np.ndarray]]"
+# one frame: (header, {name: array})
+_Frame: TypeAlias = "tuple[dict, dict[str, np.ndarray]]"
 
-def snapshot_path(checkpoint_path) -> Path:
+
+def snapshot_path(checkpoint_path: StrPath) -> Path:
     from ..atomic import real_path      # the checkpoint's one name: a symlink to it shares its snapshots
     return Path(real_path(checkpoint_path) + ".plan")
 
@@ -50,19 +60,19 @@ def snapshot_path(checkpoint_path) -> Path:
 class SnapshotFile:
     """Writes one run's snapshots (call ``write`` from one thread at a time)."""
 
-    def __init__(self, path, created, plan_fingerprint: str | None, level: int = 6):
+    def __init__(self, path: StrPath, created: str | None, plan_fingerprint: str | None, level: int = 6) -> None:
         self.path, self.created, self.plan, self.level = Path(path), created, plan_fingerprint, level
-        self._base = None                    # token of the base frame the file starts with
+        self._base: str | None = None        # token of the base frame the file starts with
         self._seq = 0
         self._base_bytes = 0
         self._delta_bytes = 0
         # (meta_json, {log: length}, tables) of the last snapshot written: a log's length only (it
         # is append-only: its content then is a prefix of its content now), never a view of it,
         # which would keep the buffer a column has since outgrown (and let go) alive
-        self._last = None
+        self._last: _Last | None = None
         self.size = 0                        # bytes in the file
 
-    def continue_file(self, snap: dict, last: tuple) -> bool:
+    def continue_file(self, snap: dict, last: _Last) -> bool:
         """Go on appending to the file ``read_snapshot`` returned as ``snap`` (a resumed run): its
         frames up to the one read last stay (any after it, which that read left out, and a torn
         tail are cut off), and the next snapshot is a delta from ``last`` (``_last``'s shape: the
@@ -86,7 +96,7 @@ class SnapshotFile:
         self._last = last
         return True
 
-    def write(self, meta_json: str, logs: dict, tables: dict) -> int:
+    def write(self, meta_json: str, logs: dict[str, np.ndarray], tables: dict[str, np.ndarray]) -> int:
         """Write one snapshot; returns the bytes written. ``logs`` are append-only arrays (their
         prefix never changes), ``tables`` arrays taken by copy; ``meta_json`` the small state.
 
@@ -128,14 +138,15 @@ class SnapshotFile:
         self._last = (meta_json, {name: len(arr) for name, arr in logs.items()}, tables)
         return sum(frames)
 
-    def _frame(self, token: str, seq: int, meta_json: str, logs: dict, tables: dict, prev) -> tuple[dict, dict]:
+    def _frame(self, token: str, seq: int, meta_json: str, logs: dict[str, np.ndarray],
+               tables: dict[str, np.ndarray], prev: _Last | None) -> _Frame:
         """``(header, arrays)`` of a base frame (``prev`` None) or of a delta from the snapshot
         ``prev`` (``_last``'s shape)."""
-        header = {"format": FORMAT, "kind": "delta" if prev else "base", "created": self.created,
+        header: dict = {"format": FORMAT, "kind": "delta" if prev else "base", "created": self.created,
                   "plan": self.plan, "base": token, "seq": seq, "meta": meta_json, "roles": {}, "lengths": {},
                   "logs": sorted(logs)}           # (which arrays only grow: SnapshotFile.continue_file)
         prev_logs, prev_tables = (prev[1], prev[2]) if prev else ({}, {})
-        arrays = {}
+        arrays: dict[str, np.ndarray] = {}
         for name, arr in logs.items():
             before = prev_logs.get(name)
             if before is None or len(arr) < before:
@@ -149,7 +160,8 @@ class SnapshotFile:
         return header, arrays
 
     @staticmethod
-    def _table_delta(name: str, arr: np.ndarray, prev, header: dict, arrays: dict) -> None:
+    def _table_delta(name: str, arr: np.ndarray, prev: np.ndarray | None, header: dict,
+                     arrays: dict[str, np.ndarray]) -> None:
         if prev is None or prev.shape[1:] != arr.shape[1:] or len(arr) < len(prev) or not len(prev):
             header["roles"][name], arrays[name] = "set", arr
             return
@@ -167,7 +179,7 @@ class SnapshotFile:
         header["roles"][name], header["lengths"][name] = "patch", len(arr)
         arrays[name + "@i"], arrays[name + "@v"] = idx, arr[idx]
 
-    def _replace(self, frames: list) -> list[int]:
+    def _replace(self, frames: list[_Frame]) -> list[int]:
         """A new file of ``frames`` (``(header, arrays)`` each), written aside and renamed over
         the old one; the bytes of each."""
         from ..atomic import unique_tmp
@@ -184,17 +196,17 @@ class _Merge:
     """Frames applied one at a time (``add``), each frame's arrays let go once applied, so a
     reader holds the merged state and one frame, not every frame and the state besides."""
 
-    def __init__(self):
-        self.cur: dict[str, list] = {}
-        self.meta = None
+    def __init__(self) -> None:
+        self.cur: dict[str, list[np.ndarray]] = {}
+        self.meta: object = None             # the last frame's meta (its JSON text)
         self.n = 0
 
-    def add(self, header: dict, arrays: dict) -> None:
+    def add(self, header: dict, arrays: dict[str, np.ndarray]) -> None:
         i, cur = self.n, self.cur
         roles, lengths = header.get("roles"), header.get("lengths")
         if not isinstance(roles, dict) or not isinstance(lengths, dict):
             raise ValueError(f"frame {i} has no roles")
-        nxt: dict[str, list] = {}
+        nxt: dict[str, list[np.ndarray]] = {}
         for name, role in roles.items():
             if role == "set":
                 nxt[name] = [arrays[name]]
@@ -219,9 +231,10 @@ class _Merge:
                 raise ValueError(f"frame {i} gives {name!r} the unknown role {role!r}")
         self.cur, self.meta, self.n = nxt, header["meta"], i + 1
 
-    def result(self) -> tuple[dict, dict]:
+    def result(self) -> _Frame:
         """``(meta, {name: array})``; the chunks are joined one array at a time and let go."""
-        merged, cur = {}, self.cur
+        merged: dict[str, np.ndarray] = {}
+        cur = self.cur
         for name in list(cur):
             chunks = cur.pop(name)
             merged[name] = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
@@ -232,7 +245,7 @@ class _Merge:
         return meta, merged
 
 
-def merge(frames: list) -> tuple[dict, dict]:
+def merge(frames: Iterable[_Frame]) -> _Frame:
     """Apply the frames in order: ``(meta, {name: array})`` after the last one. Raises
     ValueError (or KeyError, TypeError, IndexError) when they do not fit together."""
     m = _Merge()
@@ -241,8 +254,8 @@ def merge(frames: list) -> tuple[dict, dict]:
     return m.result()
 
 
-def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None = None,
-                  usable=None) -> tuple[dict | None, str | None]:
+def read_snapshot(path: StrPath, created: str | None, plan_fingerprint: str | None, upto: int | None = None,
+                  usable: Callable[[dict], tuple[bool, str | None]] | None = None) -> tuple[dict | None, str | None]:
     """``(snapshot, problem)``. ``snapshot`` is ``{"frames", "meta", "arrays", "bytes", "sizes"}`` when the
     file at ``path`` is a snapshot of this checkpoint and plan, else None; ``problem`` says why a
     file that is there was not used (None when there is no file). ``frames``: the headers of the
@@ -268,7 +281,8 @@ def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None 
         if last is None:
             return None, why
         upto = last + 1 if last + 1 < len(payloads) else upto
-    headers, merging, bad = [], _Merge(), decode_errors()
+    headers: list[dict] = []
+    merging, bad = _Merge(), decode_errors()
     try:
         for k, payload in enumerate(payloads[:upto]):
             try:
@@ -300,10 +314,12 @@ def read_snapshot(path, created, plan_fingerprint: str | None, upto: int | None 
     return {"frames": headers, "meta": meta, "arrays": arrays, "bytes": size, "sizes": sizes}, None
 
 
-def _last_usable(payloads, usable) -> tuple[int | None, str | None]:
+def _last_usable(payloads: list[memoryview],
+                 usable: Callable[[dict], tuple[bool, str | None]]) -> tuple[int | None, str | None]:
     """``(index, None)`` of the last frame whose meta ``usable`` accepts (headers only; a frame
     that does not decode ends the search), or ``(None, why)``."""
-    last, why = None, "has no readable frame"
+    last: int | None = None
+    why: str | None = "has no readable frame"
     for k, payload in enumerate(payloads):
         try:
             meta = json.loads(decode_header(payload).get("meta") or "null")

@@ -23,8 +23,13 @@ import io
 import json
 import struct
 import zlib
+from types import ModuleType
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["MAGIC", "DTYPES", "encode_frame", "write_frame", "read_frames", "frame_payloads", "decode_frame",
            "decode_header", "decode_errors"]
@@ -36,7 +41,7 @@ _HEAD = struct.Struct("<8sII")
 _META_KEY = b"whileai_ray_plan"
 
 
-def _arrow():
+def _arrow() -> tuple[ModuleType, dict[np.dtype, pa.DataType], dict[pa.DataType, np.dtype]]:
     """pyarrow and the type maps, imported when a snapshot is first read or written (so
     ``import whileai_ray`` stays light)."""
     import pyarrow as pa
@@ -44,7 +49,7 @@ def _arrow():
     return pa, types, {t: dt for dt, t in types.items()}
 
 
-def encode_frame(header: dict, arrays: dict, level: int = 6) -> bytes:
+def encode_frame(header: dict, arrays: dict[str, np.ndarray], level: int = 6) -> bytes:
     """One frame as bytes: ``header`` (JSON-able; ``shapes`` is added) and ``arrays`` {name: ndarray}."""
     buf = io.BytesIO()
     write_frame(buf, header, arrays, level)
@@ -56,10 +61,10 @@ class _Crc:
 
     closed = False
 
-    def __init__(self, fh):
+    def __init__(self, fh: IO[bytes]) -> None:
         self.fh, self.crc, self.n = fh, 0, 0
 
-    def write(self, data) -> int:
+    def write(self, data: bytes) -> int:
         self.crc = zlib.crc32(data, self.crc)
         self.n += len(data)
         return self.fh.write(data)
@@ -68,7 +73,7 @@ class _Crc:
         pass
 
 
-def write_frame(fh, header: dict, arrays: dict, level: int = 6) -> int:
+def write_frame(fh: IO[bytes], header: dict, arrays: dict[str, np.ndarray], level: int = 6) -> int:
     """Write one frame at ``fh``'s position (a binary file open for writing and seeking); returns
     its bytes. The payload is streamed to the file as Arrow writes it (no copy of it is held: at a
     million prompts a whole state compresses to ~80 MB, which a frame built in memory held three
@@ -105,7 +110,7 @@ def write_frame(fh, header: dict, arrays: dict, level: int = 6) -> int:
     return end - start
 
 
-def _decode(payload: bytes) -> tuple[dict, dict]:
+def _decode(payload: bytes | memoryview) -> tuple[dict, dict[str, np.ndarray]]:
     pa, _, _BY_ARROW = _arrow()
     reader = pa.ipc.open_stream(pa.py_buffer(payload))
     raw = (reader.schema.metadata or {}).get(_META_KEY)
@@ -144,7 +149,7 @@ def _decode(payload: bytes) -> tuple[dict, dict]:
     return header, arrays
 
 
-def _no_second_batch(reader) -> None:
+def _no_second_batch(reader: pa.ipc.RecordBatchStreamReader) -> None:
     try:
         reader.read_next_batch()
     except StopIteration:
@@ -152,7 +157,7 @@ def _no_second_batch(reader) -> None:
     raise ValueError("more than one batch")
 
 
-def _column(column, field, header: dict, by_arrow: dict) -> np.ndarray:
+def _column(column: pa.ListArray, field: pa.Field, header: dict, by_arrow: dict[pa.DataType, np.dtype]) -> np.ndarray:
     """The one row's list of ``column`` as an array of its own, shaped as the header says."""
     # the one row's list, without flatten() (which imports pyarrow.compute: a third of a second)
     start, stop = column.offsets[0].as_py(), column.offsets[len(column)].as_py()
@@ -166,15 +171,17 @@ def _column(column, field, header: dict, by_arrow: dict) -> np.ndarray:
     # read from the Arrow data buffer (copied: writable): pyarrow's to_numpy() imports pandas,
     # a second of a resume's start
     dtype = np.dtype(by_arrow[field.type.value_type])
-    return np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values),
-                         offset=values.offset * dtype.itemsize).reshape(shape).copy()   # (an array of its own)
+    out: np.ndarray = np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values),
+                                    offset=values.offset * dtype.itemsize).reshape(shape).copy()   # (its own)
+    return out
 
 
-def frame_payloads(data) -> tuple[list[memoryview], str | None]:
+def frame_payloads(data: bytes | bytearray | memoryview) -> tuple[list[memoryview], str | None]:
     """The payloads of the whole frames at the start of ``data`` (magic, length and CRC
     checked; nothing decoded): ``(payloads, why_it_stopped)``, ``why_it_stopped`` None when
     every byte belonged to a whole frame. The payloads are views of ``data``."""
-    frames, pos, view = [], 0, memoryview(data)
+    frames: list[memoryview] = []
+    pos, view = 0, memoryview(data)
     while pos < len(data):
         if len(data) - pos < _HEAD.size:
             return frames, f"a torn frame at byte {pos}"
@@ -191,13 +198,13 @@ def frame_payloads(data) -> tuple[list[memoryview], str | None]:
     return frames, None
 
 
-def decode_frame(payload) -> tuple[dict, dict]:
+def decode_frame(payload: bytes | memoryview) -> tuple[dict, dict[str, np.ndarray]]:
     """``(header, arrays)`` of one frame's payload (each array one of its own); raises
     ValueError (or TypeError, KeyError, pyarrow's ArrowException) when it is not a good frame."""
     return _decode(payload)
 
 
-def decode_header(payload) -> dict:
+def decode_header(payload: bytes | memoryview) -> dict:
     """The JSON header of one frame's payload, without decoding its arrays (the schema only);
     raises like :func:`decode_frame` when there is none."""
     pa, _, _ = _arrow()
@@ -210,13 +217,13 @@ def decode_header(payload) -> dict:
     return header
 
 
-def decode_errors() -> tuple:
+def decode_errors() -> tuple[type[Exception], ...]:
     """What :func:`decode_frame` raises for a frame that is not good."""
     import pyarrow as pa
     return (ValueError, TypeError, KeyError, pa.ArrowException)
 
 
-def read_frames(data: bytes) -> tuple[list[tuple[dict, dict]], str | None]:
+def read_frames(data: bytes) -> tuple[list[tuple[dict, dict[str, np.ndarray]]], str | None]:
     """The whole frames at the start of ``data``, decoded: ``([(header, arrays)], why_it_stopped)``;
     ``why_it_stopped`` is None when every byte belonged to a good frame."""
     payloads, stopped = frame_payloads(data)

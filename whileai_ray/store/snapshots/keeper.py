@@ -26,22 +26,35 @@ import math
 import gc
 import json
 import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 from .file import SnapshotFile, read_snapshot
 
+if TYPE_CHECKING:
+    from ..checkpoint.resume import ResumeIndex
+    from ..parquet.spill import EncodedRow
+
 __all__ = ["PlanSnapshots"]
+
+# search/planner's Planner and its round book: store/ is a leaf and imports neither (Any to mypy)
+Planner: TypeAlias = Any
+Book: TypeAlias = Any
+# build(meta, arrays) -> (planner, {round: units}): how the caller makes a planner of a snapshot
+Build: TypeAlias = "Callable[[dict, dict[str, np.ndarray]], tuple[Planner, dict]]"
+DumpRow: TypeAlias = "Callable[[object], str]"         # parquet/spill.py's dump_row
 
 
 class PlanSnapshots:
-    def __init__(self, path: str | None, every_s: float, created, plan_fingerprint: str | None,
-                 budget: int | None = None):
+    def __init__(self, path: str | None, every_s: float, created: str | None, plan_fingerprint: str | None,
+                 budget: int | None = None) -> None:
         self.path, self.every_s = path, float(every_s or 0.0)
         self.budget = budget                # this run's: which frames it may continue from (fits)
         self.created, self.plan = created, plan_fingerprint
         self.deferred = _Settled(None, 0)   # the rows a restored snapshot settled (len(); iterated at the end)
-        self.from_round = None
+        self.from_round: int | None = None
         self.written = 0
         self.pause_s = 0.0
         self.pause_max_s = 0.0
@@ -52,31 +65,33 @@ class PlanSnapshots:
         self.errors: list[str] = []         # snapshots that could not be taken or written
         self._file = SnapshotFile(path, created, plan_fingerprint) if path else None
         self._next_at = time.monotonic() + self.every_s
-        self._writing = None
+        self._writing: asyncio.Future[int] | None = None
         self._round = -1                    # the round the last snapshot was taken after
-        self._scratch = ({}, {})            # buffers the planner's state copies reuse (see _take)
+        self._scratch: tuple[dict, dict] = ({}, {})   # buffers the planner's state copies reuse (see _take)
         self._takes = 0
         self._ending = False                # the run's last snapshot is being taken (finish)
         self._pre_bound = False             # the snapshot just before the budget may cut was taken
-        self._rate = None                   # (time, rows landed) at the last snapshot, its write's seconds
+        # (time, rows landed) at the last snapshot, its write's seconds
+        self._rate: tuple[float, int, float] | None = None
 
     @property
     def enabled(self) -> bool:
         return bool(self.path) and self.every_s > 0
 
-    def restore(self, resume, build) -> dict | None:
+    def restore(self, resume: ResumeIndex, build: Build) -> dict | None:
         """``{"planner", "next_decide", "observed", "pending": {round: units}}`` to continue from,
         or None. ``build(meta, arrays)`` returns ``(planner, {round: units})`` or raises ValueError."""
         if not self.enabled or resume.mode != "exact" or not resume.total:
             return None
         return self.settle(resume, self.prepare(build), build)
 
-    def prepare(self, build):
+    def prepare(self, build: Build) -> dict:
         """The part of ``restore`` that needs no rows: read the file and build the planner of its
         last frame. Runs while the checkpoint is still being scanned (``run_setup.open_run``);
         returns what ``settle`` takes."""
         t = time.perf_counter()
         try:
+            assert self.path is not None, "prepare: only a run with a snapshot path reads one"
             snap, problem = read_snapshot(self.path, self.created, self.plan, usable=self._fits)
             if snap is None:
                 return {"problem": problem}
@@ -91,7 +106,7 @@ class PlanSnapshots:
         finally:
             self.restore_s += time.perf_counter() - t
 
-    def settle(self, resume, prepared: dict, build) -> dict | None:
+    def settle(self, resume: ResumeIndex, prepared: dict, build: Build) -> dict | None:
         """Claim the prepared planner's settled rows from ``resume`` (or fall back, see
         ``restore``); the planner to continue from, or None."""
         t = time.perf_counter()
@@ -100,7 +115,7 @@ class PlanSnapshots:
         finally:
             self.restore_s += time.perf_counter() - t
 
-    def _settle(self, resume, prepared: dict, build) -> dict | None:
+    def _settle(self, resume: ResumeIndex, prepared: dict, build: Build) -> dict | None:
         if "problem" in prepared:
             self.ignored = prepared["problem"]
             return None
@@ -120,6 +135,7 @@ class PlanSnapshots:
                 if not usable:
                     return None             # replay from the seed
                 planner = pending = None                   # (let the later state go first)
+                assert self.path is not None               # (the snapshot settled was read from it)
                 earlier, problem = read_snapshot(self.path, self.created, self.plan, upto=usable[-1] + 1)
                 if earlier is None:
                     raise ValueError(f"its earlier frame {problem}")
@@ -157,7 +173,7 @@ class PlanSnapshots:
         return False, (f"was taken after budget={was} had cut the plan, which budget={self.budget} "
                        "would not have")
 
-    def after_round(self, planner, book, round_units: dict) -> None:
+    def after_round(self, planner: Planner, book: Book, round_units: dict) -> None:
         """Round ``book.observed`` was just observed, the next round not yet decided: snapshot
         when it is time, and once just before the budget may start to cut rounds (a larger-budget
         resume continues from that one: search/planner/budget_bound.py)."""
@@ -177,7 +193,7 @@ class PlanSnapshots:
         if now >= self._next_at:
             self._take(planner, book, round_units, now)
 
-    def _nearing(self, planner, now: float) -> bool:
+    def _nearing(self, planner: Planner, now: float) -> bool:
         """Whether a snapshot started now could still be being written when the budget nears:
         the units left before then go (at the rate rows landed since the last snapshot, measured
         over a quarter of a second at least) in under twice the last write's time and a quarter
@@ -190,9 +206,10 @@ class PlanSnapshots:
         if now - then < 0.25 or planner.landed <= landed:
             return False
         per_s = (planner.landed - landed) / (now - then)
-        return planner.capacity() < planner.budget_margin() + per_s * (2 * write_s + 0.25)
+        nearing: bool = planner.capacity() < planner.budget_margin() + per_s * (2 * write_s + 0.25)
+        return nearing
 
-    async def finish(self, planner, book, round_units: dict) -> None:
+    async def finish(self, planner: Planner, book: Book, round_units: dict) -> None:
         """The run's loop has ended: a last snapshot (a resume with a larger budget then replays
         nothing), unless the last one already holds the last observed round."""
         await self.flush()
@@ -201,7 +218,7 @@ class PlanSnapshots:
             self._take(planner, book, round_units, time.monotonic())
             await self.flush()
 
-    def _take(self, planner, book, round_units: dict, now: float) -> None:
+    def _take(self, planner: Planner, book: Book, round_units: dict, now: float) -> None:
         self._collect()
         t, cpu = time.perf_counter(), time.thread_time()
         collecting = gc.isenabled()
@@ -238,12 +255,14 @@ class PlanSnapshots:
         self._round = book.observed
         self.written += 1
 
-    def _write(self, planner, meta: str, logs: dict, tables: dict, now: float, landed: int) -> int:
+    def _write(self, planner: Planner, meta: str, logs: dict[str, np.ndarray], tables: dict[str, np.ndarray],
+               now: float, landed: int) -> int:
         """In a thread, while the loop goes on (it takes no snapshot until this is done): write,
         then make the next snapshot's buffer big enough for the book by then, pages touched (the
         last snapshot's tables, in it, are no longer the file's ``_last``)."""
         t = time.monotonic()
         try:
+            assert self._file is not None, "snapshots are taken only with a file to write them to"
             return self._file.write(meta, logs, tables)
         finally:
             self._rate = (now, landed, time.monotonic() - t)
@@ -265,11 +284,11 @@ class PlanSnapshots:
             await asyncio.wait([self._writing])
             self._collect()
 
-    def deferred_rows(self, resume, run_id: str) -> list[dict]:
+    def deferred_rows(self, resume: ResumeIndex, run_id: str) -> list[dict]:
         """The rows a restored snapshot settled, decoded now and marked resumed."""
         return list(self.iter_deferred_rows(resume, run_id))
 
-    def iter_deferred_rows(self, resume, run_id: str, stamp: dict | None = None):
+    def iter_deferred_rows(self, resume: ResumeIndex, run_id: str, stamp: dict | None = None) -> Iterator[EncodedRow]:
         """``deferred_rows`` one at a time (a large resume never holds them all), in order, with
         ``stamp`` (the run's lineage stamp) in their lineage. Each is an ``EncodedRow``: its
         ``row_json`` is made from its checkpoint line (the same encoder wrote both), not encoded again."""
@@ -284,7 +303,7 @@ class PlanSnapshots:
             yield out
 
     def summary(self) -> dict:
-        out = {"snapshot_round": self.from_round, "snapshots_written": self.written,
+        out: dict[str, object] = {"snapshot_round": self.from_round, "snapshots_written": self.written,
                "snapshot_bytes": self._file.size if self._file is not None else 0,
                "snapshot_pause_max_ms": round(1000 * self.pause_max_s, 2),
                "snapshot_pause_cpu_max_ms": round(1000 * self.pause_cpu_max_s, 2),
@@ -296,14 +315,14 @@ class PlanSnapshots:
         return out
 
 
-def _planner_arrays(planner, scratch: dict):
+def _planner_arrays(planner: Planner, scratch: dict) -> tuple[Any, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """``(state, logs, tables)``: the planner's state and its arrays as the file names them."""
     st = planner.state(scratch=scratch)
     return (st, {f"planner.{k}": v for k, v in st.logs.items()},
             {f"planner.{k}": v for k, v in st.tables.items()})
 
 
-def _file_state(snap: dict, arrays: dict):
+def _file_state(snap: dict, arrays: dict[str, np.ndarray]) -> tuple[str, dict[str, int], dict[str, np.ndarray]] | None:
     """The state the file holds after the frame ``snap`` read last, in ``SnapshotFile._last``'s
     shape (meta JSON, its logs' lengths, its tables), from the frame header's list of logs; None
     when the header has none (the next snapshot is then a base)."""
@@ -317,7 +336,7 @@ def _file_state(snap: dict, arrays: dict):
 _BOOKKEEPING = (b'"_key":', b'"_ordinal":', b'"_landed_s":')     # fields the splice appends
 
 
-def _encoded(row: dict, line: bytes, old_lineage, dump_row) -> str:
+def _encoded(row: dict, line: bytes, old_lineage: object, dump_row: DumpRow) -> str:
     """``dump_row(row)`` for a resumed row, from ``line`` (its checkpoint line, written by the same
     encoder, so each value's text is the same): its lineage's text replaced in place and the
     bookkeeping fields appended. Encoded whole when the line cannot be used that way (no line, no
@@ -337,7 +356,7 @@ def _encoded(row: dict, line: bytes, old_lineage, dump_row) -> str:
                     _scalar(row["_landed_s"], dump_row), "}"))
 
 
-def _grown(new: dict, old: dict, old_text: str, dump_row) -> str:
+def _grown(new: dict, old: dict, old_text: str, dump_row: DumpRow) -> str:
     """``dump_row(new)`` from ``old_text`` when ``new`` is ``old`` (the same values, in order)
     followed by keys of its own: those are encoded, the rest is the old text."""
     keys = list(new)
@@ -348,7 +367,7 @@ def _grown(new: dict, old: dict, old_text: str, dump_row) -> str:
     return old_text if extra == "{}" else old_text[:-1] + ("," if n else "") + extra[1:]
 
 
-def _scalar(value, dump_row) -> str:
+def _scalar(value: object, dump_row: DumpRow) -> str:
     """``dump_row(value)`` of an int or a finite float, without the encoder's set-up."""
     if type(value) is int:
         return int.__repr__(value)
@@ -361,11 +380,11 @@ class _Settled:
     """The rows a restored snapshot settled: how many, and (iterated, at the end of the run) their
     ``(row_key, ordinal, phrasing)`` in order, computed from the planner's columns a chunk at a time."""
 
-    def __init__(self, planner, n: int):
+    def __init__(self, planner: Planner | None, n: int) -> None:
         self.planner, self.n = planner, n
 
     def __len__(self) -> int:
         return self.n
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[tuple, int, str]]:
         return iter(()) if self.planner is None else self.planner.iter_landed_keys(self.n)

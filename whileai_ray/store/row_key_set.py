@@ -67,7 +67,7 @@ class RowKeySet:
         return True
 
     def __contains__(self, key: object) -> bool:
-
+        assert isinstance(key, (str, tuple)), "a row key is a tuple (or its string)"
         return self.has_digest(*key_digest(key))
 
     def has_digest(self, a: int, b: int, text: str) -> bool:

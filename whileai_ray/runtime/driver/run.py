@@ -228,9 +228,9 @@ class DriverRun:
         # an orphan keeps every row here (the caller may never read them: driver/actor.py writes them out)
         skip = 0 if self.stopped_because == CALLER_GONE else self.caller_has
         kept = landing.spool.finish(skip=skip)
-        spilled = None if isinstance(kept, list) else kept
+        rows, spilled = (kept, None) if isinstance(kept, list) else ([], kept)
         return RunResult(
-            rows=kept if spilled is None else [], spilled=spilled, row_count=landing.spool.count,
+            rows=rows, spilled=spilled, row_count=landing.spool.count,
             rows_head=landing.spool.head_count, rows_shipped=skip if spilled is None else 0,
             resumed_count=resumed,
             resume={**opened.resume.summary(), **opened.snapshots.summary()},

@@ -27,6 +27,7 @@ from ...core.columns import State
 from ...score.row_facts import fact_spill_writer
 from ...search.planner.planner import Planner
 from ...situations.template_writer import TemplateWriter
+from ...store.checkpoint.disk_rows import DiskRows
 from ...store.checkpoint.jsonl import JsonlCheckpoint
 from ...store.checkpoint.sink import CheckpointSink, StreamSink
 from ...store.row_spool import RowSpool
@@ -82,7 +83,8 @@ class OpenedRun:
 async def open_run(spec) -> OpenedRun:
     build = partial(build_from_snapshot, spec)
     early = _prepare_early(spec, build)        # the snapshot's planner, built while the checkpoint is scanned
-    sink, loaded = None, []
+    sink = None
+    loaded: DiskRows | list[dict] = []
     try:
         if spec.checkpoint:
             sink = await asyncio.to_thread(open_sink, spec)      # refuses a foreign checkpoint before any work

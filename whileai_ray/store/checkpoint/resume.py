@@ -29,6 +29,7 @@ import numpy as np
 from ...core.digest_table import DigestTable
 from ...core.identity import key_digest, unit_row_key
 from ...core.strict_json import gc_paused
+from ...core.unit import Unit
 from .disk_rows import DiskRows
 from ..row_key_set import digest_arrays
 
@@ -96,7 +97,7 @@ class ResumeIndex:
         return {"precounted": self.total,
                 "avoid_prompt_shas": frozenset(self._rows.key_of(i)[1] for i in np.flatnonzero(self._free).tolist())}
 
-    def take(self, unit: object) -> dict | None:
+    def take(self, unit: Unit) -> dict | None:
         if not self._left:
             return None
         return self._settle(self._index(unit_row_key(unit)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.defaults import JUDGE_FLOORS, JUDGE_MAX_TOKENS, JUDGE_PAYLOAD_CHARS
-from ..score.judges.compare import compare_judges
+from ..score.judge_compare import compare_judges
 from .grading.paths import attach_labels_to, grade_llm, grade_run, leak_report_of, llm_grade, rank_source
 
 if TYPE_CHECKING:

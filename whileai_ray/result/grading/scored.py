@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...core.defaults import JUDGE_FLOORS
-from ...score.judges.compare import compare_judges
+from ...score.judge_compare import compare_judges
 from ..html.report import write_report
 from ...core.rows import stored_row
 from ...score.pass_at.estimate import pass_at_of_tally

@@ -32,7 +32,9 @@ from .key_seal import sealed_records
 from ..atomic import StrPath
 from ..row_key_set import key_digest
 
-__all__ = ["HEADER_KEY", "dump_line", "JsonlContents", "parse_jsonl"]
+__all__ = ["SHARD_KEY", "HEADER_KEY", "dump_line", "JsonlContents", "parse_jsonl"]
+
+SHARD_KEY = "_shard"            # a stub's pointer to its row: [shard file, start, end, crc] (shards/storage.py)
 
 HEADER_KEY = "_whileai_ray_checkpoint"
 

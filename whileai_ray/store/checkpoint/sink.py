@@ -2,10 +2,23 @@
 from __future__ import annotations
 
 import os
+from array import array
+from collections.abc import Iterable
 
 from ...core.rows import stored_row
 from .jsonl import JsonlCheckpoint, dump_line
+from .lines import SHARD_KEY
 from ..run_files import parquet_folder_for  # noqa: F401  (re-exported)
+
+
+
+
+def note_landed(landed: dict[str, array[int]], stubs: Iterable[dict]) -> None:
+    """Add the stubs the checkpoint just took to ``landed`` (shard file -> offsets of its rows)."""
+    for stub in stubs:
+        pointer = stub.get(SHARD_KEY)
+        if pointer:
+            landed.setdefault(pointer[0], array("q")).append(pointer[1])
 
 
 class CheckpointSink:
@@ -26,7 +39,8 @@ class CheckpointSink:
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
         self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
-        self.landed_shards: dict = {}   # stubs: shard file -> offsets of its rows taken (shard_parquet.py)
+        self.landed_shards: dict[str, array[int]] = {}   # stubs: shard file -> offsets of its rows taken
+                                                          # (shards/parquet.py publishes the landed parts)
         # a side that holds exactly the JSONL's rows (its files' key tallies say so) takes the
         # rows the JSONL takes without looking each up among a million keys
         self.mirrored = self.parquet is not None and self.parquet.mirrors(self.loaded.digests[0])
@@ -37,7 +51,6 @@ class CheckpointSink:
         exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
         taken = self.checkpoint.append_new(exported)
         if self.stubs:
-            from ..shards.parquet import note_landed
             note_landed(self.landed_shards, taken)
         if self.parquet is not None:
             self.parquet.write(taken, new=self.mirrored)     # keys the JSONL just took: new to a mirror

@@ -17,13 +17,14 @@ import stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..checkpoint.lines import SHARD_KEY   # a stub's pointer: [file, start, end, crc]
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 __all__ = ["SHARD_KEY", "SHARD_NAME", "shard_pointer", "bad_pointer", "read_shard", "check_regular", "is_uri", "fs_of", "join",
            "put", "mkdir", "read_bytes", "listing", "delete"]
 
-SHARD_KEY = "_shard"            # a stub's pointer: [file, start, end, crc]
 
 SHARD_NAME = re.compile(r"[0-9a-f]{12}-[0-9]{6,}\.jsonl")
 

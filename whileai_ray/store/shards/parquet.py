@@ -16,7 +16,7 @@ must hold exactly the landed rows. Hence two steps:
   part. A file appears in ``parquet/`` only by a rename, complete.
 
 What landed is what the checkpoint took (``CheckpointSink`` notes each taken stub's file and
-offset: ``note_landed``); whole shard files are decided by count, only a file some of whose rows
+offset: ``checkpoint/sink.note_landed``); whole shard files are decided by count, only a file some of whose rows
 did not land is looked at row by row. The Driver reads footers, not rows, for everything else.
 
 Left as it is: a run whose Driver died before publishing leaves its staged parts, removed when
@@ -29,16 +29,15 @@ import json
 import os
 import uuid
 from array import array
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .files import SHARD_KEY, delete, fs_of, join, listing, read_bytes
+from .files import delete, fs_of, join, listing, read_bytes
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.fs as pafs
 
-__all__ = ["STAGED", "ORIGIN_KEY", "write_staged", "note_landed", "publish"]
+__all__ = ["STAGED", "ORIGIN_KEY", "write_staged", "publish"]
 
 STAGED = "staged"                          # <shards>/staged/: parts not yet published
 ORIGIN_KEY = b"whileai_ray.shard_rows"     # a part's footer: [[shard file, [row offsets]], ...]
@@ -66,14 +65,6 @@ def _write(fs: pafs.FileSystem | None, target: str, rows: list[dict] | None, ori
 def write_staged(fs: pafs.FileSystem | None, path: str, name: str, rows: list[dict], origin: list[list]) -> None:
     """An actor's part: ``rows`` (stored form) from the shard files ``origin`` says, staged."""
     _write(fs, join(path, STAGED, name), rows, origin)
-
-
-def note_landed(landed: dict[str, array[int]], stubs: Iterable[dict]) -> None:
-    """Add the stubs the checkpoint just took to ``landed`` (shard file -> offsets of its rows)."""
-    for stub in stubs:
-        pointer = stub.get(SHARD_KEY)
-        if pointer:
-            landed.setdefault(pointer[0], array("q")).append(pointer[1])
 
 
 def _move(fs: pafs.FileSystem | None, src: str, dst: str) -> None:

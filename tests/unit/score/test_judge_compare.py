@@ -4,7 +4,7 @@ import math
 import pytest
 
 from whileai_ray.agents.backends import reset_configuration
-from whileai_ray.score.judges.compare import compare_judges
+from whileai_ray.score.judge_compare import compare_judges
 from whileai_ray.score.judges.labels import attach_labels, cohen_kappa, judge_agreement
 from whileai_ray.result.grading.scored import ScoredData
 from whileai_ray.testing.server import start_server

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ...agents.backends import OpenAI
-from ..grading import call_grader
-from .contract import apply_verdict, judge_name, new_scoring_run_id
-from .labels import FLOORS, judge_agreement
-from .llm_judge import Judge, judge_rows
+from ..agents.backends import OpenAI
+from .grading import call_grader
+from .judges.contract import apply_verdict, judge_name, new_scoring_run_id
+from .judges.labels import FLOORS, judge_agreement
+from .judges.llm_judge import Judge, judge_rows
 
 __all__ = ["JudgeScore", "JudgeComparison", "compare_judges"]
 

@@ -59,6 +59,8 @@ Readers take both versions (``check_version``): rows come from ``row_json`` eith
 from __future__ import annotations
 
 import json
+import os
+from typing import Any
 
 import pyarrow as pa
 
@@ -115,7 +117,7 @@ def arrow_schema(nested: bool = True) -> pa.Schema:
     return nested_schema(schema) if nested else schema
 
 
-def check_version(schema: pa.Schema, path) -> None:
+def check_version(schema: pa.Schema, path: str | os.PathLike[str]) -> None:
     """Refuse a file of a row schema version this code does not read (a newer whileai_ray's)."""
     version = (schema.metadata or {}).get(METADATA_VERSION_KEY)
     if version is not None and version.decode() not in READ_VERSIONS:
@@ -125,11 +127,11 @@ def check_version(schema: pa.Schema, path) -> None:
         )
 
 
-def _int_or_none(value):
+def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _reward(value):
+def _reward(value: object) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
@@ -137,7 +139,7 @@ def _reward(value):
     return None
 
 
-def clean_text(value):
+def clean_text(value: Any) -> Any:
     """A str Arrow can store: lone surrogates (invalid in UTF-8) become U+FFFD."""
     if isinstance(value, str):
         return value.encode("utf-8", "replace").decode("utf-8")
@@ -149,7 +151,7 @@ def record_of(row: dict, nested: bool = True) -> dict:
     ``nested`` the ``steps`` and ``messages`` values are the row's own (``parquet/nested_steps.py``
     converts them), else their JSON text."""
     key = row_key(row)
-    rec = {"row_key": key_string(key)}
+    rec: dict[str, Any] = {"row_key": key_string(key)}
     for name in STRING_COLUMNS:
         value = row.get(name)
         rec[name] = value if isinstance(value, str) else None
@@ -157,7 +159,7 @@ def record_of(row: dict, nested: bool = True) -> dict:
         rec[name] = _int_or_none(row.get(name))
     rec["eval_run"] = _int_or_none(key[3])
     rec["reward"] = _reward(row.get("reward"))
-    spliced = None if nested else {}
+    spliced: dict[str, str] | None = None if nested else {}
     for name in JSON_COLUMNS:
         value = row.get(name)
         if nested and name in _NESTED:

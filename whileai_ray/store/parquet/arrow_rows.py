@@ -26,24 +26,26 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..checkpoint.disk_rows import gc_paused
+from ...core.strict_json import gc_paused
 from .limits import check_footer, read_row_group
 from ..schema import check_version
-from .spill import PART_GLOB
+from .spill import PART_GLOB, OwnedFolder
 
 __all__ = ["ArrowRows", "parquet_files_of"]
 
-_LOADS = json.JSONDecoder().decode
+_LOADS: Callable[[str], dict] = json.JSONDecoder().decode     # row_json is always an object
 _REOPEN_AFTER = 64       # row groups a kept reader reads before it is reopened (see the module docstring)
 
 
-def parquet_files_of(path) -> list[str]:
+def parquet_files_of(path: str | os.PathLike[str]) -> list[str]:
     """The Parquet files of ``path``: the file itself, or a folder's ``rows.parquet`` and its
     ``part-*.parquet`` files in order."""
     path = Path(path)
@@ -58,16 +60,16 @@ def parquet_files_of(path) -> list[str]:
     return files
 
 
-class ArrowRows(Sequence):
+class ArrowRows(Sequence[dict]):
     """Rows in Parquet files (see the module docstring). ``owner`` is the ``OwnedFolder`` the
     files live in, when they are this object's own (a spill); it goes when this object goes."""
 
-    def __init__(self, files, owner=None):
+    def __init__(self, files: Iterable[str | os.PathLike[str]], owner: OwnedFolder | None = None) -> None:
         self.owner = owner
         self._open([str(f) for f in files])
 
     @classmethod
-    def open(cls, path) -> "ArrowRows":
+    def open(cls, path: str | os.PathLike[str]) -> "ArrowRows":
         """Rows of a Parquet file or folder the caller owns (nothing is ever written there)."""
         return cls(parquet_files_of(path))
 
@@ -76,7 +78,9 @@ class ArrowRows(Sequence):
         self.files = files
         self._pf = [pq.ParquetFile(f) for f in files]
         self._reads = 0
-        self._groups, self._starts, pos = [], [], 0
+        self._groups: list[tuple[int, int]] = []     # (file, row group) of each non-empty group
+        self._starts: list[int] = []                 # the index of each one's first row
+        pos = 0
         for fi, pf in enumerate(self._pf):
             check_version(pf.schema_arrow, files[fi])
             md = pf.metadata
@@ -89,9 +93,9 @@ class ArrowRows(Sequence):
                     pos += n
         self._n = pos
         self._has_json = all("row_json" in pf.schema_arrow.names for pf in self._pf)
-        self._cached: tuple = (-1, None)
+        self._cached: tuple[int, list] = (-1, [])    # (group, its values): no group is -1
 
-    def swap(self, files, owner) -> None:
+    def swap(self, files: Iterable[str | os.PathLike[str]], owner: OwnedFolder | None) -> None:
         """Point at new files (a rewrite's output); the old owner goes when nothing holds it."""
         self._open([str(f) for f in files])
         self.owner = owner
@@ -105,7 +109,7 @@ class ArrowRows(Sequence):
             names &= set(pf.schema_arrow.names)
         return [n for n in self._pf[0].schema_arrow.names if n in names]
 
-    def has_columns(self, names) -> bool:
+    def has_columns(self, names: Iterable[str]) -> bool:
         have = set(self.column_names)
         return all(n in have for n in names)
 
@@ -122,13 +126,16 @@ class ArrowRows(Sequence):
         self._cached = (gi, values)
         return values
 
-    def _read_group(self, pf, g: int, path) -> list:
+    def _read_group(self, pf: pq.ParquetFile, g: int, path: str) -> list:
         """Its values, decoded once ``parquet_limits`` found their size within the file's budget."""
+        values: list
         if self._has_json:
-            return read_row_group(path, pf, g, columns=["row_json"]).column(0).to_pylist()
-        return read_row_group(path, pf, g).to_pylist()
+            values = read_row_group(path, pf, g, columns=["row_json"]).column(0).to_pylist()
+        else:
+            values = read_row_group(path, pf, g).to_pylist()
+        return values
 
-    def _scan(self):
+    def _scan(self) -> Iterator[list]:
         """``(row group values)`` in order, each file opened afresh (see the module docstring)."""
         for fi, f in enumerate(self.files):
             pf = pq.ParquetFile(f)
@@ -137,7 +144,7 @@ class ArrowRows(Sequence):
             del pf
 
     @staticmethod
-    def _decode(value):
+    def _decode(value: str | dict) -> dict:
         if isinstance(value, str):
             return _LOADS(value)
         return {k: v for k, v in value.items() if v is not None}
@@ -146,7 +153,8 @@ class ArrowRows(Sequence):
         """At most ``limit`` rows, evenly spaced over the whole (every row when there are no more),
         decoded from one pass that decodes nothing else."""
         step = max(1, -(-self._n // max(1, limit)))
-        out, pos, decode = [], 0, self._decode
+        out: list[dict] = []
+        pos, decode = 0, self._decode
         for values in self._scan():
             first = (-pos) % step
             out.extend(decode(v) for v in values[first::step])
@@ -156,7 +164,7 @@ class ArrowRows(Sequence):
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int | slice) -> Any:        # a row (a dict), or a list of them for a slice
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(self._n))]
         if isinstance(i, bool) or not isinstance(i, int):
@@ -168,7 +176,7 @@ class ArrowRows(Sequence):
         gi = bisect.bisect_right(self._starts, i) - 1
         return self._decode(self._group_values(gi)[i - self._starts[gi]])
 
-    def batches(self):
+    def batches(self) -> Iterator[list[dict]]:
         """Decoded rows, one row group (a list of dicts) at a time."""
         decode = self._decode
         for values in self._scan():
@@ -177,7 +185,7 @@ class ArrowRows(Sequence):
                     rows = [decode(v) for v in values]      # the collector rescanning them
                 yield rows
 
-    def json_batches(self):
+    def json_batches(self) -> Iterator[list[str]]:
         """The ``row_json`` strings, one row group at a time (copies without decoding)."""
         if not self._has_json:
             for rows in self.batches():
@@ -187,11 +195,11 @@ class ArrowRows(Sequence):
             if values:
                 yield values
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict]:
         for rows in self.batches():
             yield from rows
 
-    def read_columns(self, columns, dictionary=()) -> pa.Table:
+    def read_columns(self, columns: Iterable[str], dictionary: Iterable[str] = ()) -> pa.Table:
         """These columns of every row, as one Arrow table (fact columns: small, typed). Columns
         named in ``dictionary`` (few distinct values) stay dictionary-encoded, as stored."""
         columns = list(columns)
@@ -201,24 +209,24 @@ class ArrowRows(Sequence):
             return pa.table({c: pa.array([], pa.null()) for c in columns})
         return pa.concat_tables(tables)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, (list, tuple, ArrowRows)):
             if len(other) != len(self):
                 return False
             return all(a == b for a, b in zip(self, other))
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None     # type: ignore[assignment]  # unhashable like the list it equals (object has a __hash__)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[ArrowRows], tuple[list[str]]]:
         # pickled (another process): the same files, not owned: they go with the original
         return (ArrowRows, (list(self.files),))
 
-    def __copy__(self):
+    def __copy__(self) -> ArrowRows:
         # a copy in this process shares the owner, so the files live as long as either does
         return ArrowRows(list(self.files), owner=self.owner)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> ArrowRows:
         return self.__copy__()
 
     def __repr__(self) -> str:

@@ -28,8 +28,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,6 +44,12 @@ from .swap import recover, replace_folder, work_folder, write_into
 from ..row_key_set import RowKeySet, key_digest
 from .nested_steps import NESTED, nest_json_columns, nested_column
 from ..schema import STRING_COLUMNS, arrow_schema, check_version, clean_text, key_string, record_of, row_key
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# what the readers and writers take as a file or folder
+PathArg: TypeAlias = "str | os.PathLike[str]"
 
 __all__ = ["ParquetSink", "write_parquet", "read_parquet", "rows_to_table", "as_current", "COMPACT_NAME"]
 
@@ -84,7 +92,7 @@ def as_current(table: pa.Table) -> pa.Table:
     return nest_json_columns(table).replace_schema_metadata(arrow_schema().metadata)
 
 
-def write_parquet(rows, path, row_group_size: int = 2000) -> str:
+def write_parquet(rows: Iterable[dict], path: PathArg, row_group_size: int = 2000) -> str:
     """Write rows (any iterable) to one Parquet file, a row group at a time (atomically, parent
     dirs created); return the path."""
     path = Path(path)
@@ -99,9 +107,11 @@ def write_parquet(rows, path, row_group_size: int = 2000) -> str:
     return str(path)
 
 
-def _rows_of_table(table: pa.Table, path, warnings: list | None = None, first: int = 0) -> list[dict]:
+def _rows_of_table(table: pa.Table, path: PathArg, warnings: list[str] | None = None,
+                   first: int = 0) -> list[dict]:
     if "row_json" in table.column_names:
-        loads, rows = json.loads, []
+        loads = json.loads
+        rows: list[dict] = []
         with gc_paused():
             for i, text in enumerate(table.column("row_json").to_pylist()):
                 if text is None:
@@ -116,13 +126,14 @@ def _rows_of_table(table: pa.Table, path, warnings: list | None = None, first: i
     return [{k: v for k, v in rec.items() if v is not None} for rec in table.to_pylist()]
 
 
-def _read_file(path, warnings: list | None = None, columns=None) -> list[dict]:
+def _read_file(path: PathArg, warnings: list[str] | None = None, columns: list[str] | None = None) -> list[dict]:
     """The rows of one Parquet file, a row group at a time, each checked against what the file's
     size can hold before it is decoded (``parquet/limits.py``): a crafted footer is refused."""
     pf = checked_file(path)
     check_version(pf.schema_arrow, path)
     size = os.path.getsize(path)
-    budget, spent, first, rows = byte_budget(size), 0, 0, []
+    budget, spent, first = byte_budget(size), 0, 0
+    rows: list[dict] = []
     for g in range(pf.num_row_groups):
         table = read_row_group(path, pf, g, columns=columns, size=size)
         spent += table.nbytes
@@ -135,14 +146,14 @@ def _read_file(path, warnings: list | None = None, columns=None) -> list[dict]:
 
 
 def _folder_files(folder: Path) -> list[Path]:
-    files = []
+    files: list[Path] = []
     if (folder / COMPACT_NAME).is_file():
         files.append(folder / COMPACT_NAME)
     files.extend(sorted(folder.glob(_PART_GLOB)))
     return files
 
 
-def read_parquet(path, warnings: list | None = None) -> list[dict]:
+def read_parquet(path: PathArg, warnings: list[str] | None = None) -> list[dict]:
     """Rows from a Parquet file, or a folder holding ``rows.parquet`` and/or part files.
 
     In a folder, rows are read from ``rows.parquet`` first, then the parts in order; a key
@@ -158,7 +169,8 @@ def read_parquet(path, warnings: list | None = None) -> list[dict]:
     files = _folder_files(path)
     if not files:
         raise FileNotFoundError(f"{str(path)!r} holds no {COMPACT_NAME} and no {_PART_GLOB} files")
-    rows, seen = [], set()
+    rows: list[dict] = []
+    seen: set[tuple[Any, ...]] = set()
     for file in files:
         for row in _read_file(file, warnings):
             key = row_key(row)
@@ -181,7 +193,7 @@ class ParquetSink:
     do, ``write(rows, new=True)`` takes rows the JSONL just took without looking them up.
     """
 
-    def __init__(self, folder, row_group_size: int = 2000, mode: str = "w"):
+    def __init__(self, folder: PathArg, row_group_size: int = 2000, mode: str = "w") -> None:
         if mode not in ("w", "a"):
             raise ValueError(f"ParquetSink(mode={mode!r}): use 'w' (start fresh) or 'a' (append)")
         if not isinstance(row_group_size, int) or row_group_size < 1:
@@ -226,7 +238,7 @@ class ParquetSink:
         numbers = [int(p.stem.split("-")[1]) for p in existing if p.name != COMPACT_NAME]
         self._next_part = max(numbers) + 1 if numbers else 0
 
-    def mirrors(self, a) -> bool:
+    def mirrors(self, a: np.ndarray | list[int]) -> bool:
         """Do the files found at open hold exactly the keys whose ``key_digest`` first halves are
         ``a`` (each once)? Answered from the files' tallies; False when one has none."""
         return (self._found_tally is not None and not self._cut_short()
@@ -243,7 +255,7 @@ class ParquetSink:
     def _old_keys(self) -> RowKeySet:
         """The keys of the rows in the files found at open (read now, once)."""
         if self._old is None:
-            found = []
+            found: list[str] = []
             for file in self._found:
                 pf = pq.ParquetFile(file)
                 found += [k for g in range(pf.num_row_groups)
@@ -251,7 +263,7 @@ class ParquetSink:
             self._old = RowKeySet.first_of(found)[0]
         return self._old
 
-    def write(self, rows, new: bool = False) -> int:
+    def write(self, rows: Iterable[dict], new: bool = False) -> int:
         """Buffer rows (new keys only); write full row groups out as parts. Returns rows taken.
         ``new=True``: the caller knows these keys are not in the files found at open."""
         if self._closed:
@@ -271,19 +283,20 @@ class ParquetSink:
             self._write_part(chunk, digests)
         return taken
 
-    def missing(self, keys) -> list[int]:
+    def missing(self, keys: Iterable[tuple[Any, ...]]) -> list[int]:
         """Positions in ``keys`` (``row_key`` tuples) of the rows this sink does not hold yet."""
         have, old = self._keys, self._old_keys()
         return [i for i, key in enumerate(keys) if key_string(key) not in have and key_string(key) not in old]
 
-    def missing_digests(self, a, b, key_of) -> list[int]:
+    def missing_digests(self, a: np.ndarray, b: np.ndarray, key_of: Callable[[int], tuple[Any, ...]]) -> list[int]:
         """``missing`` for the rows a checkpoint's JSONL held at open, given by their key digests
         (``identity.key_digest``), vectorised; ``key_of(i)`` gives key ``i`` for the rare digest
         that needs its text."""
         import numpy as np
         text = lambda i: key_string(key_of(i))   # noqa: E731
         held = self._keys.has_many(a, b, text) | self._old_keys().has_many(a, b, text)
-        return np.flatnonzero(~held).tolist()
+        positions: list[int] = np.flatnonzero(~held).tolist()
+        return positions
 
     def flush(self) -> None:
         """Write whatever is buffered as a (possibly short) part file."""
@@ -335,7 +348,8 @@ class ParquetSink:
         seen = RowKeySet() if self._cut_short() else None
         tally = KeyTally()
         with pq.ParquetWriter(out, arrow_schema(), compression=_COMPRESSION) as writer:
-            pending, count = [], 0
+            pending: list[pa.Table] = []
+            count = 0
             for source in sources:                # a row group at a time: a million rows are never all read
                 file = pq.ParquetFile(source)
                 known = None if seen is not None else KeyTally.of_metadata(file.metadata.metadata,
@@ -358,10 +372,10 @@ class ParquetSink:
             os.fsync(fh.fileno())
 
     @staticmethod
-    def _tallied(batch, tally: KeyTally, seen: RowKeySet | None):
+    def _tallied(batch: pa.RecordBatch, tally: KeyTally, seen: RowKeySet | None) -> pa.RecordBatch:
         """``batch`` with its keys added to ``tally`` (and, with ``seen``, without rows whose key
         ``seen`` already holds)."""
-        keep = []
+        keep: list[bool] = []
         for key in batch.column("row_key").to_pylist():
             a, b, text = key_digest(key)
             fresh = seen.add_digest(a, b, text) if seen is not None else True
@@ -370,8 +384,8 @@ class ParquetSink:
             keep.append(fresh)
         return batch.filter(pa.array(keep)) if seen is not None else batch
 
-    def __enter__(self):
+    def __enter__(self) -> ParquetSink:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

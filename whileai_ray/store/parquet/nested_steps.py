@@ -20,8 +20,12 @@ uses the same types, so a table from a result and the Parquet copy agree.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ...core.strict_json import dumps
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["nested_types", "nested_column", "nest_columns", "nested_schema", "nest_json_columns", "NESTED"]
 
@@ -29,7 +33,7 @@ NESTED = ("steps", "messages")
 _STEP_KEYS = ("tool", "arguments", "result", "text", "user")
 
 
-def nested_types():
+def nested_types() -> tuple[pa.DataType, pa.DataType]:
     """``(steps type, messages type)``."""
     import pyarrow as pa
     s = pa.string()
@@ -40,15 +44,15 @@ def nested_types():
     return pa.list_(step), pa.list_(message)
 
 
-def _text(value):
+def _text(value: Any) -> str | None:
     return None if value is None else value if isinstance(value, str) else dumps(value)
 
 
-def _json(value):
+def _json(value: Any) -> str | None:
     return None if value is None else dumps(value)
 
 
-def _step(step) -> dict:
+def _step(step: Any) -> dict:
     if not isinstance(step, dict):
         return {"kind": "other", "extra_json": _json(step)}
     kind = next((k for k in ("tool", "user", "text") if k in step), "other")
@@ -61,7 +65,7 @@ def _step(step) -> dict:
             "extra_json": _json(extra) if extra else None}
 
 
-def _message(message) -> dict:
+def _message(message: Any) -> dict:
     if not isinstance(message, dict):
         return {"content": _text(message)}
     calls = message.get("tool_calls")
@@ -72,7 +76,7 @@ def _message(message) -> dict:
              else {"name": None, "arguments_json": _json(c)} for c in (calls if isinstance(calls, list) else [calls])]}
 
 
-def nested_column(values, name: str):
+def nested_column(values: Iterable[Any], name: str) -> pa.Array:
     """The Arrow array of column ``name`` (``steps`` or ``messages``) for these row values (a value
     that is not a list is taken as a one-item list; None stays null)."""
     import pyarrow as pa
@@ -85,7 +89,7 @@ def nested_column(values, name: str):
         return pa.array(json.loads(dumps(out)), type=arrow_type)
 
 
-def nest_columns(table, rows):
+def nest_columns(table: pa.Table, rows: Iterable[dict]) -> pa.Table:
     """``table`` (one row per ``rows`` item) with ``steps`` and ``messages`` as the nested types."""
     for name in NESTED:
         i = table.schema.get_field_index(name)
@@ -94,7 +98,7 @@ def nest_columns(table, rows):
     return table
 
 
-def nest_json_columns(table):
+def nest_json_columns(table: pa.Table) -> pa.Table:
     """A schema-"1" table (``steps`` and ``messages`` as JSON text) with them nested (schema "2"'s
     types), decoded from that text: how a version-1 file joins version-2 ones."""
     import pyarrow as pa
@@ -109,7 +113,7 @@ def nest_json_columns(table):
     return table
 
 
-def nested_schema(schema):
+def nested_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with ``steps`` and ``messages`` nested (its metadata kept)."""
     for name, arrow_type in zip(NESTED, nested_types()):
         i = schema.get_field_index(name)

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,6 +51,7 @@ class EncodedRow(dict):
     so writing it costs no encoding: a resumed row's JSON is built from its checkpoint line."""
 
     __slots__ = ("json",)
+    json: str
 
 
 def spill_schema(facts_schema: pa.Schema | None = None) -> pa.Schema:
@@ -115,9 +116,9 @@ class SpillWriter:
     typed columns; without them only ``row_json`` is written. ``close()`` returns the part files.
     """
 
-    def __init__(self, folder, facts: Callable[[list], dict] | None = None,
+    def __init__(self, folder: str | os.PathLike[str], facts: Callable[[list], dict] | None = None,
                  facts_schema: pa.Schema | None = None, group_rows: int = GROUP_ROWS,
-                 part_rows: int = PART_ROWS):
+                 part_rows: int = PART_ROWS) -> None:
         if (facts is None) != (facts_schema is None):
             raise ValueError("SpillWriter: pass facts= and facts_schema= together, or neither")
         if group_rows < 1 or part_rows < group_rows:
@@ -134,7 +135,7 @@ class SpillWriter:
         self._in_part = 0
         self._closed = False
 
-    def append(self, rows) -> int:
+    def append(self, rows: Iterable[dict]) -> int:
         """Buffer ``rows``; write every full row group. Returns how many rows were taken."""
         if self._closed:
             raise RuntimeError(f"SpillWriter {self.folder} is closed")
@@ -180,10 +181,10 @@ class SpillWriter:
             self._closed = True
         return list(self.files)
 
-    def __enter__(self):
+    def __enter__(self) -> SpillWriter:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -197,7 +198,8 @@ class LandedRows:
     run folder is made (the system's temp folder by default).
     """
 
-    def __init__(self, threshold: int, make_writer: Callable[[str], SpillWriter], parent: str | None = None):
+    def __init__(self, threshold: int, make_writer: Callable[[str], SpillWriter],
+                 parent: str | None = None) -> None:
         self.threshold = threshold
         self.make_writer = make_writer
         self.parent = parent
@@ -210,21 +212,24 @@ class LandedRows:
     def spilled(self) -> bool:
         return self.writer is not None
 
-    def append(self, rows) -> None:
+    def append(self, rows: Iterable[dict]) -> None:
         rows = list(rows)
         self.count += len(rows)
         if self.writer is None:
-            self.rows.extend(rows)
-            if len(self.rows) > self.threshold:
+            held = self.rows
+            assert held is not None        # the list goes only when the writer comes
+            held.extend(rows)
+            if len(held) > self.threshold:
                 self.owner = OwnedFolder(parent=self.parent)
                 self.writer = self.make_writer(self.owner.path)
-                self.writer.append(self.rows)
+                self.writer.append(held)
                 self.rows = None
             return
         self.writer.append(rows)
 
-    def finish(self):
+    def finish(self) -> list | tuple[list[str], OwnedFolder | None]:
         """The list of rows, or ``(files, owner)`` when they were spilled."""
         if self.writer is None:
+            assert self.rows is not None   # not spilled: the rows are still the list
             return self.rows
         return self.writer.close(), self.owner

@@ -22,6 +22,7 @@ from .config.run_identity import run_identity
 from .config.run_plan import lineage, plan_fingerprint, plan_settings, resolve_fault_rate, seeds_that_fit
 from .core.defaults import TEMPERATURE
 from .core.identity import new_run_id
+from .core.progress import ProgressDict
 from .core.rows import stored_row
 from .core.run_warning import raised
 from .core.unit import RunMeta
@@ -232,9 +233,9 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
     knobs = cfg.advanced
     reporter = ProgressReporter(cfg.on_progress, every_rows=knobs.progress_every_rows,
                                 every_s=knobs.progress_every_s, display=choose_display(cfg.on_progress))
-    last = {}
+    last = ProgressDict()
 
-    def on_snapshot(snap):
+    def on_snapshot(snap: ProgressDict) -> None:
         reporter.update(snap)                # (takes the Driver's progress marks out of the snapshot)
         last.update(snap)
 
@@ -259,9 +260,9 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
                     r["group_cut"] = True
         row_store(rows).update(mark)         # rows on disk: rewritten a batch at a time
     n, resumed = result.row_count, result.resumed_count
-    final = {**last, "rows": n, "landed": n - resumed, "resumed": resumed, "inflight": 0,
-             "cap": max(0, cfg.budget), "elapsed_s": round(result.elapsed_s, 1),
-             "stopped_because": result.stopped_because}        # the last line says it ended, and why
+    final = last.copy()                      # the last line says it ended, and why
+    final.update({"rows": n, "landed": n - resumed, "resumed": resumed, "inflight": 0, "cap": max(0, cfg.budget),
+                  "elapsed_s": round(result.elapsed_s, 1), "stopped_because": result.stopped_because})
     reporter.emit(final)
     reporter.close(final)
     return result, rows

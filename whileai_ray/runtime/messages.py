@@ -11,8 +11,8 @@ halfway through a run:
 * ``LostCause``: why a unit came back without a row, as ``search["rollouts"]["lost_by"]`` names it.
 * ``PoolChunk`` / ``PoolReply``: what the caller's own pool and its player say to each other
   (``pools/caller_pool.py`` <-> ``caller/player.py``).
-* ``ProgressSnapshot`` (``progress.py``): Driver -> caller, every poll; ``on_progress`` still gets
-  the documented dict, made from it in one place.
+* ``Poll`` / ``ProgressSnapshot`` (``core/progress.py``, so ``result/`` reads them too): Driver ->
+  caller, every poll; ``on_progress`` still gets the documented dict, made from it in one place.
 
 Plain data, no Ray: the messages pickle as they are.
 """

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ..core.progress import Poll
 from ..search.planner.stats import PlannerStats
 from ..store.row_spool import SpilledRows
 
@@ -52,7 +53,7 @@ class RunResult:
     warm: dict = field(default_factory=dict)    # Driver and rollout actors started or reused (driver/actor.py)
     rows_head: int = 0                          # of ``rows``: the head rows that lead it, then the rest
     rows_shipped: int = 0                       # released rows left out of ``rows``: the caller has them (polls)
-    last_poll: dict | None = None               # the Driver's progress answer as the run ended (the last line's counts)
+    last_poll: Poll | None = None               # the Driver's progress answer as the run ended (the last line's counts)
     kept_at: str | None = None                  # stopped because the caller was gone, no checkpoint: where its rows are
 
 

@@ -20,6 +20,7 @@ import logging
 import sys
 import time
 
+from ...core.progress import ProgressDict
 from .run_log import announce, listens, logger   # noqa: F401  (logger: simulation.py logs its warnings there)
 
 DICT_KEYS = ("rows", "cap", "landed", "resumed", "rerolled", "rerolled_by", "timed_out", "lost",
@@ -56,7 +57,7 @@ STOP_WORDS = {
 }
 
 
-def format_line(snap: dict) -> str:
+def format_line(snap: ProgressDict) -> str:
     """One progress line; the last one (``stopped_because`` set) says the run ended and why, with no ETA."""
     parts = [f"{snap['rows']}/{snap['cap']} rollouts" + (f" ({snap['resumed']} resumed)" if snap.get("resumed") else ""),
              f"{snap.get('situations', 0)} situations written", f"{clock(snap.get('elapsed_s', 0))} elapsed"]
@@ -91,10 +92,10 @@ class ProgressReporter:
         self.lines: list[str] = []
         self.display = display
 
-    def _events(self, snap: dict) -> int:
+    def _events(self, snap: ProgressDict) -> int:
         return snap.get("landed", 0) + snap.get("rerolled", 0) + snap.get("lost", 0)
 
-    def update(self, snap: dict) -> None:
+    def update(self, snap: ProgressDict) -> None:
         """One poll's snapshot. Its ``marks`` (the Driver's snapshots each time the events passed a
         multiple of ``every_rows``: ``runtime/driver/progress_marks.py``) give the count-driven lines, at
         the numbers of their moment, however many rows landed between two polls; without marks
@@ -112,10 +113,10 @@ class ProgressReporter:
         if by_count or (time.monotonic() - self._last_t >= self.every_s and ev > 0):
             self.emit(snap)
 
-    def _with_base(self, snap: dict) -> dict:
+    def _with_base(self, snap: ProgressDict) -> ProgressDict:
         return {**snap, **{k: v + snap.get(k, 0) for k, v in self.base.items()}} if self.base else snap
 
-    def emit(self, snap: dict) -> None:
+    def emit(self, snap: ProgressDict) -> None:
         self._last_events = self._events(snap)
         self._last_t = time.monotonic()
         snap = self._with_base(snap)
@@ -129,7 +130,7 @@ class ProgressReporter:
             keys = DICT_KEYS + (("stopped_because",) if snap.get("stopped_because") else ())
             self.on_progress({k: snap.get(k) for k in keys})
 
-    def close(self, snap: dict | None = None) -> None:
+    def close(self, snap: ProgressDict | None = None) -> None:
         """The run ended (``snap``: its final numbers) or failed (None): the bar is finished."""
         if self.display is not None:
             self.display.close(snap if snap is not None and snap.get("cap", 0) >= 10 else None)

@@ -27,6 +27,7 @@ from .checkpoint_guard import clear_checkpoint
 from ..cluster import NAMESPACE, cluster_view, ensure_ray, local_node_id
 from ..pools.dataplane import with_full_rows
 from ..driver.actor import Driver, RunHandle
+from ...core.progress import Poll
 from ..job_spec import JobSpec
 from ..pools.sizing import ClusterView, PoolPlan, plan_pools
 from ..run_result import RunResult
@@ -263,19 +264,18 @@ def _wait(driver, done_ref, player, on_snapshot, shipped: list | None):
                     raise cause from None
                 raise
             if on_snapshot is not None and out[0].last_poll is not None:
-                on_snapshot(out[0].last_poll)
+                on_snapshot(out[0].last_poll.progress())
             return out
         try:
             with gc_paused():
-                snap = ray.get(driver.poll.remote(None if shipped is None else len(shipped)), timeout=30)
-            rows, start = snap.pop("new_rows", None), snap.pop("rows_from", None)
-            if snap.pop("rows_spilled", False) and shipped is not None:   # on disk: none kept here
+                poll: Poll = ray.get(driver.poll.remote(None if shipped is None else len(shipped)), timeout=30)
+            if poll.rows_spilled and shipped is not None:   # on disk: none kept here
                 shipped.clear()
                 shipped = None
-            elif rows is not None and shipped is not None and start == len(shipped):
-                shipped.extend(rows)
+            elif poll.new_rows is not None and shipped is not None and poll.rows_from == len(shipped):
+                shipped.extend(poll.new_rows)
             if on_snapshot is not None:
-                on_snapshot(snap)
+                on_snapshot(poll.progress())
         except ray.exceptions.GetTimeoutError:
             pass
         if player is not None and player.error is not None:   # it ends by itself only when the loop does

@@ -39,6 +39,7 @@ from ..pools.actor_pool import ActorPool, rollout_args, rollout_pool
 from .caller_watch import CALLER_GONE, keep_rows
 from ..pools.collector import Collector
 from .run import DriverRun
+from ...core.progress import Poll, ProgressSnapshot
 from ..job_spec import JobSpec
 from ..pools.sizing import PoolPlan
 from ..run_result import RunResult
@@ -61,7 +62,7 @@ class Driver:
         self.pool: ActorPool | None = None       # the rollout pool kept for the next run
         self.pool_key: str | None = None
         self.runs = 0
-        self.last_poll: dict | None = None       # the finished run's last answer (its rows are let go)
+        self.last_poll: Poll | None = None       # the finished run's last answer (its rows are let go)
         self.token: str | None = None           # the run in progress (its caller's token)
         self.finished: deque = deque(maxlen=64)  # tokens of the runs played here
         self.collector = Collector()             # full collections between runs, not in them
@@ -142,9 +143,11 @@ class Driver:
         if worker is not None and self.token == token:
             worker.watch.beat()
 
-    async def poll(self, token: str, have: int | None = None) -> dict:
+    async def poll(self, token: str, have: int | None = None) -> Poll:
         worker = await self._worker(token)
-        return worker.poll(have) if worker is not None else dict(self.last_poll or {"done": True})
+        if worker is not None:
+            return worker.poll(have)
+        return self.last_poll or Poll(ProgressSnapshot(rows=0, cap=0, done=True))
 
     async def pull(self, token: str) -> list | None:
         worker = await self._worker(token)

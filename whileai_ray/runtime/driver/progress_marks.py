@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
+from ...core.progress import ProgressSnapshot
+
 __all__ = ["ProgressMarks"]
 
 
@@ -23,16 +25,16 @@ class ProgressMarks:
     def __init__(self, every: int = 10, keep: int = 256):
         self.every = max(1, int(every))
         self._next = self.every
-        self._marks: deque = deque(maxlen=keep)
+        self._marks: deque[ProgressSnapshot] = deque(maxlen=keep)
 
-    def note(self, events: int, snapshot: Callable[[], dict]) -> None:
+    def note(self, events: int, snapshot: Callable[[], ProgressSnapshot]) -> None:
         """The run has had ``events`` (landed + re-rolled + lost): past the next multiple of
         ``every``, keep ``snapshot()`` (called only then) as a mark."""
         if events >= self._next:
             self._marks.append(snapshot())
             self._next = (events // self.every + 1) * self.every
 
-    def take(self) -> list[dict]:
+    def take(self) -> list[ProgressSnapshot]:
         """The marks noted since the last ``take``, oldest first."""
         out = list(self._marks)
         self._marks.clear()

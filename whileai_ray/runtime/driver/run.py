@@ -21,6 +21,7 @@ import asyncio
 import time
 
 from ...core.identity import resumed_unit_key
+from ...core.progress import Poll, ProgressSnapshot
 from ...core.strict_json import gc_paused
 from ..pools.actor_pool import judge_pool
 from ..pools.protocol import Pool
@@ -75,30 +76,24 @@ class DriverRun:
             self.outbox.push(reply)
 
     # ------------------------------------------------------------------ polling
-    def poll(self, have: int | None = None) -> dict:
-        """Progress, for the caller's line and its orphan watch; with ``have`` (the rows the
-        caller holds), also ``new_rows``: the spool's released rows past those, while they are
-        few (``POLL_ROWS`` at most a poll), so a small run's rows cross as it plays, not at its end;
-        ``rows_spilled`` when they go to disk instead (a budget past the spool's list)."""
-        out = self._progress()
-        out["marks"] = self.marks.take()
+    def poll(self, have: int | None = None) -> Poll:
+        """Progress, for the caller's line and its orphan watch (``core/progress.py``); with
+        ``have`` (the rows the caller holds), also ``new_rows``: the spool's released rows past
+        those, while they are few (``POLL_ROWS`` at most a poll), so a small run's rows cross as
+        it plays, not at its end; ``rows_spilled`` when they go to disk instead (a budget past
+        the spool's list)."""
+        self.watch.polled()
+        snapshot, marks = self._snapshot(), tuple(self.marks.take())
         spool = self.landing.spool if self.landing is not None else None
         if have is None or spool is None or self.done:
-            return out
+            return Poll(snapshot, marks)
         if self.spec.cap > spool.threshold:      # the run's rows go to disk: they are read there
-            out["rows_spilled"] = True
-            return out
+            return Poll(snapshot, marks, rows_spilled=True)
         self.caller_has = max(self.caller_has, have)
         new = spool.released(have, POLL_ROWS)
         if new is None:                          # more than the budget (a resume's rows): on disk after all
-            out["rows_spilled"] = True
-        else:
-            out["new_rows"], out["rows_from"] = new, have
-        return out
-
-    def _progress(self) -> dict:
-        self.watch.polled()
-        return self._snapshot()
+            return Poll(snapshot, marks, rows_spilled=True)
+        return Poll(snapshot, marks, new_rows=new, rows_from=have)
 
     def _mark(self) -> None:
         """After a loop turn settled results: a progress mark when the events passed the next
@@ -108,28 +103,24 @@ class DriverRun:
             p = loop.planner
             self.marks.note(landing.landed + p.rerolled + p.lost, self._snapshot)
 
-    def _snapshot(self) -> dict:
+    def _snapshot(self) -> ProgressSnapshot:
         loop, landing, opened = self.loop, self.landing, self.opened
         elapsed = round(time.monotonic() - self.t0, 1)
         if loop is None or landing is None or opened is None:
-            return {"rows": self.resumed, "cap": self.spec.cap, "landed": 0, "resumed": self.resumed,
-                    "rerolled": 0, "rerolled_by": {}, "timed_out": 0, "lost": 0, "lost_by": {},
-                    "inflight": 0, "situations": 0, "elapsed_s": elapsed,
-                    "done": self.done, "stopped_because": self.stopped_because}
+            return ProgressSnapshot(rows=self.resumed, cap=self.spec.cap, resumed=self.resumed, elapsed_s=elapsed,
+                                    done=self.done, stopped_because=self.stopped_because)
         p = loop.planner
-        return {"rows": landing.landed + landing.resumed_count + len(opened.snapshots.deferred) +
-                opened.resume.leftover_count(),
-                "cap": self.spec.cap, "landed": landing.landed,
-                "resumed": self.resumed, "rerolled": p.rerolled,
-                "rerolled_by": {k: v for k, v in p.rerolled_by.items() if v},
-                "timed_out": p.timed_out, "lost": p.lost,
-                "lost_by": {k: v for k, v in p.lost_by.items() if v},
-                "inflight": loop.inflight, "situations": p.situations_opened, "elapsed_s": elapsed,
-                "done": self.done, "stopped_because": self.stopped_because}
+        return ProgressSnapshot(
+            rows=landing.landed + landing.resumed_count + len(opened.snapshots.deferred)
+            + opened.resume.leftover_count(),
+            cap=self.spec.cap, landed=landing.landed, resumed=self.resumed, rerolled=p.rerolled,
+            rerolled_by={k: v for k, v in p.rerolled_by.items() if v}, timed_out=p.timed_out, lost=p.lost,
+            lost_by={k: v for k, v in p.lost_by.items() if v}, inflight=loop.inflight,
+            situations=p.situations_opened, elapsed_s=elapsed, done=self.done, stopped_because=self.stopped_because)
 
     # --------------------------------------------------------------------- run
     async def run(self) -> RunResult:
-        spec, plan = self.spec, self.plan
+        spec = self.spec
         # rollout actors start while the checkpoint loads (a large resume reads for seconds)
         rollouts = self._rollouts()
         trim = HeapTrim()                  # (blocks of 1 MiB and up mapped alone from here on: see driver/heap_trim.py)

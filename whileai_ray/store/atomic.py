@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TypeAlias, Union
 
-__all__ = ["atomic_path", "write_error", "fsync_file", "real_path", "refuse_symlink", "open_nofollow",
+__all__ = ["atomic_path", "write_error", "fsync_file", "fsync_dir", "real_path", "refuse_symlink", "open_nofollow",
            "unique_tmp", "StrPath"]
 
 StrPath: TypeAlias = Union[str, "os.PathLike[str]"]     # what every store function takes as a path
@@ -46,6 +46,21 @@ def write_error(path: StrPath, exc: OSError, what: str = "writing") -> OSError:
 def fsync_file(fh: IO[Any]) -> None:
     fh.flush()
     os.fsync(fh.fileno())
+
+
+def fsync_dir(path: StrPath) -> None:
+    """Make a rename or a new file in folder ``path`` durable (best effort: a filesystem that
+    cannot sync a folder is left as it is)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def real_path(path: StrPath) -> str:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from ...core.identity import key_string, row_key
 from ...core.strict_json import gc_paused
-from ..atomic import StrPath, open_nofollow, real_path, write_error
+from ..atomic import StrPath, fsync_dir, open_nofollow, real_path, write_error
 from .lock import CheckpointLock
 from .meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows
@@ -69,19 +69,6 @@ def _refuse_foreign_rows(path: StrPath, decoded: dict[int, dict]) -> None:
                 f"checkpoint={str(path)!r} is not a whileai_ray checkpoint: it has no checkpoint header "
                 f"and holds lines that are not rows of a run (no {'/'.join(missing)}; keys: {keys}). "
                 "The file was left untouched; pass a new checkpoint path.")
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class JsonlCheckpoint:
@@ -236,7 +223,7 @@ class JsonlCheckpoint:
                   "created": _dt.datetime.now(_dt.timezone.utc).isoformat()}
         self._written_header = header
         write_sidecar(self.path, header)        # the run's identity, beside the rows, never a line of them
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
 
     def _write(self, data: bytes) -> None:
         """Append ``data`` whole and fsync it, or (disk full, I/O error) cut the file back to

@@ -43,7 +43,7 @@ def read_sidecar(checkpoint_path: StrPath, marker: str) -> dict | None:
 
 def write_sidecar(checkpoint_path: StrPath, header: dict) -> None:
     """Write the sidecar atomically and durably."""
-    from ..atomic import refuse_symlink, unique_tmp
+    from ..atomic import fsync_dir, refuse_symlink, unique_tmp
     path = sidecar_path(checkpoint_path)
     refuse_symlink(path, "the checkpoint's sidecar")
     tmp = unique_tmp(path)                 # a unique name: never a planted <sidecar>.tmp link
@@ -53,13 +53,4 @@ def write_sidecar(checkpoint_path: StrPath, header: dict) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    try:
-        fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)

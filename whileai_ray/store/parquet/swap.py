@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..atomic import StrPath
+from ..atomic import StrPath, fsync_dir
 
 __all__ = ["work_folder", "work_owner", "recover", "replace_folder", "write_into", "exchange"]
 
@@ -88,19 +88,6 @@ def exchange(a: StrPath, b: StrPath) -> bool:
     raise OSError(err, f"{os.strerror(err)} while swapping {os.fspath(a)} with {os.fspath(b)}")
 
 
-def _fsync_dir(path: StrPath) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _remove(path: Path) -> None:
     if os.path.islink(path) or path.is_file():
         path.unlink()                       # a planted link is removed, never followed
@@ -118,7 +105,7 @@ def recover(folder: StrPath) -> None:
         return
     if not os.path.islink(work) and not os.path.lexists(folder) and (work / "old").is_dir():
         os.rename(work / "next" if (work / "next").is_dir() else work / "old", folder)
-        _fsync_dir(folder.parent)
+        fsync_dir(folder.parent)
     _remove(work)
 
 
@@ -148,9 +135,9 @@ def replace_folder(folder: StrPath, build: Callable[[Path], object]) -> None:
     nxt = work / "next"
     nxt.mkdir(parents=True)
     build(nxt)
-    _fsync_dir(nxt)
+    fsync_dir(nxt)
     if not exchange(folder, nxt):
         os.rename(folder, work / "old")     # the fallback's window: the folder is absent
         os.rename(nxt, folder)
-    _fsync_dir(folder.parent)
+    fsync_dir(folder.parent)
     _remove(work)

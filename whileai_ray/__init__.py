@@ -8,7 +8,6 @@ The public surface, re-exported here and locked by tests/unit/test_public_api.py
 from importlib import import_module as _import_module
 import typing as _typing
 
-from .result.cluster_hook import install_dataset_maker as _install_dataset_maker
 from .world.mock import World, world   # eager: the name ``world`` is also a subpackage's, which would shadow it
 
 if _typing.TYPE_CHECKING:
@@ -21,19 +20,16 @@ if _typing.TYPE_CHECKING:
     from .export.dataset_export import export_dataset
     from .export.dataset_export import export_dataset as export_training
     from .result.data import SimulationData
-    from .result.grading.evaluate import evaluate
-    from .result.grading.paths import grade_llm, llm_grade
-    from .result.grading.paths import grade_llm as grade
+    from .result.grading.paths import llm_grade
     from .result.grading.paths import rank_source as rank
-    from .result.loading import load
     from .result.progress.notebook_bar import notebook_progress
-    from .result.grading.run_judge import run_judge
     from .result.grading.scored import ScoredData
     from .score.compare import compare_runs, delta_report, format_delta_report
     from .score.judges.llm_judge import Judge
     from .score.pass_at.estimate import PassAt, pass_at
     from .score.variance import eval_variance, noise_band
-    from .simulation import simulate
+    from .simulation import evaluate, grade_llm, load, run_judge, simulate   # handed the runtime's RayCluster
+    from .simulation import grade_llm as grade
     from .world.current import current_rollout
 
 # name -> (module, attribute). Loaded on first use (PEP 562): ``import whileai_ray`` stays light,
@@ -43,30 +39,19 @@ _LAZY = {
     "OpenAI": (".agents.backends", "OpenAI"), "configure": (".agents.backends", "configure"),
     "SEEDED_BEHAVIORS": (".agents.seeded", "SEEDED_BEHAVIORS"), "seeded_agent": (".agents.seeded", "seeded_agent"),
     "conversation": (".core.rows", "conversation"), "PublishGateError": (".errors", "PublishGateError"),
-    "SimulationData": (".result.data", "SimulationData"), "grade_llm": (".result.grading.paths", "grade_llm"),
-    "llm_grade": (".result.grading.paths", "llm_grade"), "grade": (".result.grading.paths", "grade_llm"),
-    "rank": (".result.grading.paths", "rank_source"), "load": (".result.loading", "load"),
+    "SimulationData": (".result.data", "SimulationData"), "grade_llm": (".simulation", "grade_llm"),
+    "llm_grade": (".result.grading.paths", "llm_grade"), "grade": (".simulation", "grade_llm"),
+    "rank": (".result.grading.paths", "rank_source"), "load": (".simulation", "load"),
     "notebook_progress": (".result.progress.notebook_bar", "notebook_progress"), "ScoredData": (".result.grading.scored", "ScoredData"),
     "compare_runs": (".score.compare", "compare_runs"), "delta_report": (".score.compare", "delta_report"),
     "format_delta_report": (".score.compare", "format_delta_report"), "Judge": (".score.judges.llm_judge", "Judge"),
     "export_dataset": (".export.dataset_export", "export_dataset"),
     "export_training": (".export.dataset_export", "export_dataset"),   # one function, two names (as the docs')
-    "evaluate": (".result.grading.evaluate", "evaluate"), "run_judge": (".result.grading.run_judge", "run_judge"),
+    "evaluate": (".simulation", "evaluate"), "run_judge": (".simulation", "run_judge"),
     "PassAt": (".score.pass_at.estimate", "PassAt"), "pass_at": (".score.pass_at.estimate", "pass_at"),
     "eval_variance": (".score.variance", "eval_variance"), "noise_band": (".score.variance", "noise_band"),
     "simulate": (".simulation", "simulate"), "current_rollout": (".world.current", "current_rollout"),
 }
-
-
-def _ray_dataset(*args, **kwargs):
-    """``data.to_ray_dataset()`` (``result/interop.py``, which may not import ``ray`` or the
-    runtime) reaches ``runtime/data/interop.py`` through this hook, installed here so a
-    result from ``wai.load`` has it too; ray is imported on the first call."""
-    from .runtime.data.interop import to_ray_dataset
-    return to_ray_dataset(*args, **kwargs)
-
-
-_install_dataset_maker(_ray_dataset)
 
 
 def __getattr__(name: str):

@@ -2,14 +2,22 @@
 
 This module stays thin: validation lives in ``config``, the plan in ``search``, the writer in
 ``situations``, the distributed loop in ``runtime``, the summary in ``result/report.py``.
+
+It is also where the two layers meet: ``result/`` may not import the runtime, so a result is
+handed the runtime's ``RayCluster`` (``runtime/data/services.py``, the ``Cluster`` of
+``result/cluster.py``) by whoever makes it. ``simulate()`` gives it to the SimulationData it
+builds; ``load``, ``grade_llm``, ``evaluate`` and ``run_judge`` below are the public
+``wai.load``, ``wai.grade``/``wai.grade_llm``, ``wai.evaluate`` and ``wai.run_judge``: the
+result layer's functions with ``cluster=RayCluster()`` passed in.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import warnings as _warnings
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, ParamSpec, TypeVar
 
 from .agents.backends import configured_ray_options
 from .agents.forms import bound_role, is_async_callable, is_class_form
@@ -27,7 +35,10 @@ from .core.rows import stored_row
 from .core.run_warning import raised
 from .core.unit import RunMeta
 from .result.data import SimulationData
-from .result.cluster_hook import install_cluster_runner
+from .result import loading as _loading
+from .result.grading import evaluate as _evaluate
+from .result.grading import paths as _paths
+from .result.grading import run_judge as _run_judge
 from .result.progress.lines import ProgressReporter, logger
 from .result.progress.display import choose_display
 from .result.grading.run_judge import with_run_cache
@@ -36,6 +47,7 @@ from .result.report import build_report
 from .result.role_notes import add_role_notes
 from .result.row_store import adopt_spilled, grader_note_rows, land_runs, row_store
 from .result.warnings_text import rubric_unused_note
+from .runtime.data.services import RayCluster
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
@@ -57,15 +69,23 @@ from .store.snapshots.file import snapshot_path
 from .store.shards.storage import fill_stubs, shards_folder, shards_of
 
 
-
-def _ray_data_runner(*args, **kwargs):
-    """Large results are graded on the cluster: ``result/`` reaches the runtime's Ray Data path
-    through this hook (it may not import ray itself); ray is imported on the first such grade."""
-    from .runtime.data.grading import map_row_batches
-    return map_row_batches(*args, **kwargs)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-install_cluster_runner(_ray_data_runner)
+def _on_ray(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``fn`` with ``cluster=RayCluster()`` unless the caller passed one (see the module docstring)."""
+    @functools.wraps(fn)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        kwargs.setdefault("cluster", RayCluster())
+        return fn(*args, **kwargs)
+    return call
+
+
+load = _on_ray(_loading.load)
+grade_llm = _on_ray(_paths.grade_llm)
+evaluate = _on_ray(_evaluate.evaluate)
+run_judge = _on_ray(_run_judge.run_judge)
 # Rows a Driver hands back as a list; past it they come as Parquet files, and a run still under
 # advanced={"spill_rows": ...} is read back into a list here (a list of 50,000 rows held by the
 # Driver, pickled and held again here, was most of both processes' memory).
@@ -175,11 +195,11 @@ def _run(cfg: RunConfig, dims, roles, keep_fault_cells: bool = False, started: f
     assert result.stopped_because is not None, "every run says why it stopped"
     data = SimulationData(trajectories=land_runs(run_rows, cfg.advanced.spill_rows),
                           stopped_because=result.stopped_because,
-                          _cluster_grade_rows=cfg.advanced.cluster_grade_rows)
+                          _cluster_grade_rows=cfg.advanced.cluster_grade_rows, _cluster=RayCluster())
     rows, leaked = drop_trace_copies(data.trajectories, traces)
     if leaked:
         data = SimulationData(trajectories=rows, stopped_because=result.stopped_because,
-                              _cluster_grade_rows=cfg.advanced.cluster_grade_rows)
+                              _cluster_grade_rows=cfg.advanced.cluster_grade_rows, _cluster=RayCluster())
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     notes, tally = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
                                 fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id,

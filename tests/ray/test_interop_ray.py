@@ -8,6 +8,7 @@ import pyarrow as pa
 import whileai_ray as wai
 from whileai_ray.result.data import SimulationData
 from whileai_ray.result.row_store import is_arrow, spill_rows
+from whileai_ray.runtime.data.services import RayCluster
 from whileai_ray.store.schema import arrow_schema
 from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS, played
 from bounded_call import bounded
@@ -33,8 +34,10 @@ def sorted_arrow(data) -> pa.Table:
 
 def test_to_ray_dataset_has_the_rows_and_types_of_to_arrow_in_memory_and_spilled(ray_local):
     rows = played(300, 4)                     # 1,200 rows: two row groups on disk
-    mem = SimulationData(trajectories=copy.deepcopy(rows), system_prompt=SYSTEM, tools=TOOLS)
-    disk = SimulationData(trajectories=spill_rows(copy.deepcopy(rows)), system_prompt=SYSTEM, tools=TOOLS)
+    # built by hand, so handed the runtime's cluster by hand (simulate() and wai.load do it themselves)
+    mem = SimulationData(trajectories=copy.deepcopy(rows), system_prompt=SYSTEM, tools=TOOLS, _cluster=RayCluster())
+    disk = SimulationData(trajectories=spill_rows(copy.deepcopy(rows)), system_prompt=SYSTEM, tools=TOOLS,
+                          _cluster=RayCluster())
     assert is_arrow(disk.trajectories)
     expected = sorted_arrow(mem)
     for data in (mem, disk):
@@ -59,3 +62,10 @@ def test_a_spilled_run_reads_back_through_ray_data(ray_local, tools):
     got = table_of(data.to_ray_dataset())
     assert got.num_rows == 40 and got.equals(sorted_arrow(data))
     assert all("privileged" not in json.loads(t) for t in got.column("row_json").to_pylist())
+
+
+def test_a_loaded_run_reads_back_through_ray_data(ray_local, tmp_path):
+    rows = played(10, 2)
+    path = SimulationData(trajectories=copy.deepcopy(rows), system_prompt=SYSTEM, tools=TOOLS).save(tmp_path / "r.jsonl")
+    data = wai.load(path)                    # handed the runtime's cluster by wai.load
+    assert table_of(data.to_ray_dataset()).equals(sorted_arrow(data))

@@ -10,7 +10,8 @@ import shutil
 import pytest
 
 import whileai_ray as wai
-from whileai_ray.result.row_store import is_arrow
+from whileai_ray.result.data import SimulationData
+from whileai_ray.result.row_store import is_arrow, spill_rows
 from whileai_ray.runtime.data.grading import PASSES
 from whileai_ray.store.reader import load_rows, save_jsonl_atomic
 from whileai_ray.testing.seeded_rows import TOOLS, truthful
@@ -84,6 +85,26 @@ def test_a_large_result_is_graded_by_ray_data_on_the_cluster(ray_local):
     assert [r["prompt"] for r in data.rows()] == [r["prompt"] for r in here.rows()]
     assert str(data.pass_at) == str(here.pass_at) and data.pass_at.n_rows == 160
     assert all(r["judge_meta"]["trust"]["measured"] is False for r in data.rows())
+
+
+def test_a_loaded_result_past_the_threshold_is_graded_on_the_cluster_one_built_by_hand_in_process(
+        ray_local, tmp_path, monkeypatch):
+    rows = list(wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "grader": None}, advanced=QUIET).trajectories)
+    path = str(tmp_path / "rows.jsonl")
+    save_jsonl_atomic(rows, path)
+    monkeypatch.setenv("WHILEAI_RAY_SPILL_ROWS", "40")
+    monkeypatch.setenv("WHILEAI_RAY_CLUSTER_GRADE_ROWS", "100")
+    loaded = wai.load(path)
+    by_hand = SimulationData(trajectories=spill_rows(r for r in load_rows(path)[0]))   # no cluster given
+    assert is_arrow(loaded.trajectories) and is_arrow(by_hand.trajectories)
+    before = dict(PASSES)
+    loaded.grade(PidGrader)
+    assert PASSES == {"runs": before["runs"] + 1, "rows": before["rows"] + len(rows)}
+    by_hand.grade(PidGrader)
+    assert PASSES["runs"] == before["runs"] + 1                      # past the threshold, yet in-process
+    assert int(next(iter({r["reason"] for r in loaded.rows()})).split(":")[0]) != os.getpid()
+    assert {int(r["reason"].split(":")[0]) for r in by_hand.rows()} == {os.getpid()}
+    assert [r["reward"] for r in loaded.rows()] == [r["reward"] for r in by_hand.rows()]
 
 
 def test_grading_a_large_path_with_the_llm_judge_runs_on_the_cluster(ray_local, tmp_path, monkeypatch):

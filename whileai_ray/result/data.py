@@ -30,6 +30,7 @@ from .html.notebook import html_view
 from .rows_view import RowsView
 
 if TYPE_CHECKING:
+    from .cluster import Cluster
     from .row_store import Trajectories
 
 
@@ -80,6 +81,9 @@ class SimulationData(RowsView, RunActions):
     _duplicate_rate: Any = field(default=None, init=False, repr=False, compare=False)
     # rows from which grade() runs on the cluster (advanced={"cluster_grade_rows": ...}); None: the default
     _cluster_grade_rows: int | None = field(default=None, repr=False, compare=False)
+    # where large grading and to_ray_dataset() run (result/cluster.py): given by simulate() and
+    # wai.load; None (built by hand) grades in-process
+    _cluster: Cluster | None = field(default=None, repr=False, compare=False)
 
 
     def __repr__(self) -> str:

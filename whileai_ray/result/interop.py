@@ -24,8 +24,8 @@ table is ever made.
   ``messages`` as list<struct> columns instead of JSON text (``nested_columns.py``), so a query
   unnests the tool calls: the types the Parquet copy stores since schema "2";
 * ``to_ray_dataset()``: a lazy ``ray.data.Dataset`` over the result's Parquet files
-  (``runtime/data/interop.py``, reached through ``cluster_hook.py``: ``result/`` never
-  imports ``ray``).
+  (``runtime/data/interop.py``, reached through the ``Cluster`` the result was given,
+  ``cluster.py``: ``result/`` never imports ``ray``).
 
 The same rows give the same table whether they are in memory or on disk.
 """
@@ -34,10 +34,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.rows import export_row
-from .cluster_hook import dataset_maker
 from .row_store import is_arrow
 
 if TYPE_CHECKING:
+    from .cluster import Cluster
     from .row_store import Trajectories
 
 __all__ = ["ArrowInterop", "arrow_batches", "interop_schema", "BATCH_ROWS"]
@@ -93,6 +93,7 @@ class ArrowInterop:
 
     if TYPE_CHECKING:             # the field of the dataclasses that mix this in
         trajectories: Trajectories
+        _cluster: Cluster | None
 
     def to_arrow_reader(self, nested: bool = False):
         """The rows as a ``pyarrow.RecordBatchReader``, a batch decoded only when read; ``nested``:
@@ -128,10 +129,11 @@ class ArrowInterop:
         result's Parquet files where its rows are on disk (keep this result alive while the
         dataset is used: the files are removed with it unless saved), from one Arrow table in the
         object store where they are in memory. Starts or joins Ray like ``simulate()`` does."""
-        make = dataset_maker()
-        if make is None:
-            raise RuntimeError("to_ray_dataset() found no runtime hook: whileai_ray/__init__.py installs it "
-                               "(install_dataset_maker); was it removed?")
+        cluster = self._cluster
+        if cluster is None:
+            raise RuntimeError(f"to_ray_dataset(): this {type(self).__name__} was built by hand and holds no Ray "
+                               "cluster; use a result from wai.simulate(...) or wai.load(path) (save this one "
+                               "with .save(path) first), or to_arrow() for the same rows without Ray")
         if is_arrow(self.trajectories):
-            return make(files=list(self.trajectories.files), table=None, keep=self.trajectories)
-        return make(files=None, table=self.to_arrow(), keep=None)
+            return cluster.to_ray_dataset(files=list(self.trajectories.files), table=None, keep=self.trajectories)
+        return cluster.to_ray_dataset(files=None, table=self.to_arrow(), keep=None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from .cluster import Cluster
 from .data import SimulationData
 from .row_store import open_large_path
 from ..store.reader import load_rows
@@ -54,15 +55,17 @@ def checked_meta(meta: dict, path) -> tuple[dict, list]:
     return taken, notes
 
 
-def load(path) -> SimulationData:
-    """Read rows (and the ``.meta.json`` sidecar when there is one) into a SimulationData."""
+def load(path, *, cluster: Cluster | None = None) -> SimulationData:
+    """Read rows (and the ``.meta.json`` sidecar when there is one) into a SimulationData.
+    ``cluster``: what the result grades large batches on and makes Ray datasets with
+    (``result/cluster.py``); ``wai.load`` passes this process's Ray, None keeps it in-process."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"wai.load: no file or folder at {path!r}; pass the path a run wrote "
                                 "(checkpoint=, output= or data.save())")
     large = open_large_path(path)      # past spill_rows: rows on disk, decoded when used
     rows, meta = large if large is not None else load_rows(path)
-    data = SimulationData(trajectories=rows)
+    data = SimulationData(trajectories=rows, _cluster=cluster)
     fields, notes = checked_meta(meta, path)
     for name, value in fields.items():
         setattr(data, name, value)

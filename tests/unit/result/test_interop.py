@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import whileai_ray  # noqa: F401  (installs the runtime hooks, as a user's import does)
+import whileai_ray  # noqa: F401
 from whileai_ray.core.rows import export_row
 from whileai_ray.result.data import SimulationData
 from whileai_ray.result.row_store import is_arrow, open_parquet, spill_rows

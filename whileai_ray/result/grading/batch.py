@@ -8,7 +8,8 @@ batch of row dicts, run over the whole result by one of two paths:
   folder that then replaces the old one; memory holds one row group;
 * on the cluster, once the result has ``advanced={"cluster_grade_rows": ...}`` rows or more:
   Ray Data ``map_batches`` over the result's Parquet files (``runtime/data/grading.py``,
-  reached through ``cluster_hook.py``). The batch function is built by a picklable factory
+  reached through the ``Cluster`` the result was given, ``result/cluster.py``; a result without
+  one, built by hand, grades in-process). The batch function is built by a picklable factory
   once per actor, Ray Data's convention for callable classes: ``GraderBatch`` builds a grader
   *class* (``data.grade(MyGrader)``) once per actor, ``JudgeBatch`` carries the judge.
 
@@ -32,7 +33,7 @@ from ...score.judges.contract import apply_verdict, judge_name
 from ...score.judges.labels import apply_labels, label_plan, trust_check
 from ...score.judges.llm_judge import judge_rows
 from ...score.rank import RankTally
-from ..cluster_hook import cluster_runner
+from ..cluster import Cluster, cluster_of
 from ..row_store import parent_of, row_store, rows_table
 
 __all__ = ["GraderBatch", "JudgeBatch", "grade_stored", "grade_llm_stored", "llm_grade_stored",
@@ -110,12 +111,11 @@ def _advisory(judge, concurrency: int, rows: list) -> None:
 
 
 # ------------------------------------------------------------------ running a pass
-def _run(data, store, make_fn, user_code=(), cluster: bool = True) -> None:
-    """``make_fn()`` over every batch: on the cluster past the threshold, else in-process."""
-    runner = cluster_runner()
-    if cluster and runner is not None and len(store) >= cluster_threshold(data):
-        files, owner = runner(store.rows.files, make_fn, rows_table, parent=parent_of(store.rows),
-                              user_code=tuple(user_code))
+def _run(data, store, make_fn, user_code=(), cluster: Cluster | None = None) -> None:
+    """``make_fn()`` over every batch: on ``cluster`` past the threshold, else in-process."""
+    if cluster is not None and len(store) >= cluster_threshold(data):
+        files, owner = cluster.map_row_batches(store.rows.files, make_fn, rows_table, parent=parent_of(store.rows),
+                                               user_code=tuple(user_code))
         store.swap_in(files, owner)
     else:
         store.update(make_fn())
@@ -150,7 +150,7 @@ def _stamp_first(n: int, summary):
 
 
 def _graded_then_trusted(data, store, make, trust: str, user_code=(), first: int | None = None,
-                         cluster: bool = True):
+                         cluster: Cluster | None = None):
     """Run ``make(stamp)`` over the rows, then the trust check; see the module docstring."""
     gold = _gold_positions(store, first)
     stamp = _quiet_summary(trust) if not gold and trust != "require" else _NO_STAMP
@@ -168,16 +168,20 @@ def grade_stored(data, grader, concurrency: int, trust: str) -> None:
     store = row_store(data.trajectories)
     name, run_id = judge_name(grader), fresh_scoring_run_id()
     make = lambda stamp: partial(GraderBatch, grader, name, run_id, concurrency, stamp)  # noqa: E731
-    _graded_then_trusted(data, store, make, trust, user_code=(grader,))
+    _graded_then_trusted(data, store, make, trust, user_code=(grader,), cluster=cluster_of(data))
 
 
-def grade_llm_stored(source, judge, concurrency: int, limit: int | None, trust: str):
-    """``grade_llm`` on rows on disk: ``(statuses, rewards, trust summary)`` of the judged rows."""
+def grade_llm_stored(source, judge, concurrency: int, limit: int | None, trust: str,
+                     cluster: Cluster | None = None):
+    """``grade_llm`` on rows on disk: ``(statuses, rewards, trust summary)`` of the judged rows;
+    on ``cluster`` (a run's own when None) past the threshold, unless ``limit`` is given."""
+    cluster = cluster if cluster is not None else cluster_of(source)
     store = row_store(getattr(source, "trajectories", source))
     n = len(store) if limit is None else min(limit, len(store))
     run_id = fresh_scoring_run_id()
     make = lambda stamp: partial(JudgeBatch, judge, concurrency, run_id, limit, stamp)  # noqa: E731
-    summary = _graded_then_trusted(source, store, make, trust, user_code=(), first=n, cluster=limit is None)
+    summary = _graded_then_trusted(source, store, make, trust, user_code=(), first=n,
+                                   cluster=cluster if limit is None else None)
     facts = store.facts(["judge_status", "pa_value"]).slice(0, n)
     statuses = Counter(s or "ok" for s in facts.column("judge_status").to_pylist())
     rewards = Counter(_whole(v) for s, v in zip(facts.column("judge_status").to_pylist(),

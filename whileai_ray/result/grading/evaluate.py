@@ -18,6 +18,7 @@ each covered ask to its rows' mean reward (None when every row of it went unjudg
 """
 from __future__ import annotations
 
+from ..cluster import Cluster
 from .run_judge import run_judge
 
 __all__ = ["evaluate", "eval_coverage"]
@@ -67,7 +68,7 @@ def _scores(rows, asks) -> dict:
 
 def evaluate(rows=None, judge=None, *, grader=None, model=None, eval_set=None, judge_name: str | None = None,
              run_id: str | None = None, concurrency: int = 8, timeout: float | None = None, scale=None,
-             tools=None):
+             tools=None, cluster: Cluster | None = None):
     """Judge existing rollouts (nothing is rolled out); see the module docstring."""
     if rows is None:
         raise TypeError("evaluate() needs rows: a SimulationData, its rows() or a JSONL path of rollouts; "
@@ -80,7 +81,7 @@ def evaluate(rows=None, judge=None, *, grader=None, model=None, eval_set=None, j
     asks = _asks(eval_set) if eval_set is not None else None    # a bad eval set fails before any judging
     scored = run_judge(rows, judge if judge is not None else grader, judge_name=judge_name, model=model,
                        run_id=run_id, concurrency=concurrency, timeout=timeout, scale=scale, tools=tools,
-                       source="evaluate")
+                       source="evaluate", cluster=cluster)
     if asks is not None:
         scored.eval_coverage = eval_coverage(scored.trajectories, asks)
         scored.eval_scores = _scores(scored.trajectories, scored.eval_coverage["covered"])

@@ -16,7 +16,9 @@
 
 A run whose rows are on disk (Arrow-backed, ``row_store.py``), or a path with more rows than a run
 keeps in memory, is graded a batch at a time by ``grading/batch.py`` (on the cluster past
-``advanced={"cluster_grade_rows": ...}`` rows); the results are the same as the list's.
+``advanced={"cluster_grade_rows": ...}`` rows, through the ``Cluster`` it was given:
+``result/cluster.py``; ``grade_llm(path, cluster=...)`` for a path); the results are the same
+as the list's.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from ...score.judges.llm_judge import Judge, build_judge, judge_rows
 from ...score.rank import rank
 from ...store.reader import load_rows
 from ...store.run_files import write_rows
+from ..cluster import Cluster, cluster_of
 from .batch import (apply_llm_verdicts, attach_labels_stored, built_grader, grade_llm_stored,
                             grade_stored, llm_grade_stored, rank_stored, stamp_trust)
 from ..row_store import grader_note_rows, is_arrow, open_large_path, row_store, spill_rows
@@ -129,7 +132,7 @@ def grade_with_judge(data, judge, *, concurrency: int = 32, version: str | None 
         first = store[0] if len(store) else {}
         return ScoredData(trajectories=copies, judge_name=first.get("judge_name") or judge_name(judge),
                           scoring_run_id=scoring_id, judge_version=version or getattr(judge, "version", None),
-                          system_prompt=policy, tools=tools)
+                          system_prompt=policy, tools=tools, _cluster=cluster_of(data))
     scored = run_judge(data, judge, concurrency=max(1, int(concurrency)), version=version, scale=scale)
     _stamp_trust(scored.trajectories, trust)
     return scored
@@ -165,10 +168,12 @@ def _limit(rows, limit):
 
 def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 16, api_key=None, path=None,
               limit=None, output=None, prompt=None, policy: str = "", tools=None, use_privileged: bool = False,
-              trust: str = "warn", payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS, rubric=None) -> dict:
+              trust: str = "warn", payload_chars: int = JUDGE_PAYLOAD_CHARS, max_tokens: int = JUDGE_MAX_TOKENS, rubric=None,
+              cluster: Cluster | None = None) -> dict:
     """Binary 0/1 grades with an LLM judge; returns the report ``{graded, n0, n1, backend,
     judge_version, warnings, rubric, note?, unjudged, trust, path?}``. ``prompt=`` is the rubric
-    under its older name."""
+    under its older name. ``cluster``: where a large source is graded (``result/cluster.py``; a
+    run's own when None; ``wai.grade`` passes this process's Ray)."""
     _check_trust(trust)
     rows, policy, tools, kind = _source_rows(source, policy, tools)
     rubric = rubric if rubric is not None else prompt
@@ -180,7 +185,7 @@ def grade_llm(source, spec=None, base_url=None, model=None, concurrency: int = 1
     if is_arrow(rows):
         _check_limit(limit)
         statuses, rewards, summary = grade_llm_stored(source if kind == "run" else rows, judge, concurrency,
-                                                      limit, trust)
+                                                      limit, trust, cluster)
     else:
         target = _limit(rows, limit)
         verdicts = judge_rows(judge, target, concurrency)

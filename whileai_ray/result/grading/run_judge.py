@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 
 from ...agents.response_cache import STATS, CacheSpec, since, summary
+from ..cluster import Cluster, cluster_of
 from ..rows_view import RowsView
 from ...score.judges.contract import apply_verdict, judge_name as name_of, normalize_judge_result
 
@@ -122,8 +123,9 @@ def _one_verdict(judge, row: dict, scale, timeout):
 
 def run_judge(rows, judge, *, judge_name: str | None = None, source: str = "grade", model=None,
               run_id: str | None = None, concurrency: int = 8, timeout: float | None = None,
-              version: str | None = None, scale=None, tools=None):
-    """Grade copies of ``rows`` with ``judge``; return a ``ScoredData`` (see the module doc)."""
+              version: str | None = None, scale=None, tools=None, cluster: Cluster | None = None):
+    """Grade copies of ``rows`` with ``judge``; return a ``ScoredData`` (see the module doc).
+    ``cluster``: the one the result holds (``result/cluster.py``); when None, that of ``rows``."""
     from ...score.grading import fresh_scoring_run_id
     from .scored import ScoredData
     from ...score.judges.llm_judge import Judge, judge_rows
@@ -139,6 +141,7 @@ def run_judge(rows, judge, *, judge_name: str | None = None, source: str = "grad
     if not isinstance(source, str) or not source:
         raise ValueError(f"source= is the lineage.source stamp, a non-empty string; got {source!r}")
     scale = _check_scale(scale)
+    cluster = cluster if cluster is not None else cluster_of(rows)
     run_cache = (getattr(rows, "coverage", None) or {}).get("cache") if isinstance(rows, RowsView) else None
     rows, policy, own_tools = source_rows(rows)
     tools = list(tools) if tools is not None else own_tools
@@ -165,7 +168,7 @@ def run_judge(rows, judge, *, judge_name: str | None = None, source: str = "grad
         if version:
             row["lineage"]["judge_version"] = version
     return ScoredData(trajectories=copies, judge_name=name, scoring_run_id=scoring_id, judge_version=version,
-                      system_prompt=policy, tools=tools, cache=cache)
+                      system_prompt=policy, tools=tools, cache=cache, _cluster=cluster)
 
 
 def with_run_cache(judge, run_cache):

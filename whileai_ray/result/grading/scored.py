@@ -26,6 +26,7 @@ from ...store.run_files import write_rows
 from ..rows_view import RowsView
 
 if TYPE_CHECKING:
+    from ..cluster import Cluster
     from ..row_store import Trajectories
 
 __all__ = ["ScoredData"]
@@ -45,6 +46,7 @@ class ScoredData(RowsView):
     # the response cache while grading (agents/response_cache.py): {"path", "hits", "misses", "by_role"}
     cache: dict | None = None
     _rows_cache: Any = field(default=None, repr=False, compare=False)
+    _cluster: Cluster | None = field(default=None, repr=False, compare=False)   # its source's (result/cluster.py)
 
 
     @property

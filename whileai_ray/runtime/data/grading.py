@@ -1,8 +1,8 @@
 """Work on a large result's rows on the cluster: Ray Data ``map_batches`` over its Parquet files.
 
 ``data.grade(fn)`` and ``wai.grade(path)`` on a result past ``advanced={"cluster_grade_rows":
-...}`` rows land here (through the hook ``result/cluster_hook.py``; ``result/`` may not import
-``ray``). The caller passes:
+...}`` rows land here (through the ``RayCluster`` a result is handed, ``services.py``; ``result/``
+may not import ``ray``). The caller passes:
 
 * ``files``: the Parquet files that hold the rows (a spill folder's parts, or any file with a
   ``row_json`` column): Ray Data reads them where they are, so the rows' bytes go from the

@@ -1,7 +1,7 @@
 """``data.to_ray_dataset()``: a result's rows as a lazy ``ray.data.Dataset``.
 
-``result/interop.py`` reaches this through ``result/cluster_hook.py`` (``result/`` may not
-import ``ray``). Two cases:
+``result/interop.py`` reaches this through the ``RayCluster`` a result is handed
+(``services.py``; ``result/`` may not import ``ray``). Two cases:
 
 * rows on disk (``ArrowRows``: a spill folder, a checkpoint's ``rows.parquet``): Ray Data reads
   the Parquet files where they are (``read_parquet``, only their ``row_json`` column) and a

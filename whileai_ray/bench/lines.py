@@ -181,8 +181,15 @@ def _line_viewer(quick: bool, out) -> None:
     out(viewer_line(bench_viewer(rows=20_000 if quick else 100_000)))
 
 
+def _line_driver(quick: bool, out) -> None:
+    from .driver_line import bench_driver, format_driver_line
+    for mode in ("explore", "rl"):
+        out(format_driver_line(bench_driver(rows=3000 if quick else 30_000, mode=mode)))
+
+
 # name -> line, in the order a full bench prints them (``whileai-ray bench --only async,cpu``)
-LINES = {"latency": _line_latency, "cpu": _line_cpu, "metrics": _line_metrics, "model": _line_model,
+LINES = {"latency": _line_latency, "cpu": _line_cpu, "driver": _line_driver, "metrics": _line_metrics,
+         "model": _line_model,
          "async": _line_async, "selection": _line_selection, "micro": _line_micro, "judge": _line_judge,
          "resume": _line_resume, "chaos": _line_chaos, "nodes": _line_nodes,
          "shared": _line_shared, "schema": _line_schema, "viewer": _line_viewer}

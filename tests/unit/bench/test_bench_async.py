@@ -16,7 +16,7 @@ def test_rows_landing_in_waves_of_the_concurrency_read_as_the_ideal():
 
 
 def test_bench_lines_are_named_and_an_unknown_name_is_refused():
-    assert list(LINES) == ["latency", "cpu", "metrics", "model", "async", "selection", "micro", "judge",
+    assert list(LINES) == ["latency", "cpu", "driver", "metrics", "model", "async", "selection", "micro", "judge",
                            "resume", "chaos", "nodes", "shared", "schema", "viewer"]
     try:
         run_bench(only=["asnyc"])            # refused before Ray starts (the unit conftest makes ray.init raise)

@@ -1,0 +1,30 @@
+"""The driver bench line's process accounting (pure parts; the line itself runs on Ray)."""
+import os
+import sys
+
+import pytest
+
+from whileai_ray.bench.driver_line import _cpu_seconds, _spent, format_driver_line
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_process_cpu_time_is_read_from_proc_and_grows_with_work():
+    before = _cpu_seconds(os.getpid())
+    t = sum(i * i for i in range(2_000_000))       # about 0.1 s of CPU
+    after = _cpu_seconds(os.getpid())
+    assert t > 0 and before is not None and after is not None and after > before
+    assert _cpu_seconds(2**22 + 12345) is None     # no such process
+
+
+def test_cpu_is_summed_by_role_and_a_process_that_appeared_counts_whole():
+    before = {10: ("driver", 5.0), 11: ("rollout", 1.0), 12: ("rollout", 2.0)}
+    after = {10: ("driver", 6.5), 11: ("rollout", 3.0), 13: ("rollout", 0.5)}    # 12 went, 13 came
+    assert _spent(before, after) == {"driver": 1.5, "rollout": 2.5}
+
+
+def test_the_line_states_the_targets_and_the_ceiling():
+    line = format_driver_line({"mode": "explore", "rows": 30000, "actors": 2, "rows_s": 500.0, "all_us": 2469.0,
+                               "us_per_row": {"driver": 1661.0, "rollout": 661.0, "caller": 147.0},
+                               "ceiling_rows_s": 602.0})
+    assert "driver 1,661, rollout 661, caller 147, all 2,469" in line and "Driver <= 100" in line
+    assert "ceiling ~602 rows/s" in line

@@ -1,0 +1,105 @@
+"""The ``driver`` bench line: CPU per landed row of the Driver actor, the rollout actors and the caller.
+
+The Driver is the one serial part of a run: every row, on any number of nodes, costs it some CPU,
+so ``1 / (Driver CPU per row)`` is the most rows per second any cluster can reach with one Driver
+(issue 32). This line plays the no-delay demo agent (``seeded_agent``) on 2 rollout actors, with a
+checkpoint, in explore and in rl mode, and reads each process's CPU time (user + system, from
+``/proc/<pid>/stat``) before and after the run. Ray names its worker processes after the actor
+class they host (``ray::Driver``, ``ray::ReusableRolloutWorker``, ``ray::JudgeWorker``), which is
+how the processes are told apart here; the caller is this process. A small run first starts the
+Driver and its actors, so the measured run finds them warm and start-up is not counted.
+
+Linux only (``/proc``); elsewhere the line says it cannot measure.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from ..agents.seeded import seeded_agent
+from ..simulation import simulate
+from ..testing.seeded_rows import TOOLS
+
+__all__ = ["bench_driver", "format_driver_line", "cpu_by_role", "ROLES"]
+
+# process title prefix -> role (Ray sets a worker's title to ``ray::<ActorClass>[.<method>()]``)
+ROLES = {"ray::Driver": "driver", "ray::ReusableRolloutWorker": "rollout", "ray::RolloutWorker": "rollout",
+         "ray::JudgeWorker": "judge"}
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (None when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()      # after "pid (comm) ": state is field 3
+    return (int(fields[11]) + int(fields[12])) / _TICK   # utime, stime (fields 14 and 15)
+
+
+def _title(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def cpu_by_role() -> dict[int, tuple[str, float]]:
+    """``{pid: (role, cpu seconds)}`` of this machine's Ray workers that host a run's actors."""
+    out: dict[int, tuple[str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        title = _title(pid)
+        role = next((r for prefix, r in ROLES.items() if title.startswith(prefix)), None)
+        if role is None:
+            continue
+        cpu = _cpu_seconds(pid)
+        if cpu is not None:
+            out[pid] = (role, cpu)
+    return out
+
+
+def _spent(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds each role spent between two readings (a process that appeared counts whole)."""
+    spent: dict[str, float] = {}
+    for pid, (role, cpu) in after.items():
+        spent[role] = spent.get(role, 0.0) + cpu - (before[pid][1] if pid in before else 0.0)
+    return spent
+
+
+def bench_driver(rows: int = 30_000, mode: str = "explore", actors: int = 2) -> dict:
+    """Play ``rows`` rows of the no-delay agent with a checkpoint on ``actors`` rollout actors and
+    return the CPU per landed row (µs) of the Driver, the rollout actors, the caller and all."""
+    if not Path("/proc/self/stat").exists():
+        return {"mode": mode, "rows": 0, "error": "no /proc: the driver line measures on Linux only"}
+    knobs = {"ray": {"rollout_actors": actors}, "progress_every_s": 3600.0, "progress_every_rows": 10**6}
+    with tempfile.TemporaryDirectory(prefix="wai-bench-driver-") as folder:
+        simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=200, seed=1, mode=mode,
+                 checkpoint=os.path.join(folder, "warm.jsonl"), advanced=knobs)     # Driver and actors up
+        before, caller0, t0 = cpu_by_role(), time.process_time(), time.monotonic()
+        data = simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=rows, seed=2, mode=mode,
+                        checkpoint=os.path.join(folder, "run.jsonl"), advanced=knobs)
+        wall, caller = time.monotonic() - t0, time.process_time() - caller0
+        spent = _spent(before, cpu_by_role())
+    landed = max(1, len(data))
+    per_row = {role: seconds / landed * 1e6 for role, seconds in spent.items()}
+    per_row["caller"] = caller / landed * 1e6
+    return {"mode": mode, "rows": len(data), "actors": actors, "wall_s": wall, "rows_s": len(data) / wall,
+            "us_per_row": per_row, "all_us": sum(per_row.values()),
+            "ceiling_rows_s": 1e6 / per_row["driver"] if per_row.get("driver") else None}
+
+
+def format_driver_line(r: dict) -> str:
+    if r.get("error"):
+        return f"driver         {r['mode']}: {r['error']}"
+    us = r["us_per_row"]
+    parts = ", ".join(f"{role} {us[role]:,.0f}" for role in ("driver", "rollout", "judge", "caller") if role in us)
+    ceiling = f"{r['ceiling_rows_s']:,.0f}" if r["ceiling_rows_s"] else "n/a"
+    return (f"driver         {r['mode']}, no-delay agent, {r['rows']:,} rows, checkpoint, {r['actors']} rollout actors: "
+            f"CPU per landed row (us) {parts}, all {r['all_us']:,.0f} (targets: Driver <= 100, all <= 500); "
+            f"{r['rows_s']:,.0f} rows/s wall; one Driver's ceiling ~{ceiling} rows/s")

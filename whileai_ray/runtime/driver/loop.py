@@ -80,7 +80,7 @@ class DriverLoop:
         self.snapshots = snapshots                # store/plan_snapshot_keeper.PlanSnapshots, or None
         self.clock, self.log = clock, log or _say
         self.should_stop = should_stop or (lambda: None)   # the caller is gone: why, or None
-        self.on_settled = on_settled or (lambda: None)     # after a turn settled results
+        self.on_settled = on_settled or (lambda: None)     # after each chunk's results settled
         self.metrics = metrics or NoMetrics()
         self.unpack = unpack                      # shared storage: a rollout payload -> results (pools/dataplane.py)
         self.retry = ChunkRetry(key=lambda item: item[2].key)   # poison rollouts (driver/chunk_retry.py)
@@ -156,7 +156,9 @@ class DriverLoop:
                 break
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
-            self.on_settled()                  # the Driver's progress marks (driver/progress_marks.py)
+                self.on_settled()              # the progress marks (driver/progress_marks.py): after each
+                                               # chunk, so chunks that came back together still give a
+                                               # line every ~10 events, not one for all of them
             if rules.may_start(self.run_clock.phase()):    # freed slots take what is decided before more is
                 self._dispatch()
             more = self._pump(self.turn_rounds)

@@ -156,9 +156,7 @@ class DriverLoop:
                 break
             for flight, results, error in await self._next_done():
                 self._settle(flight, results, error)
-                self.on_settled()              # the progress marks (driver/progress_marks.py): after each
-                                               # chunk, so chunks that came back together still give a
-                                               # line every ~10 events, not one for all of them
+                self.on_settled()              # progress marks after each chunk, not each turn
             if rules.may_start(self.run_clock.phase()):    # freed slots take what is decided before more is
                 self._dispatch()
             more = self._pump(self.turn_rounds)

@@ -37,7 +37,11 @@ class RolloutResult:
     """One unit as a lane played it. ``row`` is None when no row can land: ``skipped`` (the
     clock ran out before the lane started it), or ``unusable`` says why (a ``LostCause``, or
     the reason the row itself carries in ``_unusable``). ``verdict`` is added on the Driver
-    when a judge lane graded the row (``with_verdict``)."""
+    when a judge lane graded the row (``with_verdict``).
+
+    ``line`` and ``digest`` are the row's checkpoint line and key digest, made by the lane that
+    built the row (``store/checkpoint/edge_lines.py``), so the Driver appends bytes instead of
+    encoding the row again; None where the lane made none (the Driver encodes the row itself)."""
     unit: Any                               # core.unit.WorkUnit
     row: dict | None
     skipped: bool = False
@@ -47,6 +51,8 @@ class RolloutResult:
     error: str | None = None
     seconds: float = 0.0
     verdict: dict | None = None
+    line: bytes | None = None               # dump_line(stored_row(row)), exactly
+    digest: tuple[int, int, str] | None = None   # key_digest(row_key(row))
 
     @classmethod
     def not_started(cls, unit: Any) -> "RolloutResult":
@@ -59,9 +65,11 @@ class RolloutResult:
         return cls(unit=unit, row=None, unusable=cause, error=error, seconds=seconds)
 
     def with_verdict(self, verdict: dict) -> "RolloutResult":
-        """This result with the judge's verdict on its row."""
+        """This result with the judge's verdict on its row. The verdict changes the row's public
+        fields on the Driver (``driver/landing.py``), so the lane's line is dropped: the Driver
+        encodes the graded row itself."""
         return RolloutResult(self.unit, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
-                             self.error, self.seconds, verdict)
+                             self.error, self.seconds, verdict, line=None, digest=None)
 
 
 ChunkKind = Literal["roll", "judge"]

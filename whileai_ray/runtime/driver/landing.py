@@ -9,6 +9,11 @@ stream (one write, flush and fsync per batch, never per row) and then to the run
 instead, marked ``lineage.resumed``, straight into the spool. The Landing keeps counts, never
 the rows: the Outcome the planner gets holds the row only until the planner has observed it.
 
+A row a lane sent with its checkpoint line and key digest (``RolloutResult.line``/``digest``,
+``store/checkpoint/edge_lines.py``) keeps them beside it in ``pending``, and the batch goes to the
+checkpoint and the stream as those bytes, never encoded again here; a graded row (its verdict
+changes public fields here) and a row sent without them are encoded by the sinks, as before.
+
 ``lineage`` (``runs=N``, ``tasks=``) is stamped on the spool's copy of every row, never on what
 the checkpoint and the stream wrote.
 
@@ -51,6 +56,8 @@ class Landing:
         self.first_row_s: float | None = None
         self.last_row_s: float | None = None    # (the Driver's clock, like first_row_s)
         self.pending: list[dict] = []           # landed, not yet written
+        self.pending_lines: list[bytes | None] = []     # each one's line from its lane, or None
+        self.pending_digests: list[tuple[int, int, str] | None] = []    # and its key digest
         self.heap_trim = HeapTrim(clock=clock)  # what each batch freed, back to the system now and then
 
     def resumed(self, unit, row: dict) -> Outcome:
@@ -96,6 +103,9 @@ class Landing:
             self.last_row_s = now
             row["_landed_s"] = round(now, 4)
             self.pending.append(row)
+            edge = verdict is None          # a verdict changed the row here: its lane's line is stale
+            self.pending_lines.append(res.line if edge else None)
+            self.pending_digests.append(res.digest if edge else None)
         elif res.error and len(self.errors) < MAX_ERRORS:
             self.errors.append(str(res.error)[:300])
         return Outcome(unit=res.unit, row=row, unusable=res.unusable,
@@ -109,12 +119,13 @@ class Landing:
         then into the spool."""
         if not self.pending:
             return
+        lines = self.pending_lines if any(line is not None for line in self.pending_lines) else None
         if self.sink is not None:
-            self.sink.append(self.pending)
+            self.sink.append(self.pending, lines, self.pending_digests)
         if self.stream is not None:
-            self.stream.append(self.pending)
+            self.stream.append(self.pending, lines)
         self.spool.add(self.stamped(self.pending))
-        self.pending = []
+        self.pending, self.pending_lines, self.pending_digests = [], [], []
         self.heap_trim.maybe()
 
     def release(self, upto: int) -> None:

@@ -35,8 +35,7 @@ from ...agents.play_callable import play_async_unit, play_callable_unit
 from ...agents.play_model import play_model_row
 from ...agents.routing import EndpointClients
 from ...agents.row_builder import build_row
-from ...core.rows import stored_row
-from ...core.strict_json import dumps
+from ...store.checkpoint.edge_lines import Digest, encoded
 from ...store.shards.storage import ShardWriter, check_probe
 from .call_threads import CallThreads, CallTimedOut
 from ...world.faults import is_fault_parent
@@ -114,23 +113,23 @@ class RolloutWorker:
                     assert self.clients is not None        # built with the model settings
                     client, user_client = self.clients.for_unit(unit)
                     row = await play_model_row(client, user_client, self.model, unit, self.meta, self.execute)
-                    problem = storable_problem(row)
+                    problem, edge = storable(row)
                 elif self.build_error is not None:
-                    row, problem = build_row(unit, agent_error(self.build_error), self.meta), None
+                    row, problem, edge = build_row(unit, agent_error(self.build_error), self.meta), None, None
                 elif self.is_async:
                     row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
-                    problem = storable_problem(row)
+                    problem, edge = storable(row)
                 else:
                     try:
-                        row, problem = await self.threads.call(_play_checked, self.agent, unit, self.meta,
-                                                               self.execute, timeout=self.timeout or None)
+                        row, (problem, edge) = await self.threads.call(_play_checked, self.agent, unit, self.meta,
+                                                                       self.execute, timeout=self.timeout or None)
                     except CallTimedOut:
                         err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
-                        row, problem = build_row(unit, agent_error(err, timed_out=True), self.meta), None
+                        row, problem, edge = build_row(unit, agent_error(err, timed_out=True), self.meta), None, None
             except Exception as exc:       # our code failed on this unit's output: the unit, not the chunk
                 bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
-                row, problem = None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
-                                      f"{type(exc).__name__}: {exc}"[:300])
+                row, edge, problem = None, None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
+                                                  f"{type(exc).__name__}: {exc}"[:300])
             if problem is not None or row is None:   # one unit that cannot become a row never sinks its chunk
                 self.played += 1
                 problem = problem or (ROLLOUT_FAILED, "no row")
@@ -140,10 +139,11 @@ class RolloutWorker:
         row["_ordinal"] = unit.ordinal
         row["_node"] = self.node_id
         seconds = time.monotonic() - t0
-        row["_seconds"] = round(seconds, 4)
+        row["_seconds"] = round(seconds, 4)         # "_" keys: not in the stored line (edge_lines.py)
+        line, digest = edge if edge is not None and not unusable else (None, None)
         return RolloutResult(unit=unit, row=None if unusable else row, unusable=unusable, seconds=seconds,
                              timed_out=bool(row.get("_timed_out")), fault_parent=is_fault_parent(row),
-                             error=row.get("_error"))
+                             error=row.get("_error"), line=line, digest=digest)
 
 
 def _ray_node_id() -> str:
@@ -152,18 +152,25 @@ def _ray_node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-def storable_problem(row: dict):
-    """``(cause, message)`` when ``row`` cannot be stored or sent back (a circular or
-    5,000-deep value an agent returned), else None. The checkpoint encodes the same form."""
+def storable(row: dict) -> tuple[tuple[str, str] | None, tuple[bytes, Digest | None] | None]:
+    """``(problem, edge)``: ``problem`` is ``(cause, message)`` when ``row`` cannot be stored or
+    sent back (a circular or 5,000-deep value an agent returned), else None; ``edge`` is the
+    row's checkpoint line and key digest (``store/checkpoint/edge_lines.py``), made by the very
+    encoding that checks it, and sent to the Driver so that it appends bytes."""
     try:
-        dumps(stored_row(row))
+        return None, encoded(row)
     except (ValueError, RecursionError, TypeError) as exc:
         kind = "circular" if "ircular" in str(exc) else "too deep" if isinstance(exc, RecursionError) else "not JSON"
-        return UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: {str(exc)[:120]})"
-    return None
+        return (UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: "
+                                f"{str(exc)[:120]})"), None
+
+
+def storable_problem(row: dict) -> tuple[str, str] | None:
+    """``storable(row)``'s problem only."""
+    return storable(row)[0]
 
 
 def _play_checked(agent, unit, meta, execute):
-    """Play in the worker thread and check the row there, off the event loop."""
+    """Play in the worker thread and check (and encode) the row there, off the event loop."""
     row = play_callable_unit(agent, unit, meta, execute)
-    return row, storable_problem(row)
+    return row, storable(row)

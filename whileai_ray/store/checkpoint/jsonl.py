@@ -35,7 +35,7 @@ import datetime as _dt
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from io import FileIO
 from pathlib import Path
 
@@ -45,6 +45,7 @@ from ..atomic import StrPath, fsync_dir, open_nofollow, real_path, write_error
 from .lock import CheckpointLock
 from .meta import read_sidecar, write_sidecar
 from .disk_rows import DiskRows
+from .edge_lines import Digest
 from .fingerprint import fingerprint_mismatch, mismatch_message, with_run_record
 from .lines import HEADER_KEY, JsonlContents, _Scan, dump_line, parse_jsonl, scan_file
 from ..row_key_set import RowKeySet, key_digest
@@ -241,20 +242,22 @@ class JsonlCheckpoint:
             raise write_error(self.path, exc, "appending to the checkpoint") from exc
         self._size += len(data)
 
-    def _take_new(self, rows: Iterable[dict]) -> list[tuple[dict, tuple[int, int, str]]]:
-        """``[(row, (a, b, key_string))]`` for the rows whose key this checkpoint has not seen
+    def _take_new(self, rows: list[dict], digests: Sequence[Digest | None] | None
+                  ) -> list[tuple[int, Digest]]:
+        """``[(i, (a, b, key_string))]`` for the rows whose key this checkpoint has not seen
         (nor an earlier row of ``rows``); the others are counted in ``duplicates_skipped``.
+        ``digests[i]``, when given, is row ``i``'s ``key_digest`` made where it was built.
         Nothing is marked seen: ``append`` does that once the rows are on disk."""
         keys = self._keys
         batch: set[str] = set()
         kept = []
-        for row in rows:
-            digest = key_digest(row_key(row))
+        for i, row in enumerate(rows):
+            digest = (digests[i] if digests is not None else None) or key_digest(row_key(row))
             if digest[2] in batch or keys.has_digest(*digest):
                 self.duplicates_skipped += 1
                 continue
             batch.add(digest[2])
-            kept.append((row, digest))
+            kept.append((i, digest))
         return kept
 
     # -- append --------------------------------------------------------------------------
@@ -268,27 +271,34 @@ class JsonlCheckpoint:
 
     def append_new(self, rows: Iterable[dict]) -> list[dict]:
         """``append``, returning the rows written (those whose key was new), in order."""
+        return [row for row, _line, _digest in self.append_lines(list(rows))]
+
+    def append_lines(self, rows: list[dict], lines: Sequence[bytes | None] | None = None,
+                     digests: Sequence[Digest | None] | None = None) -> list[tuple[dict, bytes, Digest]]:
+        """``append_new``, as ``(row, line, digest)`` for each row written. ``lines[i]`` and
+        ``digests[i]``, when given, are row ``i``'s ``dump_line`` and ``key_digest(row_key(...))``
+        made where the row was built (``edge_lines.py``): written as they are, not made again."""
         if self._fh is None:
             raise RuntimeError(f"checkpoint {self.path} is not open; call open() first")
         with self._lock:
-            pairs = self._take_new(rows)
+            pairs = self._take_new(rows, digests)
             if not pairs:
                 return []
-            chunks = [dump_line(row) for row, _key in pairs]
+            chunks = [(lines[i] if lines is not None else None) or dump_line(rows[i]) for i, _d in pairs]
             start = self._size
             self._write(b"".join(chunks))            # raises with nothing written and nothing marked
-            for _row, digest in pairs:
+            for _i, digest in pairs:
                 self._keys.add_digest(*digest)
             if self._ix is not None:             # after the fsync: the index is never ahead
                 try:
-                    self._ix.write(records_for(chunks, start, [d[0] for _r, d in pairs],
-                                               [d[1] for _r, d in pairs]).tobytes())
+                    self._ix.write(records_for(chunks, start, [d[0] for _i, d in pairs],
+                                               [d[1] for _i, d in pairs]).tobytes())
                     self._indexed += len(chunks)
                 except OSError:                  # an index behind its checkpoint is rebuilt on open
                     self._ix.close()
                     self._ix = None
             self.rows_written += len(chunks)
-            return [row for row, _digest in pairs]
+            return [(rows[i], line, digest) for (i, digest), line in zip(pairs, chunks)]
 
     def close(self) -> None:
         """Flush and close the file (safe to call twice)."""

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ...core.rows import stored_row
+from .edge_lines import Digest, line_text
 from .jsonl import JsonlCheckpoint, dump_line
 from .lines import SHARD_KEY
 from ..run_files import parquet_folder_for  # noqa: F401  (re-exported)
@@ -47,13 +48,22 @@ class CheckpointSink:
         if self.parquet is not None:
             self.warnings.extend(self.parquet.warnings)
 
-    def append(self, rows: list[dict]) -> None:
-        exported = [_stub(r) for r in rows] if self.stubs else [stored_row(r) for r in rows]
-        taken = self.checkpoint.append_new(exported)
+    def append(self, rows: list[dict], lines: Sequence[bytes | None] | None = None,
+               digests: Sequence[Digest | None] | None = None) -> None:
+        """Append a landed batch. ``lines[i]``/``digests[i]``, when given, are row ``i``'s stored
+        line and key digest, made where it was built (``edge_lines.py``): the JSONL gets those
+        bytes and the Parquet copy its ``row_json`` from them (the same text), so the rows are not
+        encoded again here. A stub (shared storage) is stored as itself: its line is made here."""
         if self.stubs:
+            taken = self.checkpoint.append_new([_stub(r) for r in rows])
             note_landed(self.landed_shards, taken)
-        if self.parquet is not None:
-            self.parquet.write(taken, new=self.mirrored)     # keys the JSONL just took: new to a mirror
+            if self.parquet is not None:
+                self.parquet.write(taken, new=self.mirrored)
+            return
+        written = self.checkpoint.append_lines([stored_row(r) for r in rows], lines, digests)
+        if self.parquet is not None and written:   # keys the JSONL just took: new to a mirror
+            self.parquet.write([t[0] for t in written], new=self.mirrored, digests=[t[2] for t in written],
+                               row_jsons=[line_text(t[1]) for t in written])
 
     def close(self, compact: bool = True) -> None:
         """Finish the Parquet side, then close the checkpoint (which releases its lock last, so
@@ -92,8 +102,13 @@ class StreamSink:
         self.path = path
         self._fh = open(path, "wb")
 
-    def append(self, rows: list[dict]) -> None:
-        self._fh.write(b"".join(dump_line(stored_row(r)) for r in rows))
+    def append(self, rows: list[dict], lines: Sequence[bytes | None] | None = None) -> None:
+        """Write a landed batch; ``lines[i]``, when given, is row ``i``'s stored line (the bytes
+        ``dump_line(stored_row(row))`` makes, made where the row was built)."""
+        if lines is None:
+            self._fh.write(b"".join(dump_line(stored_row(r)) for r in rows))
+        else:
+            self._fh.write(b"".join(line or dump_line(stored_row(r)) for r, line in zip(rows, lines, strict=True)))
         self._fh.flush()
 
     def close(self) -> None:

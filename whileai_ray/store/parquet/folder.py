@@ -59,11 +59,13 @@ _TORN_GLOB = "*.parquet.*.tmp"             # atomic_path's temporary names, writ
 _COMPRESSION = "zstd"
 
 
-def rows_to_table(rows: list[dict], nested: bool = True) -> pa.Table:
+def rows_to_table(rows: list[dict], nested: bool = True, row_jsons: list[str | None] | None = None) -> pa.Table:
     """Rows -> an Arrow table of the version-2 schema (``steps`` and ``messages`` nested), or
-    with ``nested=False`` of version 1's layout (both as JSON text: ``to_arrow()``'s default)."""
+    with ``nested=False`` of version 1's layout (both as JSON text: ``to_arrow()``'s default).
+    ``row_jsons[i]``, when given, is ``dumps(rows[i])`` already made (the checkpoint's line)."""
     with gc_paused():
-        records = [record_of(r, nested=False) if not nested else record_of(r) for r in rows]
+        texts = row_jsons or [None] * len(rows)
+        records = [record_of(r, nested=nested, row_json=t) for r, t in zip(rows, texts, strict=True)]
         if nested:          # converted apart (parquet/nested_steps.py), then left out of from_pylist
             steps = {name: [rec.pop(name) for rec in records] for name in NESTED}
     flat = arrow_schema(nested=False)
@@ -210,6 +212,7 @@ class ParquetSink:
         self.duplicates_skipped = 0
         self._buffer: list[dict] = []
         self._buffer_a: list[int] = []          # their key digests' first halves (a part's KeyTally)
+        self._buffer_j: list[str | None] = []   # their row_json when the writer had it (or None)
         self._keys = RowKeySet()                # row_key strings taken (128-bit digests)
         self._closed = False
         existing = _folder_files(self.folder)
@@ -263,24 +266,27 @@ class ParquetSink:
             self._old = RowKeySet.first_of(found)[0]
         return self._old
 
-    def write(self, rows: Iterable[dict], new: bool = False) -> int:
+    def write(self, rows: Iterable[dict], new: bool = False, digests: list | None = None,
+              row_jsons: list[str] | None = None) -> int:
         """Buffer rows (new keys only); write full row groups out as parts. Returns rows taken.
-        ``new=True``: the caller knows these keys are not in the files found at open."""
+        ``new=True``: the caller knows these keys are not in the files found at open. ``digests``,
+        ``row_jsons``: each row's ``key_digest`` and ``dumps(row)`` when made already (the JSONL's)."""
         if self._closed:
             raise RuntimeError(f"ParquetSink {self.folder} is closed")
         taken = 0
-        for row in rows:
-            a, b, key = key_digest(key_string(row_key(row)))
+        for i, row in enumerate(rows):
+            a, b, key = digests[i] if digests is not None else key_digest(key_string(row_key(row)))
             if (not new and key in self._old_keys()) or not self._keys.add_digest(a, b, key):
                 self.duplicates_skipped += 1
                 continue
             self._buffer.append(row)
             self._buffer_a.append(a)
+            self._buffer_j.append(row_jsons[i] if row_jsons is not None else None)
             taken += 1
-        while len(self._buffer) >= self.row_group_size:
-            chunk, digests = self._buffer[: self.row_group_size], self._buffer_a[: self.row_group_size]
-            del self._buffer[: self.row_group_size], self._buffer_a[: self.row_group_size]
-            self._write_part(chunk, digests)
+        while len(self._buffer) >= (n := self.row_group_size):
+            chunk, tally, texts = self._buffer[:n], self._buffer_a[:n], self._buffer_j[:n]
+            del self._buffer[:n], self._buffer_a[:n], self._buffer_j[:n]
+            self._write_part(chunk, tally, texts)
         return taken
 
     def missing(self, keys: Iterable[tuple[Any, ...]]) -> list[int]:
@@ -301,16 +307,16 @@ class ParquetSink:
     def flush(self) -> None:
         """Write whatever is buffered as a (possibly short) part file."""
         if self._buffer:
-            chunk, self._buffer = self._buffer, []
-            digests, self._buffer_a = self._buffer_a, []
-            self._write_part(chunk, digests)
+            chunk, digests, texts = self._buffer, self._buffer_a, self._buffer_j
+            self._buffer, self._buffer_a, self._buffer_j = [], [], []
+            self._write_part(chunk, digests, texts)
 
-    def _write_part(self, rows: list[dict], digests: list[int]) -> None:
+    def _write_part(self, rows: list[dict], digests: list[int], texts: list[str | None]) -> None:
         path = self.folder / f"part-{self._next_part:05d}.parquet"
         tally = KeyTally()
         for a in digests:
             tally.add(a)
-        table = rows_to_table(rows)
+        table = rows_to_table(rows, row_jsons=texts)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **tally.meta()})
         write_into(self.folder, path.name, lambda tmp: pq.write_table(       # built beside, renamed in
             table, tmp, row_group_size=self.row_group_size, compression=_COMPRESSION))

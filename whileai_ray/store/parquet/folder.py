@@ -64,8 +64,8 @@ def rows_to_table(rows: list[dict], nested: bool = True, row_jsons: list[str | N
     with ``nested=False`` of version 1's layout (both as JSON text: ``to_arrow()``'s default).
     ``row_jsons[i]``, when given, is ``dumps(rows[i])`` already made (the checkpoint's line)."""
     with gc_paused():
-        texts = row_jsons or [None] * len(rows)
-        records = [record_of(r, nested=nested, row_json=t) for r, t in zip(rows, texts, strict=True)]
+        records = [record_of(r, nested=nested) for r in rows] if row_jsons is None else \
+            [record_of(r, nested=nested, row_json=t) for r, t in zip(rows, row_jsons, strict=True)]
         if nested:          # converted apart (parquet/nested_steps.py), then left out of from_pylist
             steps = {name: [rec.pop(name) for rec in records] for name in NESTED}
     flat = arrow_schema(nested=False)

@@ -12,6 +12,7 @@ from whileai_ray.store.checkpoint.jsonl import dump_line
 from whileai_ray.store.schema import row_key
 
 KNOBS = {"ray": {"rollout_actors": 2}}
+FAULTS = 0.3                   # world faults: rows that carry them (faults, fault_parent) land too
 
 
 def _lines_by_key(path):
@@ -24,8 +25,10 @@ def _lines_by_key(path):
 def test_the_checkpoint_is_the_old_encoding_of_the_landed_rows_and_resumes_exactly(ray_local, tools, tmp_path):
     agent = wai.seeded_agent(tools)
     ck = tmp_path / "ck.jsonl"
-    data = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=4, checkpoint=str(ck), advanced=KNOBS)
+    data = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=4, checkpoint=str(ck), advanced=KNOBS,
+                        fault_rate=FAULTS)
     assert data.search["rollouts"]["landed"] == 300
+    assert any(r.get("faults") for r in data.trajectories)
     on_disk = _lines_by_key(ck)
     expected = {row_key(stored_row(r)): dump_line(stored_row(r)) for r in data.trajectories}
     assert on_disk == expected                          # byte for byte, row by row
@@ -35,7 +38,7 @@ def test_the_checkpoint_is_the_old_encoding_of_the_landed_rows_and_resumes_exact
     full = ck.read_bytes()
     lines = full.splitlines(keepends=True)
     ck.write_bytes(b"".join(lines[:120]) + lines[120][:40])      # a crash: 120 rows and a torn line
-    again = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=4, checkpoint=str(ck),
+    again = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=4, checkpoint=str(ck), fault_rate=FAULTS,
                          advanced=KNOBS)
     assert again.search["rollouts"]["resumed"] == 120 and again.search["rollouts"]["landed"] == 180
     assert _lines_by_key(ck) == on_disk

@@ -26,7 +26,8 @@ def odd_reply(message):
     """A reply with everything a strict encoder has to repair or normalise."""
     return {"steps": [{"tool": "lookup_order", "arguments": {"order_id": "ORD-\ud800"},
                        "result": {"score": float("nan"), "big": float("inf"), "n": np.int64(3),
-                                  "arr": np.array([1.5, 2.5]), "text": "漢字 🚀 \udc00", "nested": [[{"a": None}]]}}],
+                                  "arr": np.array([1.5, 2.5]), "text": "漢字 🚀 \udc00",
+                                  "nested": [[{"a": None}]]}}],
             "final_text": f"done \ud83d {message[:20]}", "privileged": {"expected": "refund"}}
 
 

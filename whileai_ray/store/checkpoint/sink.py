@@ -52,8 +52,9 @@ class CheckpointSink:
                digests: Sequence[Digest | None] | None = None) -> None:
         """Append a landed batch. ``lines[i]``/``digests[i]``, when given, are row ``i``'s stored
         line and key digest, made where it was built (``edge_lines.py``): the JSONL gets those
-        bytes and the Parquet copy its ``row_json`` from them (the same text), so the rows are not
-        encoded again here. A stub (shared storage) is stored as itself: its line is made here."""
+        bytes, so those rows are not encoded here; the others are. The Parquet copy takes its
+        ``row_json`` (the same text) and key digests from the JSONL's, made once either way. A
+        stub (shared storage) is stored as itself: its line is made here."""
         if self.stubs:
             taken = self.checkpoint.append_new([_stub(r) for r in rows])
             note_landed(self.landed_shards, taken)

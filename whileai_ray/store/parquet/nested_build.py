@@ -14,20 +14,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from .json_text import text_encoder
-from .nested_steps import _STEP_KEYS, nested_types
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["built_column"]
+__all__ = ["built_steps", "built_messages"]
 
 
-def built_column(values: list[Any], name: str) -> pa.Array:
-    """``nested_column(values, name)``; raises ``UnicodeEncodeError`` where Arrow refuses a text."""
-    steps_type, messages_type = nested_types()
-    if name == "steps":
-        return _steps(values, text_encoder(), steps_type)
-    return _messages(values, text_encoder(), messages_type)
+def built_steps(values: list[Any], list_type: pa.DataType, step_keys: tuple[str, ...]) -> pa.Array:
+    """``nested_column(values, "steps")`` (``list_type``: its type; ``step_keys``: the keys a step's
+    own fields take, the rest is ``extra_json``); raises ``UnicodeEncodeError`` where Arrow refuses
+    a text."""
+    return _steps(values, text_encoder(), list_type, frozenset(step_keys))
+
+
+def built_messages(values: list[Any], list_type: pa.DataType) -> pa.Array:
+    """``nested_column(values, "messages")``; raises ``UnicodeEncodeError`` where Arrow refuses a text."""
+    return _messages(values, text_encoder(), list_type)
 
 
 def _list_array(offsets: list[int], valid: list[bool], items: pa.Array, list_type: pa.DataType) -> pa.Array:
@@ -43,7 +46,8 @@ def _struct(children: list[list], struct_type: pa.DataType, built: dict[int, pa.
     return pa.StructArray.from_arrays(arrays, fields=fields)
 
 
-def _steps(values: list[Any], text_of: Callable[[Any], str], list_type: pa.DataType) -> pa.Array:
+def _steps(values: list[Any], text_of: Callable[[Any], str], list_type: pa.DataType,
+           keys: frozenset[str]) -> pa.Array:
     kind: list = []
     tool: list = []
     args: list = []
@@ -53,7 +57,6 @@ def _steps(values: list[Any], text_of: Callable[[Any], str], list_type: pa.DataT
     user: list = []
     extra_json: list = []
     offsets, valid, n = [0], [], 0
-    keys = frozenset(_STEP_KEYS)
     for value in values:
         valid.append(value is not None)
         if value is not None:

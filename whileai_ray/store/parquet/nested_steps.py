@@ -83,10 +83,11 @@ def nested_column(values: Iterable[Any], name: str) -> pa.Array:
     Built column by column (``nested_build.py``: each struct field a flat list, the lists' offsets
     beside), which is what the Driver pays per landed row; a text Arrow refuses (a lone
     surrogate) builds it the plain way, from the dicts below, which stores it replaced."""
-    from .nested_build import built_column
+    from .nested_build import built_messages, built_steps
     values = values if isinstance(values, list) else list(values)
+    steps_type, messages_type = nested_types()
     try:
-        return built_column(values, name)
+        return built_steps(values, steps_type, _STEP_KEYS) if name == "steps" else built_messages(values, messages_type)
     except UnicodeEncodeError:
         return dict_column(values, name)
 

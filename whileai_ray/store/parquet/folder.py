@@ -249,9 +249,11 @@ class ParquetSink:
         if self._closed:
             raise RuntimeError(f"ParquetSink {self.folder} is closed")
         taken = 0
-        given = iter(texts) if texts is not None else None
-        for row in rows:
-            text = next(given) if given is not None else None
+        rows = rows if isinstance(rows, list) else list(rows)
+        given = [None] * len(rows) if texts is None else list(texts)
+        if len(given) != len(rows):
+            raise ValueError(f"ParquetSink.write: {len(given)} texts for {len(rows)} rows; pass one per row (or None)")
+        for row, text in zip(rows, given):
             a, b, key = key_digest(key_string(row_key(row)))
             if (not new and key in self._old_keys()) or not self._keys.add_digest(a, b, key):
                 self.duplicates_skipped += 1

@@ -263,3 +263,10 @@ def test_the_sinks_part_files_hold_the_reference_table(tmp_path):
         out = io.BytesIO()
         pq.write_table(ref.replace_schema_metadata(meta), out, row_group_size=4, compression="zstd")
         assert part.read_bytes() == out.getvalue()
+
+
+def test_texts_that_do_not_match_the_rows_are_refused(tmp_path):
+    sink = ParquetSink(tmp_path / "run.parquet", row_group_size=4)
+    with pytest.raises(ValueError, match="texts for"):
+        sink.write(ROWS[:3], texts=[None, None])
+    assert sink.write(ROWS[:3], texts=iter([None, dumps(ROWS[1]), None])) == 3

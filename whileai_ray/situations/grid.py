@@ -229,7 +229,12 @@ def build_axes(tools, system_prompt: str = "", dimensions=None) -> dict[str, lis
 
 def cell_key(cell: dict) -> str:
     """Canonical JSON of a cell (sorted keys): the stable name of a grid cell."""
-    return json.dumps(cell, sort_keys=True)
+    return _CELL_JSON(cell)
+
+
+# ``json.dumps(cell, sort_keys=True)`` without building an encoder per call (a spilled row's facts
+# and the planner name a cell per row)
+_CELL_JSON = json.JSONEncoder(sort_keys=True).encode
 
 
 def tier_of(stance) -> str:

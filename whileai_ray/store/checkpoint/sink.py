@@ -64,7 +64,7 @@ class CheckpointSink:
         written = self.checkpoint.append_lines([stored_row(r) for r in rows], lines, digests)
         if self.parquet is not None and written:   # keys the JSONL just took: new to a mirror
             self.parquet.write([t[0] for t in written], new=self.mirrored, digests=[t[2] for t in written],
-                               row_jsons=[line_text(t[1]) for t in written])
+                               texts=[line_text(t[1]) for t in written])
 
     def close(self, compact: bool = True) -> None:
         """Finish the Parquet side, then close the checkpoint (which releases its lock last, so

@@ -42,8 +42,9 @@ from .key_tally import KeyTally
 from .limits import byte_budget, check_footer, checked_file, read_row_group
 from .swap import recover, replace_folder, work_folder, write_into
 from ..row_key_set import RowKeySet, key_digest
-from .nested_steps import NESTED, nest_json_columns, nested_column
-from ..schema import STRING_COLUMNS, arrow_schema, check_version, clean_text, key_string, record_of, row_key
+from .nested_steps import nest_json_columns
+from .row_columns import rows_to_table
+from ..schema import arrow_schema, check_version, key_string, row_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,33 +58,6 @@ COMPACT_NAME = "rows.parquet"
 _PART_GLOB = "part-*.parquet"
 _TORN_GLOB = "*.parquet.*.tmp"             # atomic_path's temporary names, written in the folder before
 _COMPRESSION = "zstd"
-
-
-def rows_to_table(rows: list[dict], nested: bool = True, row_jsons: list[str | None] | None = None) -> pa.Table:
-    """Rows -> an Arrow table of the version-2 schema (``steps`` and ``messages`` nested), or
-    with ``nested=False`` of version 1's layout (both as JSON text: ``to_arrow()``'s default).
-    ``row_jsons[i]``, when given, is ``dumps(rows[i])`` already made (the checkpoint's line)."""
-    with gc_paused():
-        records = [record_of(r, nested=nested) for r in rows] if row_jsons is None else \
-            [record_of(r, nested=nested, row_json=t) for r, t in zip(rows, row_jsons, strict=True)]
-        if nested:          # converted apart (parquet/nested_steps.py), then left out of from_pylist
-            steps = {name: [rec.pop(name) for rec in records] for name in NESTED}
-    flat = arrow_schema(nested=False)
-    schema = flat.remove(flat.get_field_index("messages")).remove(flat.get_field_index("steps")) if nested else flat
-    try:
-        table = pa.Table.from_pylist(records, schema=schema)
-    except UnicodeEncodeError:  # a typed string column held a lone surrogate; row_json is exact
-        for rec in records:
-            for name in ("row_key",) + STRING_COLUMNS:
-                rec[name] = clean_text(rec[name])
-        table = pa.Table.from_pylist(records, schema=schema)
-    if not nested:
-        return table
-    with gc_paused():
-        for name in NESTED:
-            i = flat.get_field_index(name)
-            table = table.add_column(i, name, nested_column(steps[name], name))
-    return table.replace_schema_metadata(arrow_schema().metadata)
 
 
 def as_current(table: pa.Table) -> pa.Table:
@@ -212,7 +186,8 @@ class ParquetSink:
         self.duplicates_skipped = 0
         self._buffer: list[dict] = []
         self._buffer_a: list[int] = []          # their key digests' first halves (a part's KeyTally)
-        self._buffer_j: list[str | None] = []   # their row_json when the writer had it (or None)
+        self._buffer_k: list[str] = []          # their key texts (the row_key column)
+        self._buffer_t: list[str | None] = []   # their JSON texts where the caller had them (row_json)
         self._keys = RowKeySet()                # row_key strings taken (128-bit digests)
         self._closed = False
         existing = _folder_files(self.folder)
@@ -266,27 +241,37 @@ class ParquetSink:
             self._old = RowKeySet.first_of(found)[0]
         return self._old
 
-    def write(self, rows: Iterable[dict], new: bool = False, digests: list | None = None,
-              row_jsons: list[str] | None = None) -> int:
+    def write(self, rows: Iterable[dict], new: bool = False, texts: Iterable[str | None] | None = None,
+              digests: list | None = None) -> int:
         """Buffer rows (new keys only); write full row groups out as parts. Returns rows taken.
-        ``new=True``: the caller knows these keys are not in the files found at open. ``digests``,
-        ``row_jsons``: each row's ``key_digest`` and ``dumps(row)`` when made already (the JSONL's)."""
+        ``new=True``: the caller knows these keys are not in the files found at open. ``texts``:
+        each row's ``strict_json.dumps(row)`` (its ``row_json``; None: encoded here), when the
+        caller already made it (a checkpoint line). ``digests``: each row's ``key_digest`` when
+        the caller made it already (the JSONL's)."""
         if self._closed:
             raise RuntimeError(f"ParquetSink {self.folder} is closed")
         taken = 0
-        for i, row in enumerate(rows):
+        rows = rows if isinstance(rows, list) else list(rows)
+        given = [None] * len(rows) if texts is None else list(texts)
+        if len(given) != len(rows):
+            raise ValueError(f"ParquetSink.write: {len(given)} texts for {len(rows)} rows; pass one per row (or None)")
+        if digests is not None and len(digests) != len(rows):
+            raise ValueError(f"ParquetSink.write: {len(digests)} digests for {len(rows)} rows; pass one per row")
+        for i, (row, text) in enumerate(zip(rows, given)):
             a, b, key = digests[i] if digests is not None else key_digest(key_string(row_key(row)))
             if (not new and key in self._old_keys()) or not self._keys.add_digest(a, b, key):
                 self.duplicates_skipped += 1
                 continue
             self._buffer.append(row)
             self._buffer_a.append(a)
-            self._buffer_j.append(row_jsons[i] if row_jsons is not None else None)
+            self._buffer_k.append(key)
+            self._buffer_t.append(text)
             taken += 1
-        while len(self._buffer) >= (n := self.row_group_size):
-            chunk, tally, texts = self._buffer[:n], self._buffer_a[:n], self._buffer_j[:n]
-            del self._buffer[:n], self._buffer_a[:n], self._buffer_j[:n]
-            self._write_part(chunk, tally, texts)
+        size = self.row_group_size
+        while len(self._buffer) >= size:
+            chunk = (self._buffer[:size], self._buffer_a[:size], self._buffer_k[:size], self._buffer_t[:size])
+            del self._buffer[:size], self._buffer_a[:size], self._buffer_k[:size], self._buffer_t[:size]
+            self._write_part(*chunk)
         return taken
 
     def missing(self, keys: Iterable[tuple[Any, ...]]) -> list[int]:
@@ -307,16 +292,16 @@ class ParquetSink:
     def flush(self) -> None:
         """Write whatever is buffered as a (possibly short) part file."""
         if self._buffer:
-            chunk, digests, texts = self._buffer, self._buffer_a, self._buffer_j
-            self._buffer, self._buffer_a, self._buffer_j = [], [], []
-            self._write_part(chunk, digests, texts)
+            chunk = (self._buffer, self._buffer_a, self._buffer_k, self._buffer_t)
+            self._buffer, self._buffer_a, self._buffer_k, self._buffer_t = [], [], [], []
+            self._write_part(*chunk)
 
-    def _write_part(self, rows: list[dict], digests: list[int], texts: list[str | None]) -> None:
+    def _write_part(self, rows: list[dict], digests: list[int], keys: list[str], texts: list[str | None]) -> None:
         path = self.folder / f"part-{self._next_part:05d}.parquet"
         tally = KeyTally()
         for a in digests:
             tally.add(a)
-        table = rows_to_table(rows, row_jsons=texts)
+        table = rows_to_table(rows, keys=keys, texts=texts if any(t is not None for t in texts) else None)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **tally.meta()})
         write_into(self.folder, path.name, lambda tmp: pq.write_table(       # built beside, renamed in
             table, tmp, row_group_size=self.row_group_size, compression=_COMPRESSION))

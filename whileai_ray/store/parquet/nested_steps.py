@@ -78,7 +78,22 @@ def _message(message: Any) -> dict:
 
 def nested_column(values: Iterable[Any], name: str) -> pa.Array:
     """The Arrow array of column ``name`` (``steps`` or ``messages``) for these row values (a value
-    that is not a list is taken as a one-item list; None stays null)."""
+    that is not a list is taken as a one-item list; None stays null).
+
+    Built column by column (``nested_build.py``: each struct field a flat list, the lists' offsets
+    beside), which is what the Driver pays per landed row; a text Arrow refuses (a lone
+    surrogate) builds it the plain way, from the dicts below, which stores it replaced."""
+    from .nested_build import built_messages, built_steps
+    values = values if isinstance(values, list) else list(values)
+    steps_type, messages_type = nested_types()
+    try:
+        return built_steps(values, steps_type, _STEP_KEYS) if name == "steps" else built_messages(values, messages_type)
+    except UnicodeEncodeError:
+        return dict_column(values, name)
+
+
+def dict_column(values: Iterable[Any], name: str) -> pa.Array:
+    """``nested_column`` from one dict per step or message (the plain way; the reference)."""
     import pyarrow as pa
     convert = _step if name == "steps" else _message
     arrow_type = nested_types()[0 if name == "steps" else 1]

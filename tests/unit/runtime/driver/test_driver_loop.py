@@ -422,3 +422,21 @@ def test_deciding_stops_while_the_queue_keeps_the_lanes_busy():
     assert target == 16 and max(queued_at_decide) < target, queued_at_decide
     _, wide = run(planner(budget=400), rollout_lanes(lanes=1, slots=64), lag=8, chunk_size=4, concurrency=400)
     assert played(Landed(landing)) == played(wide) and len(played(wide)) == 400
+
+
+def test_priming_decides_a_round_a_call_until_the_queue_would_keep_every_lane_busy():
+    """While the rollout lanes start, the Driver primes its loop a round at a time
+    (``driver/run.py``): each call decides one round and says whether more may be decided before
+    the queue keeps every lane busy; once a lane answers, what is decided goes out first. The
+    rows are those of a run that was never primed."""
+    loop = DriverLoop(LoopSettings(lag=8, chunk_size=4, concurrency=8), planner(), rollout_lanes(lanes=2, slots=4),
+                      Landing(), ResumeIndex([], None, None))
+    answers, queued = [], []
+    while not answers or answers[-1]:
+        answers.append(loop.prime())
+        queued.append(len(loop.queue))
+    # rounds of 4, 4 and 8 units; decide_target(8, 4, 2) = 16 is reached on the third
+    assert answers == [True, True, False] and queued == [4, 8, 16]
+    asyncio.run(loop.run())
+    _, unprimed = run(planner(), rollout_lanes(lanes=2, slots=4), lag=8)
+    assert played(Landed(loop.landing)) == played(unprimed) and len(played(unprimed)) == 120

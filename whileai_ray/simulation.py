@@ -47,11 +47,11 @@ from .result.report import build_report
 from .result.role_notes import add_role_notes
 from .result.row_store import adopt_spilled, grader_note_rows, land_runs, row_store
 from .result.warnings_text import rubric_unused_note
-from .result.warm_path import warm_result_path
 from .runtime.data.services import RayCluster
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
+from .score.row_facts import warm_facts_table
 from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judges.contract import judge_name
@@ -260,7 +260,7 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
         reporter.update(snap)                # (takes the Driver's progress marks out of the snapshot)
         last.update(snap)
         if snap.get("landed"):               # the report's imports load while the run plays
-            warm_result_path()
+            warm_facts_table()
 
     try:
         result = execute_job(spec, on_snapshot)

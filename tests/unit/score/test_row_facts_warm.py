@@ -1,17 +1,18 @@
-"""The caller warms its result path while a run plays (``result/warm_path.py``): in a fresh process
-(pandas and pyarrow not loaded yet), the thread loads what a report's first Arrow table needs, once."""
+"""The caller warms its report's first fact table while a run plays (``score/row_facts.py``:
+``warm_facts_table``): in a fresh process (pandas and pyarrow not loaded yet), the thread loads
+what a report's first Arrow table needs, once."""
 import subprocess
 import sys
 import textwrap
 
 SCRIPT = textwrap.dedent("""
     import sys, time
-    from whileai_ray.result.warm_path import THREAD_NAME, warm_result_path
+    from whileai_ray.score.row_facts import WARM_THREAD, warm_facts_table
     assert "pandas" not in sys.modules and "pyarrow" not in sys.modules, "already loaded: nothing to show"
     t0 = time.monotonic()
-    thread = warm_result_path()
+    thread = warm_facts_table()
     started_s = time.monotonic() - t0
-    assert thread is warm_result_path() and thread.name == THREAD_NAME and thread.daemon   # once per process
+    assert thread is warm_facts_table() and thread.name == WARM_THREAD and thread.daemon   # once per process
     thread.join(120)
     assert not thread.is_alive()
     assert "pyarrow" in sys.modules and "pandas" in sys.modules

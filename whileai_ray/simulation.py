@@ -51,6 +51,7 @@ from .runtime.data.services import RayCluster
 from .runtime.job_spec import JobSpec
 from .runtime.run_result import RunResult, merge_results
 from .score.conduct import conduct_grader
+from .score.row_facts import warm_facts_table
 from .score.grader_health import add_grader_note
 from .score.grading import fresh_scoring_run_id
 from .score.judges.contract import judge_name
@@ -258,6 +259,8 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
     def on_snapshot(snap: ProgressDict) -> None:
         reporter.update(snap)                # (takes the Driver's progress marks out of the snapshot)
         last.update(snap)
+        if snap.get("landed"):               # the report's imports load while the run plays
+            warm_facts_table()
 
     try:
         result = execute_job(spec, on_snapshot)

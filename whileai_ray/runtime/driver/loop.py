@@ -50,7 +50,7 @@ __all__ = ["DriverLoop", "LoopSettings", "Flight", "STUCK_GRACE_S"]
 _log = logging.getLogger(__name__)   # a child of whileai_ray.runtime
 
 STUCK_GRACE_S = 30.0
-TURN_ROUNDS = 1        # rounds (~25 ms of planner each) decided per loop turn when not reproducible, before they go out
+TURN_ROUNDS = 1        # rounds (~25 ms of planner each) decided per loop turn, each sent before the next is decided
 
 
 @dataclass
@@ -72,14 +72,12 @@ class DriverLoop:
                  clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] | None = None,
                  should_stop: Callable[[], str | None] | None = None, metrics=None, unpack=None,
                  deadline: float | None = None, on_settled: Callable[[], None] | None = None):
-        self.s = settings
-        self.planner = planner
+        self.s, self.planner = settings, planner
         self.rollouts, self.judges = rollouts, judges
         self.landing = landing
         self.resume = resume                      # store/resume.ResumeIndex
         self.snapshots = snapshots                # store/plan_snapshot_keeper.PlanSnapshots, or None
-        self.clock, self.log = clock, log or _say
-        self.should_stop = should_stop or (lambda: None)   # the caller is gone: why, or None
+        self.clock, self.log, self.should_stop = clock, log or _say, should_stop or (lambda: None)   # (gone: why)
         self.on_settled = on_settled or (lambda: None)     # after each chunk's results settled
         self.metrics = metrics or NoMetrics()
         self.unpack = unpack                      # shared storage: a rollout payload -> results (pools/dataplane.py)
@@ -99,16 +97,14 @@ class DriverLoop:
         self.flights: dict[asyncio.Future, Flight] = {}
         self.load = [0] * rollouts.lanes
         self.judge_load = [0] * (judges.lanes if judges is not None else 0)
-        self.inflight = 0                         # units at rollout lanes
-        self.judging = 0                          # rows at judge lanes
+        self.inflight = self.judging = 0          # units at rollout lanes, rows at judge lanes
         self.blocked = False                      # the planner had nothing to decide since the last observe
         self.stopped_because: str | None = None
-        self.chunks_reissued = 0
-        self.abandoned = 0
+        self.chunks_reissued = self.abandoned = 0
         self.stuck: dict = {}                     # unit key -> seconds in flight, past the watchdog's limit
         self.target = rules.decide_target(settings.concurrency, self.chunk, rollouts.lanes)
         self.ahead = self.target + rules.reserve(settings.concurrency)     # not reproducible: decided ahead
-        self.turn_rounds = None if settings.reproducible else TURN_ROUNDS
+        self.turn_rounds = TURN_ROUNDS
         self._primed: bool | None = None          # prime()'s answer: more to decide (None: not primed)
         self._snapshotting = bool(snapshots is not None and snapshots.enabled and settings.reproducible
                                   and landing.sink is not None)
@@ -116,9 +112,11 @@ class DriverLoop:
             self._restore(restored)
 
     # ------------------------------------------------------------------ the loop
-    def prime(self) -> None:
-        """Decide the first units now, before the pools answer; ``run()`` sends them first."""
+    def prime(self) -> bool:
+        """Decide a round now, before the pools answer; ``run()`` sends what is decided first. True
+        while there is more to decide before the lanes are full (the Driver calls it again while they start)."""
         self._primed = self._pump(self.turn_rounds)
+        return self._primed
 
     async def run(self) -> str:
         """Play the run to its stop; returns why it stopped."""
@@ -144,10 +142,11 @@ class DriverLoop:
             self._dispatch()
             if running:
                 self._dispatch_alone()
-            if more and running:        # not reproducible: the chunks just queued go out before the next
-                await asyncio.sleep(0)  # rounds are decided (a thousand slots fill while deciding, not after)
-                more = self._pump(self.turn_rounds)
-                continue
+            if more and running:        # the chunks just queued go out before the next rounds are decided (a
+                await asyncio.sleep(0)  # thousand slots fill while deciding, not after); chunks back come first
+                if not any(task.done() for task in self.flights):
+                    more = self._pump(self.turn_rounds)
+                    continue
             if not self.flights:
                 more = self._pump(self.turn_rounds)
                 if self.queue:
@@ -159,6 +158,7 @@ class DriverLoop:
                 self.on_settled()              # progress marks after each chunk, not each turn
             if rules.may_start(self.run_clock.phase()):    # freed slots take what is decided before more is
                 self._dispatch()
+            await asyncio.sleep(0)          # and those chunks leave (their calls are made) before the planner decides
             more = self._pump(self.turn_rounds)
             self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
             self.metrics.causes(self.planner.rerolled_by, self.planner.lost_by)
@@ -189,23 +189,21 @@ class DriverLoop:
     # -------------------------------------------------------- deciding, observing
     def _pump(self, rounds: int | None = None) -> bool:
         """Decide what may be decided, settle resumed units, observe what is complete; True when
-        it stopped after ``rounds`` decisions with more to decide (not reproducible mode only).
+        it stopped after ``rounds`` decisions with more to decide now.
 
         One round is observed at a time, every decision it unlocks taken before the next is
         observed: the planner sees the same states whatever the completion order (reproducible
-        mode). Once the queue can keep every lane busy, the rest wait for the next turn (the
-        queue goes out first: the first row comes a round in, not eight)."""
+        mode). Once the queue can keep every lane busy, the rest (observing too) wait for a later turn:
+        the queue goes out first, and a turn never decides a burst of rounds while results wait."""
         total = 0
         while True:
-            decided = 0
             while not self.blocked and rules.may_start(self.run_clock.phase()) and rules.may_decide(
                     self.s.reproducible, self.book.may_decide(), len(self.queue), self.inflight, self.ahead):
+                if len(self.queue) >= self.target:
+                    return False
                 if rounds is not None and total >= rounds:
                     return True
-                if decided and len(self.queue) >= self.target:
-                    return False
                 total += 1
-                decided += 1
                 units = self.planner.decide(self.book.next_decide)
                 if not units:
                     self.blocked = True
@@ -214,6 +212,8 @@ class DriverLoop:
                 if self._snapshotting:
                     self.round_units[r] = units
                 self._settle_or_queue(r, units)
+            if len(self.queue) >= self.target:     # (observing a round is what unlocks the next decision)
+                return False
             outs = self.book.pop_one() if self.s.reproducible else None
             if outs is None:
                 return False

@@ -140,14 +140,18 @@ class DriverRun:
                           unpack=plane.unpack if plane is not None else None,
                           deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop
+        starting = asyncio.ensure_future(rollouts.start())
         try:
-            # the first units are decided while the actors start (or, kept from the last run, renew
-            # themselves: ActorPool.renew), not after they answer
-            loop.prime()
-            await rollouts.start()
+            # the first rounds are decided while the actors start (or, kept from the last run, renew
+            # themselves: ActorPool.renew), a round a turn: once a lane answers, what is decided goes
+            # out and the rest is decided a round at a time, each sent before the next (loop.run)
+            while loop.prime() and not starting.done():
+                await asyncio.sleep(0)
+            await starting
             if judges is not None:
                 await judges.start()
         except BaseException:
+            starting.cancel()
             self.landing.spool.discard()
             raise
         try:

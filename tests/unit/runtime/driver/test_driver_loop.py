@@ -206,9 +206,8 @@ def test_the_first_round_goes_out_before_the_others_are_decided():
                       ResumeIndex([], None, None))
     loop_ref["loop"] = loop
     asyncio.run(loop.run())
-    # rounds of 4, 4 and 8 units (search/planner/rounds.py) fill the lanes' 16 (slots + a chunk each); the
-    # fourth round the lag allows waits
-    assert decided_at_first_send == [3]
+    # round 0 (4 units, search/planner/rounds.py) leaves alone; rounds 1, 2 follow it a round a turn
+    assert decided_at_first_send == [1]
     _, every_round_first = run(planner(), rollout_lanes(lanes=2, slots=4), lag=4, concurrency=64)
     landed = Landed(loop.landing)
     assert played(landed) == played(every_round_first) and len(landed.rows) == 120
@@ -249,7 +248,8 @@ def test_time_budget_stops_dispatch_at_the_deadline_and_lets_what_is_in_flight_l
         now[0] += 1.0
         return out
     pool._play = play
-    loop, landing = run(planner(budget=400), pool, clock=lambda: now[0], time_budget=8.0)
+    # lag 8: units are decided ahead of the lanes, so some are surely waiting when the deadline passes
+    loop, landing = run(planner(budget=400), pool, clock=lambda: now[0], time_budget=8.0, lag=8)
     assert loop.stopped_because == "time_budget"
     assert sent_at and max(sent_at) < 8.0                           # nothing dispatched at or past the deadline
     assert 0 < len(landing.rows) < 400
@@ -360,3 +360,83 @@ def test_progress_is_heard_after_each_chunk_even_when_chunks_come_back_together(
     assert landing.landed == 64 and heard[-1] == 64
     steps = [b - a for a, b in zip(heard, heard[1:]) if b != a]
     assert max(steps) <= 2, heard                 # one chunk (2 units) at a time, never a turn's 8
+
+
+def _logged(plan, lanes, events):
+    """``events`` hears each round the planner decides (``("decide", round, units)``), each chunk's
+    call as the pool makes it (``("call", n)``: an actor pool's ``.remote()`` runs when its
+    coroutine starts, not when the loop dispatches it) and each chunk that comes back."""
+    decide, real_play = plan.decide, lanes._play
+
+    def logged_decide(r):
+        units = decide(r)
+        events.append(("decide", r, len(units)))
+        return units
+
+    async def play(lane, n, payload):
+        events.append(("call", n))
+        out = await real_play(lane, n, payload)
+        events.append(("back", n))
+        return out
+    plan.decide, lanes._play = logged_decide, play
+
+
+def test_a_freed_lane_gets_its_next_chunk_before_the_planner_decides_more():
+    """Reproducible mode: a chunk that comes back frees its lane's slots; the chunk that refills
+    them is sent (its call made) before the loop's planner decides the next round, so a ~25 ms
+    decision never leaves the lane idle (the latency bench's ramp lost ~100 ms a lane to it)."""
+    plan, events = planner(budget=400), []
+    lanes = rollout_lanes(lanes=1, slots=16, delay=lambda lane, n: 0.02)
+    _logged(plan, lanes, events)
+    loop, landing = run(plan, lanes, lag=8, chunk_size=16, concurrency=16)
+    assert len(landing.rows) == 400 and loop.stopped_because == "budget"
+    first = []          # after each chunk back that more was decided and sent after: which came first
+    for i, event in enumerate(events):
+        after = [e[0] for e in events[i + 1:] if e[0] != "back"]
+        if event[0] == "back" and "decide" in after and "call" in after:
+            first.append(after[0])
+    # (a chunk that comes back while the loop yields, after a settle, may see a decision first: a few)
+    assert len(first) >= 5 and first.count("call") >= 0.8 * len(first), first
+
+
+def test_deciding_stops_while_the_queue_keeps_the_lanes_busy():
+    """Reproducible mode: once the decided units waiting to go out keep every lane busy
+    (``decide_target``), the loop decides no more (nor observes the rounds whose outcomes would
+    let it) until the lanes take them: no burst of rounds decided ahead while results wait, and
+    the same rows as a run whose lanes hold everything at once."""
+    plan, queued_at_decide = planner(budget=400), []
+    decide = plan.decide
+    loop_ref = {}
+
+    def logged_decide(r):
+        queued_at_decide.append(len(loop_ref["loop"].queue))
+        return decide(r)
+    plan.decide = logged_decide
+    lanes = rollout_lanes(lanes=2, slots=4, delay=lambda lane, n: 0.01)
+    landing = Landing()
+    loop = DriverLoop(LoopSettings(lag=8, chunk_size=4, concurrency=8), plan, lanes, landing,
+                      ResumeIndex([], None, None))
+    loop_ref["loop"] = loop
+    asyncio.run(loop.run())
+    target = rules.decide_target(8, 4, 2)
+    assert target == 16 and max(queued_at_decide) < target, queued_at_decide
+    _, wide = run(planner(budget=400), rollout_lanes(lanes=1, slots=64), lag=8, chunk_size=4, concurrency=400)
+    assert played(Landed(landing)) == played(wide) and len(played(wide)) == 400
+
+
+def test_priming_decides_a_round_a_call_until_the_queue_would_keep_every_lane_busy():
+    """While the rollout lanes start, the Driver primes its loop a round at a time
+    (``driver/run.py``): each call decides one round and says whether more may be decided before
+    the queue keeps every lane busy; once a lane answers, what is decided goes out first. The
+    rows are those of a run that was never primed."""
+    loop = DriverLoop(LoopSettings(lag=8, chunk_size=4, concurrency=8), planner(), rollout_lanes(lanes=2, slots=4),
+                      Landing(), ResumeIndex([], None, None))
+    answers, queued = [], []
+    while not answers or answers[-1]:
+        answers.append(loop.prime())
+        queued.append(len(loop.queue))
+    # rounds of 4, 4 and 8 units; decide_target(8, 4, 2) = 16 is reached on the third
+    assert answers == [True, True, False] and queued == [4, 8, 16]
+    asyncio.run(loop.run())
+    _, unprimed = run(planner(), rollout_lanes(lanes=2, slots=4), lag=8)
+    assert played(Landed(loop.landing)) == played(unprimed) and len(played(unprimed)) == 120

@@ -54,7 +54,10 @@ _BIGRAM = np.uint64(0x9E3779B97F4A7C15)
 
 
 class _WordHashes:
-    """Word -> 64-bit blake2b hash, cached (cleared past ``limit`` entries to bound memory)."""
+    """Word -> 64-bit blake2b hash, cached (cleared past ``limit`` entries to bound memory).
+
+    Known words are looked up in one C-level pass (``map(dict.get)``); only the misses run the
+    Python loop. The hashes are a function of the word alone, so the cache never changes them."""
 
     def __init__(self, limit: int = 50_000):
         self.limit = limit
@@ -62,28 +65,40 @@ class _WordHashes:
 
     def __call__(self, words: list[str]) -> list[int]:
         cache = self.cache
-        out = []
-        for w in words:
-            h = cache.get(w)
-            if h is None:
-                if len(cache) >= self.limit:
-                    cache.clear()
-                h = cache[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "big")
-            out.append(h)
-        return out
+        out = list(map(cache.get, words))
+        if None in out:
+            for i, h in enumerate(out):
+                if h is None:
+                    w = words[i]
+                    h = cache.get(w)       # (a word seen twice in this text)
+                    if h is None:
+                        if len(cache) >= self.limit:
+                            cache.clear()
+                        h = cache[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "big")
+                    out[i] = h
+        return out  # type: ignore[return-value]   (every None was filled)
 
 
 _WORDS = _WordHashes()
 
 
 def sketch(text: str) -> np.ndarray:
-    """The MinHash sketch of ``text``: K uint32 values over its word unigrams and bigrams."""
+    """The MinHash sketch of ``text``: K uint32 values over its word unigrams and bigrams.
+
+    All K permutations of all shingles in one (K, shingles) product, mod 2**64 (numpy's uint64
+    arithmetic wraps), reduced to each permutation's minimum; its top 32 bits are the value."""
     words = _WORD.findall(str(text).lower()) or ["<empty>"]
     h = np.array(_WORDS(words), dtype=np.uint64)
     if len(h) > 1:
         h = np.concatenate((h, h[:-1] * _BIGRAM + h[1:]))
-    mixed = _A * h[None, :] + _B                        # (K, shingles), wraps mod 2**64
-    return (mixed.min(axis=1) >> np.uint64(32)).astype(np.uint32)
+    mixed = np.multiply(_A, h)                          # (K, shingles), wraps mod 2**64
+    mixed += _B
+    low = np.minimum.reduce(mixed, axis=1)
+    low >>= _HIGH
+    return low.astype(np.uint32)
+
+
+_HIGH = np.uint64(32)
 
 
 def _text_key(text: str) -> int:
@@ -101,10 +116,13 @@ def _slots(stored: np.ndarray, bits: int, dtype=np.int64) -> np.ndarray:
     the band's ROWS 16-bit values read as one little-endian 32-bit key, mixed with the band
     number (Fibonacci hashing)."""
     key = np.ascontiguousarray(stored, dtype="<u2").reshape(-1, K).view("<u4")
-    with np.errstate(over="ignore"):
-        mixed = (key ^ _BAND_SALT) * np.uint32(0x9E3779B1)
+    mixed = key ^ _BAND_SALT           # arrays: uint32 products wrap mod 2**32 without a warning
+    mixed *= _FIB
     mixed >>= np.uint32(32 - bits)
     return mixed.astype(dtype)
+
+
+_FIB = np.uint32(0x9E3779B1)
 
 
 _BAND_SALT = (np.arange(BANDS, dtype=np.uint32) * np.uint32(0x85EBCA77))
@@ -145,12 +163,21 @@ class NoveltyIndex:
         self._exact = DigestTable() if exact else None
         self._keys = Column(np.uint64) if exact else None
         self._building: Future | None = None      # a restore's tables, built on a thread (load_state)
+        self._last_where: tuple[int, bytes, np.ndarray] | None = None     # (bits, stored sketch, _where)
 
     def __len__(self) -> int:
         return len(self._sk)
 
     def _where(self, stored: np.ndarray) -> np.ndarray:
-        return (_BAND << self._bits) + _slots(stored, self._bits)[0]
+        """The head slot of each band's bucket for one stored sketch. The last answer is kept: the
+        planner scores a prompt (``similarity``) and then archives the same sketch (``add``)."""
+        bits, raw = self._bits, stored.tobytes()
+        last = self._last_where
+        if last is not None and last[0] == bits and last[1] == raw:
+            return last[2]
+        where = (_BAND << bits) + _slots(stored, bits)[0]
+        self._last_where = (bits, raw, where)
+        return where
 
     def add(self, text: str, sk: np.ndarray | None = None) -> int:
         """Archive ``text`` (pass its ``sketch`` if already computed); returns its id."""
@@ -179,13 +206,17 @@ class NoveltyIndex:
         self._next = Column.of(nxt, np.int32, width=BANDS)
 
     def _candidates(self, stored: np.ndarray) -> list[int]:
+        """The ids met walking each band's bucket chain ``bucket_cap`` steps from its head, sorted
+        and distinct. The links are read through a flat memoryview (``id * BANDS + band``): a
+        Python int per step, without ``ndarray.item``'s cost."""
         found: set[int] = set()
-        cap, links = self.bucket_cap, self._next._a
+        cap = self.bucket_cap
+        links = memoryview(self._next._a.reshape(-1))     # (a view: the column is C-contiguous)
         for b, j in enumerate(self._heads[self._where(stored)].tolist()):
             steps = 0
             while j >= 0 and steps < cap:
                 found.add(j)
-                j = links.item(j, b)
+                j = links[j * BANDS + b]
                 steps += 1
         return sorted(found)
 
@@ -203,7 +234,7 @@ class NoveltyIndex:
         cands = self._candidates(stored)
         if not cands:
             return -1, 0.0
-        eq = (self._sk._a[cands] == stored).sum(axis=1)
+        eq = np.count_nonzero(self._sk._a[cands] == stored, axis=1)
         best = int(eq.argmax())
         return cands[best], float(eq[best]) / K
 

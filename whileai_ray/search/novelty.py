@@ -210,14 +210,14 @@ class NoveltyIndex:
         and distinct. The links are read through a flat memoryview (``id * BANDS + band``): a
         Python int per step, without ``ndarray.item``'s cost."""
         found: set[int] = set()
-        cap = self.bucket_cap
+        add, steps = found.add, range(self.bucket_cap)
         links = memoryview(self._next._a.reshape(-1))     # (a view: the column is C-contiguous)
         for b, j in enumerate(self._heads[self._where(stored)].tolist()):
-            steps = 0
-            while j >= 0 and steps < cap:
-                found.add(j)
+            for _ in steps:
+                if j < 0:
+                    break
+                add(j)
                 j = links[j * BANDS + b]
-                steps += 1
         return sorted(found)
 
     def similarity(self, text: str, sk: np.ndarray | None = None) -> tuple[int, float]:

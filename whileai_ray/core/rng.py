@@ -24,10 +24,9 @@ def _canon(parts: tuple[object, ...]) -> bytes:
     situation. Anything else (a bool, a float, a dict, a nested list) goes through ``json.dumps``."""
     out = []
     for part in parts:
-        kind = type(part)
-        if kind is str:
+        if type(part) is str:
             out.append(_json_str(part))
-        elif kind is int:
+        elif type(part) is int:
             out.append(int.__repr__(part))
         else:
             return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import cast
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class _WordHashes:
                             cache.clear()
                         h = cache[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "big")
                     out[i] = h
-        return out  # type: ignore[return-value]   (every None was filled)
+        return cast("list[int]", out)             # (every None was filled)
 
 
 _WORDS = _WordHashes()
@@ -211,7 +212,7 @@ class NoveltyIndex:
         Python int per step, without ``ndarray.item``'s cost."""
         found: set[int] = set()
         add, steps = found.add, range(self.bucket_cap)
-        links = memoryview(self._next._a.reshape(-1))     # (a view: the column is C-contiguous)
+        links = self._next._a.reshape(-1).data     # a memoryview (the column is C-contiguous: no copy)
         for b, j in enumerate(self._heads[self._where(stored)].tolist()):
             for _ in steps:
                 if j < 0:

@@ -67,16 +67,16 @@ class _WordHashes:
     def __call__(self, words: list[str]) -> list[int]:
         cache = self.cache
         out = list(map(cache.get, words))
-        if None in out:
-            for i, h in enumerate(out):
-                if h is None:
-                    w = words[i]
-                    h = cache.get(w)       # (a word seen twice in this text)
-                    if h is None:
-                        if len(cache) >= self.limit:
-                            cache.clear()
-                        h = cache[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "big")
-                    out[i] = h
+        i = -1
+        while None in out:
+            i = out.index(None, i + 1)     # (the misses found by C scans, not a Python loop)
+            w = words[i]
+            h = cache.get(w)               # (a word seen twice in this text)
+            if h is None:
+                if len(cache) >= self.limit:
+                    cache.clear()
+                h = cache[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "big")
+            out[i] = h
         return cast("list[int]", out)             # (every None was filled)
 
 
@@ -235,7 +235,7 @@ class NoveltyIndex:
         cands = self._candidates(stored)
         if not cands:
             return -1, 0.0
-        eq = np.count_nonzero(self._sk._a[cands] == stored, axis=1)
+        eq = (self._sk._a[cands] == stored).sum(axis=1)
         best = int(eq.argmax())
         return cands[best], float(eq[best]) / K
 

@@ -62,7 +62,7 @@ def test_random_mixes_encode_exactly():
 
 
 def test_the_draws_built_on_it_are_unchanged():
-    # values computed on commit 50aa2a8
+    # the draws hash exactly the bytes json.dumps gave (the encoding of commit 50aa2a8)
     assert short_hash("family", "check order # for N") == stable_hash("family", "check order # for N")[:10]
     assert rng.hashlib.sha256(reference((0, "world", "sc-1"))).hexdigest() == stable_hash(0, "world", "sc-1")
     assert unit_rng(0, "world", "sc-1").random() == unit_rng(0, "world", "sc-1").random()

@@ -173,7 +173,7 @@ class NoveltyIndex:
         """The head slot of each band's bucket for one stored sketch. The last answer is kept: the
         planner scores a prompt (``similarity``) and then archives the same sketch (``add``)."""
         bits, raw = self._bits, stored.tobytes()
-        last = self._last_where
+        last = getattr(self, "_last_where", None)     # (an index pickled before it kept one has none)
         if last is not None and last[0] == bits and last[1] == raw:
             return last[2]
         where = (_BAND << bits) + _slots(stored, bits)[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from json.encoder import encode_basestring_ascii as _json_str
 
 __all__ = ["stable_hash", "unit_rng", "draw", "short_hash", "weyl"]
 
@@ -16,7 +17,20 @@ _GOLDEN = 0.6180339887498949
 
 
 def _canon(parts: tuple[object, ...]) -> bytes:
-    return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()
+    """The canonical JSON of ``parts``: ``json.dumps(parts, sort_keys=True, separators=(",", ":"),
+    default=str)``. Keys are nearly always plain strings and ints (a seed, a salt, an id), and
+    those are written here directly, byte for byte as ``json.dumps`` writes them (its own C string
+    encoder, ``int.__repr__``) at a fraction of its cost: the planner draws a dozen keys per
+    situation. Anything else (a bool, a float, a dict, a nested list) goes through ``json.dumps``."""
+    out = []
+    for part in parts:
+        if type(part) is str:
+            out.append(_json_str(part))
+        elif type(part) is int:
+            out.append(int.__repr__(part))
+        else:
+            return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return ("[" + ",".join(out) + "]").encode()
 
 
 def stable_hash(*parts: object) -> str:

@@ -44,24 +44,23 @@ def skeleton(prompt: str) -> str:
     if "$" in text:
         text = _AMOUNT.sub(" $ ", text)
     text = _IDS.sub(" # ", _DATE.sub(" D ", text))
-    out = []
+    out: list[str] = []
+    append = out.append
     start = True                       # a capitalised word that starts a sentence is not a name
-    last = None
+    name = False                       # the last word kept was a name blank
     for tok in _TOKEN.findall(text):
         if tok in _STOPS:
             start = True
             continue
         if tok in _BLANKED:
-            pass
+            name = False
         elif not start and tok[0].isupper() and tok != "I" and not tok.startswith("I'"):
-            tok = "N"
-            if last == "N":            # "Maria Lopez" -> one name blank
-                start = False
+            if name:                   # "Maria Lopez" -> one name blank
                 continue
+            tok, name = "N", True
         else:
-            tok = tok.lower()
-        out.append(tok)
-        last = tok
+            tok, name = tok.lower(), False
+        append(tok)
         start = False
     return " ".join(out)
 

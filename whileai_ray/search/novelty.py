@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import cast
 
 import numpy as np
 
@@ -54,7 +55,10 @@ _BIGRAM = np.uint64(0x9E3779B97F4A7C15)
 
 
 class _WordHashes:
-    """Word -> 64-bit blake2b hash, cached (cleared past ``limit`` entries to bound memory)."""
+    """Word -> 64-bit blake2b hash, cached (cleared past ``limit`` entries to bound memory).
+
+    Known words are looked up in one C-level pass (``map(dict.get)``); only the misses run the
+    Python loop. The hashes are a function of the word alone, so the cache never changes them."""
 
     def __init__(self, limit: int = 50_000):
         self.limit = limit
@@ -62,28 +66,40 @@ class _WordHashes:
 
     def __call__(self, words: list[str]) -> list[int]:
         cache = self.cache
-        out = []
-        for w in words:
-            h = cache.get(w)
+        out = list(map(cache.get, words))
+        i = -1
+        while None in out:
+            i = out.index(None, i + 1)     # (the misses found by C scans, not a Python loop)
+            w = words[i]
+            h = cache.get(w)               # (a word seen twice in this text)
             if h is None:
                 if len(cache) >= self.limit:
                     cache.clear()
                 h = cache[w] = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "big")
-            out.append(h)
-        return out
+            out[i] = h
+        return cast("list[int]", out)             # (every None was filled)
 
 
 _WORDS = _WordHashes()
 
 
 def sketch(text: str) -> np.ndarray:
-    """The MinHash sketch of ``text``: K uint32 values over its word unigrams and bigrams."""
+    """The MinHash sketch of ``text``: K uint32 values over its word unigrams and bigrams.
+
+    All K permutations of all shingles in one (K, shingles) product, mod 2**64 (numpy's uint64
+    arithmetic wraps), reduced to each permutation's minimum; its top 32 bits are the value."""
     words = _WORD.findall(str(text).lower()) or ["<empty>"]
     h = np.array(_WORDS(words), dtype=np.uint64)
     if len(h) > 1:
         h = np.concatenate((h, h[:-1] * _BIGRAM + h[1:]))
-    mixed = _A * h[None, :] + _B                        # (K, shingles), wraps mod 2**64
-    return (mixed.min(axis=1) >> np.uint64(32)).astype(np.uint32)
+    mixed = np.multiply(_A, h)                          # (K, shingles), wraps mod 2**64
+    mixed += _B
+    low = np.minimum.reduce(mixed, axis=1)
+    low >>= _HIGH
+    return low.astype(np.uint32)
+
+
+_HIGH = np.uint64(32)
 
 
 def _text_key(text: str) -> int:
@@ -101,10 +117,13 @@ def _slots(stored: np.ndarray, bits: int, dtype=np.int64) -> np.ndarray:
     the band's ROWS 16-bit values read as one little-endian 32-bit key, mixed with the band
     number (Fibonacci hashing)."""
     key = np.ascontiguousarray(stored, dtype="<u2").reshape(-1, K).view("<u4")
-    with np.errstate(over="ignore"):
-        mixed = (key ^ _BAND_SALT) * np.uint32(0x9E3779B1)
+    mixed = key ^ _BAND_SALT           # arrays: uint32 products wrap mod 2**32 without a warning
+    mixed *= _FIB
     mixed >>= np.uint32(32 - bits)
     return mixed.astype(dtype)
+
+
+_FIB = np.uint32(0x9E3779B1)
 
 
 _BAND_SALT = (np.arange(BANDS, dtype=np.uint32) * np.uint32(0x85EBCA77))
@@ -145,12 +164,21 @@ class NoveltyIndex:
         self._exact = DigestTable() if exact else None
         self._keys = Column(np.uint64) if exact else None
         self._building: Future | None = None      # a restore's tables, built on a thread (load_state)
+        self._last_where: tuple[int, bytes, np.ndarray] | None = None     # (bits, stored sketch, _where)
 
     def __len__(self) -> int:
         return len(self._sk)
 
     def _where(self, stored: np.ndarray) -> np.ndarray:
-        return (_BAND << self._bits) + _slots(stored, self._bits)[0]
+        """The head slot of each band's bucket for one stored sketch. The last answer is kept: the
+        planner scores a prompt (``similarity``) and then archives the same sketch (``add``)."""
+        bits, raw = self._bits, stored.tobytes()
+        last = getattr(self, "_last_where", None)     # (an index pickled before it kept one has none)
+        if last is not None and last[0] == bits and last[1] == raw:
+            return last[2]
+        where = (_BAND << bits) + _slots(stored, bits)[0]
+        self._last_where = (bits, raw, where)
+        return where
 
     def add(self, text: str, sk: np.ndarray | None = None) -> int:
         """Archive ``text`` (pass its ``sketch`` if already computed); returns its id."""
@@ -179,14 +207,18 @@ class NoveltyIndex:
         self._next = Column.of(nxt, np.int32, width=BANDS)
 
     def _candidates(self, stored: np.ndarray) -> list[int]:
+        """The ids met walking each band's bucket chain ``bucket_cap`` steps from its head, sorted
+        and distinct. The links are read through a flat memoryview (``id * BANDS + band``): a
+        Python int per step, without ``ndarray.item``'s cost."""
         found: set[int] = set()
-        cap, links = self.bucket_cap, self._next._a
+        add, steps = found.add, range(self.bucket_cap)
+        links = self._next._a.reshape(-1).data     # a memoryview (the column is C-contiguous: no copy)
         for b, j in enumerate(self._heads[self._where(stored)].tolist()):
-            steps = 0
-            while j >= 0 and steps < cap:
-                found.add(j)
-                j = links.item(j, b)
-                steps += 1
+            for _ in steps:
+                if j < 0:
+                    break
+                add(j)
+                j = links[j * BANDS + b]
         return sorted(found)
 
     def similarity(self, text: str, sk: np.ndarray | None = None) -> tuple[int, float]:

@@ -204,7 +204,7 @@ class Planner(PlannerState, PlannerStatsReport):
             faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
             base, cell, instance, recipe = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
-        again = not self._seen.add(prompt_digest(base.prompt))     # a seed, task or fallback opened before
+        again = not self._seen.add(digest := prompt_digest(base.prompt))     # a seed, task or fallback opened before
         if self._scored[0] is base.prompt:          # scored while choosing between candidates
             _, sk, nov = self._scored
         else:
@@ -222,13 +222,13 @@ class Planner(PlannerState, PlannerStatsReport):
             self.faulted_situations += 1
         self.arm_counts[base.arm] = self.arm_counts.get(base.arm, 0) + 1
         kind, a, b = recipe
-        wordings = [(base, self.words.add(base, kind, a, b, 0, nov_milli, faults, prompt_digest(base.prompt)))]
+        wordings = [(base, self.words.add(base, kind, a, b, 0, nov_milli, faults, digest))]
         if cell is not None:
             for p in range(1, self.s.n):
                 sit = self.writer.write(cell, instance, p)
                 if self._fresh(sit.prompt):          # two wordings that came out the same run once
-                    self._seen.add(prompt_digest(sit.prompt))
-                    wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, prompt_digest(sit.prompt))))
+                    self._seen.add(digest := prompt_digest(sit.prompt))
+                    wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, digest)))
         for p, (sit, wid) in enumerate(wordings):
             for ri in self.book.open(wid, group_k):
                 self._backlog.append(self._unit_for(wid, ri))

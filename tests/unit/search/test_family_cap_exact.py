@@ -1,0 +1,73 @@
+"""``family_cap.skeleton``'s tighter token loop blanks exactly what the old loop blanked (issue 32).
+
+The old loop (commit 50aa2a8) is kept here and both run on varied prompts: names across
+sentence stops, "I" and "I'm", blanks next to names, unicode capitals, empty and very long text,
+and the prompts the template writer writes.
+"""
+import random
+
+from whileai_ray.search import family_cap as fc
+from whileai_ray.search.family_cap import FamilyCap, family_key, skeleton
+from whileai_ray.core.rng import short_hash
+from whileai_ray.situations.grid import build_axes, pairwise_cells
+from whileai_ray.situations.template_writer import TemplateWriter
+from whileai_ray.testing.seeded_rows import TOOLS
+
+
+def old_skeleton(prompt):
+    text = str(prompt)
+    if "@" in text:
+        text = fc._EMAIL.sub(" @ ", text)
+    if "$" in text:
+        text = fc._AMOUNT.sub(" $ ", text)
+    text = fc._IDS.sub(" # ", fc._DATE.sub(" D ", text))
+    out = []
+    start = True
+    last = None
+    for tok in fc._TOKEN.findall(text):
+        if tok in fc._STOPS:
+            start = True
+            continue
+        if tok in fc._BLANKED:
+            pass
+        elif not start and tok[0].isupper() and tok != "I" and not tok.startswith("I'"):
+            tok = "N"
+            if last == "N":
+                start = False
+                continue
+        else:
+            tok = tok.lower()
+        out.append(tok)
+        last = tok
+        start = False
+    return " ".join(out)
+
+
+FIXED = ["", " ", ".", "Maria Lopez", "Check order ORD-41087 for Maria Lopez, paid $44 on March 6.",
+         "I'm Tom. Kim Lee and I met D Smith on May 2nd; I'd pay $ 3,100.50 to x@y.com.",
+         "Hi Ana Bel Cruz. Bob. Al Bo! Cy? Dee Eve # Fay $ Gus @ Hal D Ivy", "ÉCOLE Über Ärger çà",
+         "I I I I'm I've IOU Iris", "sept 3rd, Sep. 14 jan 1 DECEMBER 25th may 5 maybe 6",
+         "Name Name. Name Name! name Name? Name" * 200, "a" * 20000, "\ud800 Bad Surrogate \udfff Tail"]
+WORDS = ["Maria", "Lopez", "I", "I'm", "order", "ORD-12", "$44", "x@y.com", "March", "6th", ".", "!", "?",
+         "the", "D", "#", "Ünal", "it's", "Tom", "KIM", "99", "e-mail", ",", "and", "May", "İ", "ſep"]
+
+
+def test_skeleton_blanks_what_the_old_loop_blanked():
+    r = random.Random(32)
+    prompts = list(FIXED)
+    for _ in range(3000):
+        prompts.append(" ".join(r.choice(WORDS) for _ in range(r.randrange(0, 40))))
+    w = TemplateWriter(TOOLS, "", 0)
+    cells = pairwise_cells(build_axes(TOOLS, "", None))
+    prompts += [w.write(cells[i % len(cells)], i, i % 3).prompt for i in range(600)]
+    prompts += [w.probe(i).prompt for i in range(100)]
+    for p in prompts:
+        assert skeleton(p) == old_skeleton(p), p[:120]
+        assert family_key(p) == short_hash("family", old_skeleton(p))
+
+
+def test_the_cap_decides_as_before_on_near_copies():
+    cap = FamilyCap(2)
+    asks = [f"Check order ORD-{n} for Maria Lopez, paid ${n % 97} on March {1 + n % 27}." for n in range(10)]
+    assert [cap.admit(a) for a in asks] == [True, True] + [False] * 8
+    assert cap.stats()["refused"] == 8 and cap.family(asks[0]) == short_hash("family", old_skeleton(asks[0]))

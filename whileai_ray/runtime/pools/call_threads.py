@@ -16,7 +16,7 @@ a wedged one never keeps the process (the caller's, when its own pool plays) fro
 Threads are made on first use and reused while their calls return (a thread per slot in
 steady state, not one per call). No Ray here.
 
-What it costs per call is most of a no-delay agent's rollout (issue 32), so the hand-back is lean:
+At no-delay speeds the hand-off is a large part of a rollout's CPU (issue 32), so it is kept lean:
 a thread hands its result to the loop's ``_Settler``, and only the first result of a batch wakes
 the loop (one self-pipe write); the loop then settles every call that finished meanwhile, in the
 order they finished. The caller awaits its future directly; a timeout is one loop timer, which

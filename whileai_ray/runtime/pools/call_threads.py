@@ -15,12 +15,19 @@ a wedged one never keeps the process (the caller's, when its own pool plays) fro
 
 Threads are made on first use and reused while their calls return (a thread per slot in
 steady state, not one per call). No Ray here.
+
+At no-delay speeds the hand-off is a large part of a rollout's CPU (issue 32), so it is kept lean:
+a thread hands its result to the loop's ``_Settler``, and only the first result of a batch wakes
+the loop (one self-pipe write); the loop then settles every call that finished meanwhile, in the
+order they finished. The caller awaits its future directly; a timeout is one loop timer, which
+settles the future with ``_EXPIRED`` (no ``asyncio.wait`` per call).
 """
 from __future__ import annotations
 
 import asyncio
 import queue
 import threading
+from collections import deque
 from typing import Callable
 
 __all__ = ["CallThreads", "CallTimedOut"]
@@ -28,6 +35,9 @@ __all__ = ["CallThreads", "CallTimedOut"]
 
 class CallTimedOut(Exception):
     """The call ran past its timeout; it was abandoned on its thread."""
+
+
+_EXPIRED = object()        # what a call's timer settles its future with: the call ran past its timeout
 
 
 class _Worker:
@@ -43,7 +53,7 @@ class _Worker:
             job = self.jobs.get()
             if job is None:
                 return
-            fn, args, loop, future = job
+            fn, args, settler, future = job
             try:
                 result, error = fn(*args), None
             except BaseException as exc:      # handed to the awaiting task as it is
@@ -51,23 +61,52 @@ class _Worker:
             # back among the idle threads before the caller hears of the result: a caller that
             # calls again at once then finds this thread, instead of making another
             keep = not self.abandoned and self.owner.give_back(self)
-            _resolve(loop, future, result, error)
+            settler.put(future, result, error)
             del job, fn, args, result, error
             if not keep:
                 return                          # abandoned (its call took too long) or the pool closed
 
 
-def _resolve(loop, future, result, error) -> None:
-    def settle():
-        if not future.done():                   # abandoned or cancelled meanwhile: nobody waits
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(result)
-    try:
-        loop.call_soon_threadsafe(settle)
-    except RuntimeError:                        # the lane's loop is closed: the run is over
-        pass
+class _Settler:
+    """The results of one event loop's calls, handed to it in batches.
+
+    ``put`` (on a pool thread) queues a finished call; only a put that finds the queue empty
+    schedules ``settle`` on the loop (``call_soon_threadsafe``: a write to the loop's self-pipe),
+    so calls that finish while the loop is busy, or before it wakes, cost no wake-up of their own.
+    ``settle`` (on the loop) takes the whole queue at once and settles each future in the order
+    the calls finished."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._done: deque = deque()
+
+    def put(self, future, result, error) -> None:
+        with self._lock:
+            first = not self._done
+            self._done.append((future, result, error))
+        if first:
+            try:
+                self.loop.call_soon_threadsafe(self.settle)
+            except RuntimeError:                # the lane's loop is closed: the run is over, nobody waits
+                with self._lock:
+                    self._done.clear()
+
+    def settle(self) -> None:
+        with self._lock:
+            done, self._done = self._done, deque()
+        for future, result, error in done:
+            if not future.done():               # abandoned or cancelled meanwhile: nobody waits
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)
+
+
+def _expire(future) -> None:
+    """A call's timer: its timeout passed before its result came (the loop runs this)."""
+    if not future.done():
+        future.set_result(_EXPIRED)
 
 
 class CallThreads:
@@ -78,6 +117,7 @@ class CallThreads:
         self._made = 0
         self.closed = False
         self.abandoned = 0                      # calls cut at their timeout, whose threads ran on
+        self._settler: _Settler | None = None   # the results' way back to the loop that awaits them
 
     def give_back(self, worker: _Worker) -> bool:
         """A thread whose call returned joins the idle ones (False: the pool closed, it ends)."""
@@ -99,21 +139,27 @@ class CallThreads:
         """``fn(*args)`` on a thread of the pool; raises ``CallTimedOut`` past ``timeout`` seconds
         (the call is abandoned on its thread, which leaves the pool), or what ``fn`` raised."""
         loop = asyncio.get_running_loop()
+        settler = self._settler
+        if settler is None or settler.loop is not loop:     # a new loop (a renewed lane, a test's run)
+            settler = self._settler = _Settler(loop)
         future = loop.create_future()
         worker = self._take()
-        worker.jobs.put((fn, args, loop, future))
+        worker.jobs.put((fn, args, settler, future))
+        timer = loop.call_later(timeout, _expire, future) if timeout is not None else None
         try:
-            done, _ = await asyncio.wait({future}, timeout=timeout)
+            result = await future
         except asyncio.CancelledError:          # the chunk was cancelled (the run stopped)
             worker.abandoned = True
             future.cancel()
             raise
-        if not done:
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if result is _EXPIRED:
             worker.abandoned = True
             self.abandoned += 1
-            future.cancel()
             raise CallTimedOut(f"took longer than {timeout:g}s")
-        return future.result()
+        return result
 
     def shutdown(self) -> None:
         """Idle threads end now; a thread still in a call ends once that call returns."""

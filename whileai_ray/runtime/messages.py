@@ -41,7 +41,9 @@ class RolloutResult:
 
     ``line`` and ``digest`` are the row's checkpoint line and key digest, made by the lane that
     built the row (``store/checkpoint/edge_lines.py``), so the Driver appends bytes instead of
-    encoding the row again; None where the lane made none (the Driver encodes the row itself)."""
+    encoding the row again; None where the lane made none (the Driver encodes the row itself).
+    ``text`` is the whole internal row as the Driver's spool writes it (``row_json``, before the
+    Driver's ``_landed_s``), made by the lane too (``store/parquet/spill_text.py``), or None."""
     unit: Any                               # core.unit.WorkUnit
     row: dict | None
     skipped: bool = False
@@ -53,6 +55,7 @@ class RolloutResult:
     verdict: dict | None = None
     line: bytes | None = None               # dump_line(stored_row(row)), exactly
     digest: tuple[int, int, str] | None = None   # key_digest(row_key(row))
+    text: str | None = None                 # dump_row(row), lane stamps in (store/parquet/spill_text.py)
 
     @classmethod
     def not_started(cls, unit: Any) -> "RolloutResult":
@@ -66,10 +69,10 @@ class RolloutResult:
 
     def with_verdict(self, verdict: dict) -> "RolloutResult":
         """This result with the judge's verdict on its row. The verdict changes the row's public
-        fields on the Driver (``driver/landing.py``), so the lane's line is dropped: the Driver
-        encodes the graded row itself."""
+        fields on the Driver (``driver/landing.py``), so the lane's line and text are dropped: the
+        Driver encodes the graded row itself."""
         return RolloutResult(self.unit, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
-                             self.error, self.seconds, verdict, line=None, digest=None)
+                             self.error, self.seconds, verdict, line=None, digest=None, text=None)
 
 
 ChunkKind = Literal["roll", "judge"]

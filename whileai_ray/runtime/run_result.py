@@ -55,6 +55,7 @@ class RunResult:
     rows_shipped: int = 0                       # released rows left out of ``rows``: the caller has them (polls)
     last_poll: Poll | None = None               # the Driver's progress answer as the run ended (the last line's counts)
     kept_at: str | None = None                  # stopped because the caller was gone, no checkpoint: where its rows are
+    spool_edge_rows: int = 0                    # landed rows spooled with their lane's row_json text (driver/landing.py)
 
 
 def merge_results(results: list[RunResult]) -> RunResult:

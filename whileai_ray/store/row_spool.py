@@ -22,6 +22,10 @@ While the rows are few, ``released(start)`` hands out the released rows past the
 processes at its end), and ``finish(skip)`` leaves out the first ``skip`` of them, which the
 caller already has (``head_count``: how many head rows lead the list it returns).
 
+A row may come as an ``EncodedRow`` (``parquet/spill_text.py``: its ``row_json`` made already,
+by its lane or from its checkpoint line): the spill writes that text, and ``released``/``finish``
+hand it out as the plain dict it is.
+
 ``finish()`` returns the rows as a list (few) or a ``SpilledRows`` (where they are). The
 folder is then the caller's: the spool detaches its clean-up, the caller adopts the folder
 (``OwnedFolder.adopt``) and removes it when its result goes. A spool that never finishes (the
@@ -159,7 +163,7 @@ class RowSpool:
         rows went to disk (the caller then reads them there)."""
         if self._rows is None:
             return None
-        return self._rows[start:None if limit is None else start + limit]
+        return _plain(self._rows[start:None if limit is None else start + limit])
 
     def finish(self, skip: int = 0) -> list[dict] | SpilledRows:
         """Every row, in order: a list, or a ``SpilledRows`` whose folder the caller now owns.
@@ -173,7 +177,7 @@ class RowSpool:
             head = sorted(self._head, key=lambda r: r.get("_ordinal", 0))
             self.head_count = len(head)
             assert self._rows is not None            # (not spilled: no writer)
-            rows = head + self._rows[skip:]
+            rows = head + _plain(self._rows[skip:])
             self._head, self._rows = [], []
             return rows
         assert self._head_writer is not None and self._owner is not None    # (spilled: all three set)
@@ -185,3 +189,9 @@ class RowSpool:
         """The run failed: remove the folder now (nothing will read it)."""
         if self._owner is not None and self._owner.alive:
             self._owner.remove()
+
+
+def _plain(rows: list[dict]) -> list[dict]:
+    """``rows`` as plain dicts: an ``EncodedRow`` (a row with its ``row_json``, kept so in the list
+    in case the rows spill) leaves the spool as the dict it is, never as its carrier class."""
+    return [r if type(r) is dict else dict(r) for r in rows]

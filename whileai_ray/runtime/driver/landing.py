@@ -13,6 +13,10 @@ A row a lane sent with its checkpoint line and key digest (``RolloutResult.line`
 ``store/checkpoint/edge_lines.py``) keeps them beside it in ``pending``, and the batch goes to the
 checkpoint and the stream as those bytes, never encoded again here; a graded row (its verdict
 changes public fields here) and a row sent without them are encoded by the sinks, as before.
+Likewise the lane's ``RolloutResult.text`` (the whole internal row as the spool writes it) goes to
+the spool as an ``EncodedRow`` with this Driver's ``_landed_s`` spliced in
+(``store/parquet/spill_text.py``), when that stamp is all the Driver adds to the row: no verdict,
+no lineage stamp, no ``_landed_s`` already there. ``edge_texts`` counts the rows that went so.
 
 ``lineage`` (``runs=N``, ``tasks=``) is stamped on the spool's copy of every row, never on what
 the checkpoint and the stream wrote.
@@ -26,6 +30,7 @@ from typing import Callable
 
 from ...score.judges.contract import apply_verdict, failed_markers, is_graded_failure
 from ...search.planner.outcome import Outcome
+from ...store.parquet.spill_text import LANDED_KEY, encoded_row
 from ...store.row_spool import RowSpool
 from ...world.faults import is_fault_parent
 from ..messages import RolloutResult
@@ -58,6 +63,8 @@ class Landing:
         self.pending: list[dict] = []           # landed, not yet written
         self.pending_lines: list[bytes | None] = []     # each one's line from its lane, or None
         self.pending_digests: list[tuple[int, int, str] | None] = []    # and its key digest
+        self.pending_texts: list[str | None] = []       # and its spool text (before _landed_s), or None
+        self.edge_texts = 0                     # rows spooled with their lane's text (never encoded here)
         self.heap_trim = HeapTrim(clock=clock)  # what each batch freed, back to the system now and then
 
     def resumed(self, unit, row: dict) -> Outcome:
@@ -101,11 +108,13 @@ class Landing:
             if self.first_row_s is None:
                 self.first_row_s = now
             self.last_row_s = now
-            row["_landed_s"] = round(now, 4)
-            self.pending.append(row)
             edge = verdict is None          # a verdict changed the row here: its lane's line is stale
+            text = res.text if edge and self.lineage is None and LANDED_KEY not in row else None
+            row[LANDED_KEY] = round(now, 4)
+            self.pending.append(row)
             self.pending_lines.append(res.line if edge else None)
             self.pending_digests.append(res.digest if edge else None)
+            self.pending_texts.append(text)
         elif res.error and len(self.errors) < MAX_ERRORS:
             self.errors.append(str(res.error)[:300])
         return Outcome(unit=res.unit, row=row, unusable=res.unusable,
@@ -124,9 +133,18 @@ class Landing:
             self.sink.append(self.pending, lines, self.pending_digests)
         if self.stream is not None:
             self.stream.append(self.pending, lines)
-        self.spool.add(self.stamped(self.pending))
-        self.pending, self.pending_lines, self.pending_digests = [], [], []
+        self.spool.add(self._spooled())
+        self.pending, self.pending_lines, self.pending_digests, self.pending_texts = [], [], [], []
         self.heap_trim.maybe()
+
+    def _spooled(self):
+        """The pending rows as the spool takes them: with their lane's text where they have one."""
+        texts = self.pending_texts
+        if self.lineage is not None or not any(t is not None for t in texts):
+            return self.stamped(self.pending)
+        out = [r if t is None else encoded_row(r, t) for r, t in zip(self.pending, texts)]
+        self.edge_texts += sum(t is not None for t in texts)
+        return out
 
     def release(self, upto: int) -> None:
         """Every unit with an ordinal up to ``upto`` is settled: its row may leave the reorder buffer."""

@@ -237,7 +237,8 @@ class DriverRun:
             abandoned=loop.abandoned, pool=self.plan.where, n_actors=rollouts.lanes,
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
             writer=writer, clock=loop.clock_summary(),
-            data_plane=self.plane.figures() if self.plane is not None else None)
+            data_plane=self.plane.figures() if self.plane is not None else None,
+            spool_edge_rows=landing.edge_texts)
 
     @staticmethod
     def _leftover(rows, base: int, run_id: str, eval_run: int):

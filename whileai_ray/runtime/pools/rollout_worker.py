@@ -36,6 +36,7 @@ from ...agents.play_model import play_model_row
 from ...agents.routing import EndpointClients
 from ...agents.row_builder import build_row
 from ...store.checkpoint.edge_lines import Digest, encoded
+from ...store.parquet.spill_text import edge_text
 from ...store.shards.storage import ShardWriter, check_probe
 from .call_threads import CallThreads, CallTimedOut
 from ...world.faults import is_fault_parent
@@ -141,9 +142,10 @@ class RolloutWorker:
         seconds = time.monotonic() - t0
         row["_seconds"] = round(seconds, 4)         # "_" keys: not in the stored line (edge_lines.py)
         line, digest = edge if edge is not None and not unusable else (None, None)
+        text = edge_text(row) if line is not None else None     # the spool's row_json, stamps in
         return RolloutResult(unit=unit, row=None if unusable else row, unusable=unusable, seconds=seconds,
                              timed_out=bool(row.get("_timed_out")), fault_parent=is_fault_parent(row),
-                             error=row.get("_error"), line=line, digest=digest)
+                             error=row.get("_error"), line=line, digest=digest, text=text)
 
 
 def _ray_node_id() -> str:

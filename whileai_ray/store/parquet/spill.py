@@ -22,7 +22,6 @@ owns it is garbage collected, or at interpreter exit, unless ``keep()`` was call
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -33,6 +32,8 @@ from typing import Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .spill_text import EncodedRow, dump_row     # (the encoder and its carrier: spill_text.py, no pyarrow)
+
 __all__ = ["SpillWriter", "OwnedFolder", "LandedRows", "SPILL_VERSION_KEY", "SPILL_VERSION", "PART_GLOB",
            "dump_row", "spill_schema", "table_of", "EncodedRow"]
 
@@ -42,16 +43,6 @@ PART_GLOB = "part-*.parquet"
 GROUP_ROWS = 1024            # one row group: what a reader decodes at a time (~2-3 MB of JSON)
 PART_ROWS = 65_536           # rows per part file
 _COMPRESSION = "zstd"
-# ASCII-escaped JSON: any Python str (even a lone surrogate) survives the round trip.
-dump_row = json.JSONEncoder(separators=(",", ":"), default=str).encode
-
-
-class EncodedRow(dict):
-    """A row that carries its own ``row_json`` (``json``: exactly what ``dump_row`` gives for it),
-    so writing it costs no encoding: a resumed row's JSON is built from its checkpoint line."""
-
-    __slots__ = ("json",)
-    json: str
 
 
 def spill_schema(facts_schema: pa.Schema | None = None) -> pa.Schema:

@@ -1,0 +1,71 @@
+"""A spilled row's ``row_json`` text, and the text a rollout lane makes of its row for it.
+
+``dump_row`` is the spill's encoder (``spill.py``): the whole internal row, ASCII-escaped so any
+Python str (a lone surrogate too) survives, ``default=str`` so a value of no JSON type never
+stops a spill. An ``EncodedRow`` carries that text already made, so writing it costs nothing.
+
+Why the lane makes it (issue 32): the Driver is the one serial process of a run, and encoding
+each landed row for its spool was ~20 us of it per row. A lane encodes its row once it is
+complete (``edge_text``: every lane stamp in, ``_ordinal``, ``_node``, ``_seconds``) and sends the
+text with it (``RolloutResult.text``); the Driver only adds its landing time (``with_landed``:
+the member ``"_landed_s":<float>`` spliced before the final ``}``, exactly where and as ``json``
+writes a key added last). ``edge_text`` refuses (None) any row holding a value the encoder
+would pass to ``default`` (its ``str()`` may differ in another process: an object's address, a
+set's order): the text it gives is then a function of plain JSON data alone, which the trip to
+the Driver keeps as it is, so it equals ``dump_row`` of the row the Driver receives. The
+Driver encodes the row itself, as before, whenever it changes anything else (a verdict, a
+lineage stamp, a ``_landed_s`` already there).
+
+No pyarrow here: the lanes import it.
+"""
+from __future__ import annotations
+
+import json
+
+__all__ = ["dump_row", "EncodedRow", "edge_text", "with_landed", "encoded_row", "LANDED_KEY"]
+
+LANDED_KEY = "_landed_s"
+
+# ASCII-escaped JSON: any Python str (even a lone surrogate) survives the round trip.
+dump_row = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
+def _refuse(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is no plain JSON value")
+
+
+# dump_row's settings, but a value of no JSON type raises instead of becoming its str()
+_PLAIN = json.JSONEncoder(separators=(",", ":"), default=_refuse).encode
+
+
+class EncodedRow(dict):
+    """A row that carries its own ``row_json`` (``json``: exactly what ``dump_row`` gives for it),
+    so writing it costs no encoding: a resumed row's JSON is built from its checkpoint line, a
+    played row's from its lane's text (``with_landed``)."""
+
+    __slots__ = ("json",)
+    json: str
+
+
+def edge_text(row: dict) -> str | None:
+    """``dump_row(row)`` when ``row`` holds plain JSON data only, else None (see the module doc)."""
+    try:
+        text = _PLAIN(row)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text if text[:1] == "{" and text[-1:] == "}" else None
+
+
+def with_landed(text: str, landed: float) -> str:
+    """``text`` (``dump_row`` of a dict without ``_landed_s``) with ``_landed_s: landed`` added
+    last: ``dump_row`` of that dict once the Driver has stamped it."""
+    member = '"' + LANDED_KEY + '":' + dump_row(landed)
+    return text[:-1] + ("," if len(text) > 2 else "") + member + "}"
+
+
+def encoded_row(row: dict, text: str) -> EncodedRow:
+    """A copy of ``row`` (stamped with its ``_landed_s``) carrying its ``row_json``, from the text
+    its lane made of it before the stamp."""
+    out = EncodedRow(row)
+    out.json = with_landed(text, row[LANDED_KEY])
+    return out

@@ -146,11 +146,10 @@ def clean_text(value: Any) -> Any:
     return value
 
 
-def record_of(row: dict, nested: bool = True, row_json: str | None = None) -> dict:
+def record_of(row: dict, nested: bool = True) -> dict:
     """One row -> a dict with a value for every column of ``arrow_schema(nested)``; with
     ``nested`` the ``steps`` and ``messages`` values are the row's own (``parquet/nested_steps.py``
-    converts them), else their JSON text. ``row_json``, when given, is ``dumps(row)`` already
-    made (the checkpoint's line of the row, ``checkpoint/sink.py``), used as it is."""
+    converts them), else their JSON text."""
     key = row_key(row)
     rec: dict[str, Any] = {"row_key": key_string(key)}
     for name in STRING_COLUMNS:
@@ -173,7 +172,7 @@ def record_of(row: dict, nested: bool = True, row_json: str | None = None) -> di
             rec[name] = _DUMP(value)
     tags = {k: row[k] for k in TAG_KEYS if k in row}
     rec["tags"] = _DUMP(tags) if tags else None
-    rec["row_json"] = row_json if row_json is not None else _spliced_json(row, spliced) if spliced else _DUMP(row)
+    rec["row_json"] = _spliced_json(row, spliced) if spliced else _DUMP(row)
     return rec
 
 

@@ -167,11 +167,6 @@ def storable(row: dict) -> tuple[tuple[str, str] | None, tuple[bytes, Digest | N
                                 f"{str(exc)[:120]})"), None
 
 
-def storable_problem(row: dict) -> tuple[str, str] | None:
-    """``storable(row)``'s problem only."""
-    return storable(row)[0]
-
-
 def _play_checked(agent, unit, meta, execute):
     """Play in the worker thread and check (and encode) the row there, off the event loop."""
     row = play_callable_unit(agent, unit, meta, execute)

@@ -5,7 +5,8 @@ so ``1 / (Driver CPU per row)`` is the most rows per second any cluster can reac
 (issue 32). This line plays the no-delay demo agent (``seeded_agent``) on 2 rollout actors, with a
 checkpoint, in explore and in rl mode, and reads each process's CPU time (user + system, from
 ``/proc/<pid>/stat``) before and after the run. Ray names its worker processes after the actor
-class they host (``ray::Driver``, ``ray::ReusableRolloutWorker``, ``ray::JudgeWorker``), which is
+class they host (``ray::Driver``, ``ray::ReusableRolloutWorker``, ``ray::JudgeWorker``, the Driver's
+``ray::ParquetWriter`` writing the checkpoint's Parquet copy: ``runtime/driver/parquet_writer.py``), which is
 how the processes are told apart here; the caller is this process. A small run first starts the
 Driver and its actors, so the measured run finds them warm and start-up is not counted.
 
@@ -26,7 +27,7 @@ __all__ = ["bench_driver", "format_driver_line", "cpu_by_role", "ROLES"]
 
 # process title prefix -> role (Ray sets a worker's title to ``ray::<ActorClass>[.<method>()]``)
 ROLES = {"ray::Driver": "driver", "ray::ReusableRolloutWorker": "rollout", "ray::RolloutWorker": "rollout",
-         "ray::JudgeWorker": "judge"}
+         "ray::JudgeWorker": "judge", "ray::ParquetWriter": "parquet"}
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -98,7 +99,8 @@ def format_driver_line(r: dict) -> str:
     if r.get("error"):
         return f"driver         {r['mode']}: {r['error']}"
     us = r["us_per_row"]
-    parts = ", ".join(f"{role} {us[role]:,.0f}" for role in ("driver", "rollout", "judge", "caller") if role in us)
+    parts = ", ".join(f"{role} {us[role]:,.0f}" for role in ("driver", "rollout", "parquet", "judge", "caller")
+                      if role in us)
     ceiling = f"{r['ceiling_rows_s']:,.0f}" if r["ceiling_rows_s"] else "n/a"
     return (f"driver         {r['mode']}, no-delay agent, {r['rows']:,} rows, checkpoint, {r['actors']} rollout actors: "
             f"CPU per landed row (us) {parts}, all {r['all_us']:,.0f} (targets: Driver <= 100, all <= 500); "

@@ -39,6 +39,7 @@ from .progress_marks import ProgressMarks
 from ..pools.sizing import PoolPlan
 from ..run_result import RunResult
 from .setup import OpenedRun, close_run, make_spool, open_run
+from .parquet_writer import parquet_lane
 
 POLL_ROWS = 20_000          # released rows one progress poll carries at most
 
@@ -124,7 +125,7 @@ class DriverRun:
         # rollout actors start while the checkpoint loads (a large resume reads for seconds)
         rollouts = self._rollouts()
         trim = HeapTrim()                  # (blocks of 1 MiB and up mapped alone from here on: see driver/heap_trim.py)
-        opened = self.opened = await open_run(spec)
+        opened = self.opened = await open_run(spec, lane=parquet_lane)   # the Parquet copy: beside
         self.resumed = opened.loaded
         if opened.loaded:                  # a resume's open freed hundreds of MB (its scan, the snapshot's
             trim.now()                     # frames, the planner's rebuild): back to the system before the run

@@ -30,6 +30,7 @@ from ...situations.template_writer import TemplateWriter
 from ...store.checkpoint.disk_rows import DiskRows
 from ...store.checkpoint.jsonl import JsonlCheckpoint
 from ...store.checkpoint.sink import CheckpointSink, StreamSink
+from ...store.parquet.lane_protocol import LaneOpener
 from ...store.row_spool import RowSpool
 from ...store.shards.storage import open_shards
 from ...store.checkpoint.meta import read_sidecar
@@ -49,12 +50,13 @@ def build_planner(spec, **overrides) -> Planner:
     return Planner(settings, writer, recipe.cells)
 
 
-def open_sink(spec) -> CheckpointSink:
+def open_sink(spec, lane: LaneOpener | None = None) -> CheckpointSink:
     """The checkpoint's sink, from the spec's plain data (its path, the header ``simulate()``
     worked out, the caller, the shards folder): a foreign checkpoint is refused here, and on
-    shared storage every shard file the stubs point at must be there."""
+    shared storage every shard file the stubs point at must be there. ``lane``: who writes the
+    Parquet copy (the Driver's writer actor, ``driver/parquet_writer.py``); None: the sink."""
     sink = CheckpointSink(JsonlCheckpoint(spec.checkpoint, spec.checkpoint_header, run_id=spec.run_id,
-                                          caller=spec.caller), stubs=bool(spec.shards))
+                                          caller=spec.caller), stubs=bool(spec.shards), lane=lane)
     try:
         sink.warnings.extend(open_shards(spec.shards, spec.run_id, spec.checkpoint))
     except BaseException:
@@ -80,14 +82,14 @@ class OpenedRun:
     loaded: int                     # rows found on disk
 
 
-async def open_run(spec) -> OpenedRun:
+async def open_run(spec, lane: LaneOpener | None = None) -> OpenedRun:
     build = partial(build_from_snapshot, spec)
     early = _prepare_early(spec, build)        # the snapshot's planner, built while the checkpoint is scanned
     sink = None
     loaded: DiskRows | list[dict] = []
     try:
         if spec.checkpoint:
-            sink = await asyncio.to_thread(open_sink, spec)      # refuses a foreign checkpoint before any work
+            sink = await asyncio.to_thread(open_sink, spec, lane)     # refuses a foreign checkpoint before any work
             loaded = sink.loaded
     except BaseException:
         if early is not None:

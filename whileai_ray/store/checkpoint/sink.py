@@ -9,8 +9,9 @@ from ...core.rows import stored_row
 from .edge_lines import Digest, line_text
 from .jsonl import JsonlCheckpoint, dump_line
 from .lines import SHARD_KEY
+from ..parquet.lane_protocol import ROW_GROUP, Lane, LaneOpener, pack
 from ..run_files import parquet_folder_for  # noqa: F401  (re-exported)
-
+from ...core.identity import key_string
 
 
 
@@ -29,9 +30,17 @@ class CheckpointSink:
     are skipped), so the two never disagree about which rows exist.
 
     ``stubs=True`` (shared storage, ``shards/storage.py``): the rows are the Driver's stubs, written to
-    the JSONL as they are (their ``_shard`` pointer included); the actors write the Parquet."""
+    the JSONL as they are (their ``_shard`` pointer included); the actors write the Parquet.
 
-    def __init__(self, checkpoint: JsonlCheckpoint, parquet: bool = True, stubs: bool = False) -> None:
+    ``lane`` (``LaneOpener``): the Parquet copy is written by a writer of its own (the Driver's:
+    ``runtime/driver/parquet_writer.py``; in one process: ``parquet/lane.py``'s ``LocalLane``),
+    opened as ``lane(folder, a, b)`` with the digests of the rows on disk; each batch the JSONL
+    takes crosses to it as its lines (``parquet/lane_protocol.py``: ``pack``), and ``close()`` asks it for
+    the rows on disk it lacks, sends those, and has it compact. The folder it writes is the one
+    this sink writes without it, byte for byte."""
+
+    def __init__(self, checkpoint: JsonlCheckpoint, parquet: bool = True, stubs: bool = False,
+                 lane: LaneOpener | None = None) -> None:
         from ..parquet.folder import ParquetSink   # lazy: pyarrow, only when a run writes Parquet
         self.checkpoint = checkpoint
         self.stubs = stubs
@@ -39,6 +48,9 @@ class CheckpointSink:
         self.loaded = checkpoint.open()
         self.header = checkpoint.header
         self.warnings = list(checkpoint.warnings)
+        self.lane = lane(str(parquet_folder_for(checkpoint.path)), *self.loaded.digests) \
+            if parquet and lane is not None else None
+        parquet = parquet and self.lane is None
         self.parquet = ParquetSink(parquet_folder_for(checkpoint.path), mode="a") if parquet else None
         self.landed_shards: dict[str, array[int]] = {}   # stubs: shard file -> offsets of its rows taken
                                                           # (shards/parquet.py publishes the landed parts)
@@ -61,7 +73,11 @@ class CheckpointSink:
             if self.parquet is not None:
                 self.parquet.write(taken, new=self.mirrored)
             return
-        written = self.checkpoint.append_lines([stored_row(r) for r in rows], lines, digests)
+        stored = [stored_row(r) for r in rows]
+        written = self.checkpoint.append_lines(stored, lines, digests)
+        if self.lane is not None and written:        # lines cross; a row whose line was made here too
+            loose = None if lines is None else {id(s) for s, line in zip(stored, lines) if line is None}
+            self.lane.send(*pack(written, loose))
         if self.parquet is not None and written:   # keys the JSONL just took: new to a mirror
             self.parquet.write([t[0] for t in written], new=self.mirrored, digests=[t[2] for t in written],
                                texts=[line_text(t[1]) for t in written])
@@ -70,7 +86,9 @@ class CheckpointSink:
         """Finish the Parquet side, then close the checkpoint (which releases its lock last, so
         the next run never meets a compaction in progress)."""
         try:
-            if self.parquet is not None and not compact:    # leave the parts; the next run compacts them
+            if self.lane is not None:
+                self._close_lane(self.lane, compact)
+            elif self.parquet is not None and not compact:    # leave the parts; the next run compacts them
                 self.parquet.close(compact=False)
             elif self.parquet is not None:
                 # rows a crash left in the JSONL but not yet in a part file (usually at most one row
@@ -83,6 +101,17 @@ class CheckpointSink:
                 self.parquet.close(compact=True)
         finally:
             self.checkpoint.close()
+
+    def _close_lane(self, lane: Lane, compact: bool) -> None:
+        """``close`` with the Parquet copy in its own writer: the rows on disk it lacks (the same
+        ones, a row group at a time), then its close, whose warnings are the folder's."""
+        if compact:
+            missing = lane.missing()
+            if missing is None:     # two keys share their first 64 bits: the writer needs the texts
+                missing = lane.missing([key_string(self.loaded.key_of(i)) for i in range(len(self.loaded))]) or []
+            for at in range(0, len(missing), ROW_GROUP):
+                lane.fill([self.loaded[i] for i in missing[at:at + ROW_GROUP]])
+        self.warnings.extend(lane.close(compact))
 
 
 def _stub(row: dict) -> dict:

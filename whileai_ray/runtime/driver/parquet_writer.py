@@ -16,7 +16,7 @@ its own role, ``ray::ParquetWriter``). ``RemoteLane`` is the Driver's side:
   each call costs the Driver a Ray submission, and the side's parts are whole row groups anyway;
 * the Driver never waits for the writer while the run goes, unless ``WINDOW`` messages are
   still unwritten (backpressure: a slow disk slows the run rather than filling the Driver's
-  memory with a million rows);
+  memory with a million rows): ``store/parquet/lane_protocol.py``'s ``SendWindow``;
 * a failed message (the writer died, its disk is full) is raised on the Driver at the next
   batch as a ``ParquetWriterError`` that says what happened and that the JSONL holds every row
   (a resume rebuilds the copy): the run stops, as it does when the JSONL cannot be written.
@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ...store.parquet.lane_protocol import Loose, Packed, join
+from ...store.parquet.lane_protocol import Loose, SendWindow
 
 __all__ = ["ParquetWriter", "RemoteLane", "ParquetWriterError", "parquet_lane", "SEND_ROWS", "WINDOW"]
 
@@ -120,79 +119,51 @@ def parquet_lane(folder: str, a: Any, b: Any) -> "RemoteLane":
 def _await(ref: Any, folder: str) -> Any:
     """``ref``'s value (in the thread that asks: never the Driver's event loop), a failure as a
     ``ParquetWriterError``."""
-    return _result(ref.future(), folder)
-
-
-def _result(future: concurrent.futures.Future, folder: str) -> Any:
     try:
-        return future.result()
+        return _future(ref).result()
     except Exception as exc:
-        died = isinstance(exc, ray.exceptions.RayActorError)
-        what = "died" if died else f"failed ({type(exc).__name__}: {str(exc)[-600:]})"
-        raise ParquetWriterError(
-            f"the Parquet writer of {folder} (a process beside the Driver) {what}; the Parquet copy "
-            "lacks rows from then on. The JSONL checkpoint holds every landed row: run again with the same "
-            "checkpoint= to resume, and the resume rebuilds the Parquet copy from it.") from exc
+        raise _failed(folder, exc) from exc
+
+
+def _future(ref: Any) -> concurrent.futures.Future:
+    """``ref`` as a future (which keeps the ref alive until it is read)."""
+    future = ref.future()
+    future.ref = ref
+    return future
+
+
+def _failed(folder: str, exc: BaseException) -> ParquetWriterError:
+    died = isinstance(exc, ray.exceptions.RayActorError)
+    what = "died" if died else f"failed ({type(exc).__name__}: {str(exc)[-600:]})"
+    return ParquetWriterError(
+        f"the Parquet writer of {folder} (a process beside the Driver) {what}; the Parquet copy "
+        "lacks rows from then on. The JSONL checkpoint holds every landed row: run again with the same "
+        "checkpoint= to resume, and the resume rebuilds the Parquet copy from it.")
 
 
 class RemoteLane:
-    """The Driver's side of a lane on the writer actor (a ``Lane`` for ``CheckpointSink``)."""
+    """The Driver's side of a lane on the writer actor (a ``Lane`` for ``CheckpointSink``): the
+    batches go through a ``SendWindow`` (gathered, in order, bounded, failures raised)."""
 
     def __init__(self, actor: Any, folder: str, a: Any, b: Any, window: int = WINDOW,
                  send_rows: int = SEND_ROWS) -> None:
         self.actor, self.folder = actor, folder
-        self.window, self.send_rows = window, send_rows
-        self.gathered: list[Packed] = []
-        self.rows = self.bytes = 0
-        self.flight: deque[tuple[Any, concurrent.futures.Future]] = deque()
-        self._submit(actor.open.remote(folder, a, b))
-        self.messages = 0
-
-    def _submit(self, ref: Any) -> None:
-        self.flight.append((ref, ref.future()))
+        self.window = SendWindow(lambda blob, dicts: _future(actor.take.remote(blob, dicts)),
+                                 lambda exc: _failed(folder, exc), window, send_rows, SEND_BYTES)
+        self.window.watch(_future(actor.open.remote(folder, a, b)))
 
     def send(self, blob: bytes, dicts: list[Loose]) -> None:
-        """A landed batch: gathered, sent when enough are; raises what an earlier one met."""
-        self._reap()
-        self.gathered.append((blob, dicts))
-        self.rows += blob.count(b"\n")
-        self.bytes += len(blob)
-        if self.rows >= self.send_rows or self.bytes >= SEND_BYTES:
-            self._ship()
-
-    def _ship(self) -> None:
-        if not self.gathered:
-            return
-        blob, dicts = join(self.gathered)
-        self.gathered, self.rows, self.bytes = [], 0, 0
-        self._submit(self.actor.take.remote(blob, dicts))
-        self.messages += 1
-        while len(self.flight) > self.window:      # backpressure: the writer is WINDOW messages behind
-            concurrent.futures.wait([self.flight[0][1]])
-            self._reap()
-
-    def _reap(self) -> None:
-        """Drop the messages already written; raise the first that failed."""
-        flight = self.flight
-        while flight and flight[0][1].done():
-            _ref, future = flight.popleft()
-            _result(future, self.folder)
-
-    def _drain(self) -> None:
-        self._ship()
-        while self.flight:
-            _ref, future = self.flight.popleft()
-            _result(future, self.folder)
+        self.window.send(blob, dicts)
 
     def missing(self, keys: Sequence[str] | None = None) -> list[int] | None:
-        self._drain()
+        self.window.drain()
         return _await(self.actor.missing.remote(keys), self.folder)
 
     def fill(self, rows: list[dict]) -> None:
-        self._submit(self.actor.fill.remote(rows))
-        self._reap()
+        self.window.watch(_future(self.actor.fill.remote(rows)))
+        self.window.reap()
 
     def close(self, compact: bool) -> list[str]:
-        self._drain()
+        self.window.drain()
         warnings: list[str] = _await(self.actor.close.remote(compact), self.folder)
         return warnings

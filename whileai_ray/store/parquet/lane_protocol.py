@@ -11,10 +11,12 @@ line): those cross as they are, every other row as its line only.
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
 from typing import Any, Protocol
 
-__all__ = ["pack", "join", "Lane", "LaneOpener", "Loose", "Packed", "ROW_GROUP"]
+__all__ = ["pack", "join", "Lane", "LaneOpener", "Loose", "Packed", "ROW_GROUP", "SendWindow"]
 
 ROW_GROUP = 2000            # ParquetSink's row group (a part's rows; the fill's chunk)
 Loose = tuple[int, dict, tuple[int, int, str]]      # (position in the batch, row, key digest)
@@ -57,3 +59,70 @@ def join(batches: Sequence[Packed]) -> Packed:
         dicts.extend((at + i, row, digest) for i, row, digest in loose)
         at += blob.count(b"\n")
     return b"".join(blobs), dicts
+
+
+class SendWindow:
+    """The order and the bound of what the Driver hands its writer (``runtime/driver/
+    parquet_writer.py``), with no Ray in it: ``submit(blob, dicts)`` starts writing one message
+    and returns its ``concurrent.futures.Future``; the writer takes messages in the order given.
+
+    Batches are gathered into messages of ``send_rows`` rows (or ``send_bytes``) before they go
+    (each costs the sender a submission; the side's parts are whole row groups anyway). The
+    sender never waits while fewer than ``window`` messages are unwritten, and waits for the
+    oldest when more are (backpressure: a slow writer slows the run rather than filling the
+    sender's memory). A message that failed is raised at the next ``send`` (or ``drain``),
+    through ``failed(exc)``, which says what happened in the caller's words."""
+
+    def __init__(self, submit: Callable[[bytes, list[Loose]], Future], failed: Callable[[BaseException], Exception],
+                 window: int = 16, send_rows: int = 512, send_bytes: int = 4 << 20) -> None:
+        self.submit, self.failed = submit, failed
+        self.window, self.send_rows, self.send_bytes = window, send_rows, send_bytes
+        self.gathered: list[Packed] = []
+        self.rows = self.bytes = 0
+        self.flight: deque[Future] = deque()
+        self.messages = 0
+        self.waits = 0                      # times the sender waited for the writer
+
+    def watch(self, future: Future) -> None:
+        """Another call to the writer (its open, a fill), in order with the messages."""
+        self.flight.append(future)
+
+    def send(self, blob: bytes, dicts: list[Loose]) -> None:
+        """A landed batch: gathered, sent when enough are; raises what an earlier message met."""
+        self.reap()
+        self.gathered.append((blob, dicts))
+        self.rows += blob.count(b"\n")
+        self.bytes += len(blob)
+        if self.rows >= self.send_rows or self.bytes >= self.send_bytes:
+            self.ship()
+
+    def ship(self) -> None:
+        """Send what is gathered now."""
+        if not self.gathered:
+            return
+        blob, dicts = join(self.gathered)
+        self.gathered, self.rows, self.bytes = [], 0, 0
+        self.flight.append(self.submit(blob, dicts))
+        self.messages += 1
+        while len(self.flight) > self.window:       # the writer is `window` messages behind: wait
+            self.waits += 1
+            wait([self.flight[0]])
+            self.reap()
+
+    def reap(self) -> None:
+        """Drop the messages already written; raise the first that failed."""
+        flight = self.flight
+        while flight and flight[0].done():
+            self._result(flight.popleft())
+
+    def drain(self) -> None:
+        """Send what is gathered and wait until the writer has written everything sent."""
+        self.ship()
+        while self.flight:
+            self._result(self.flight.popleft())
+
+    def _result(self, future: Future) -> None:
+        try:
+            future.result()
+        except Exception as exc:
+            raise self.failed(exc) from exc

@@ -114,3 +114,66 @@ def test_a_writer_that_failed_says_so_at_every_later_call(tmp_path):
                  lambda: lane.close(True)):
         with pytest.raises(RuntimeError, match="stopped at an earlier batch: ValueError"):
             call()
+
+
+def _window_rig(tmp_path, window=2, send_rows=3):
+    """A SendWindow whose writer is a ParquetLane on a thread of its own, held by a gate."""
+    from concurrent.futures import ThreadPoolExecutor
+    import threading
+    from whileai_ray.store.parquet.lane_protocol import SendWindow
+    lane = ParquetLane(str(tmp_path / "ck.parquet"), [], [])
+    gate = threading.Event()
+    pool = ThreadPoolExecutor(1)
+
+    def take(blob, dicts):
+        assert gate.wait(30)
+        return lane.take(blob, dicts)
+    sender = SendWindow(lambda blob, dicts: pool.submit(take, blob, dicts),
+                        lambda exc: RuntimeError(f"writer failed: {exc}"), window=window, send_rows=send_rows)
+    return lane, gate, sender, pool
+
+
+def test_the_send_window_keeps_order_and_makes_the_sender_wait_only_when_the_writer_is_behind(tmp_path):
+    import threading
+    rows = [stored_row(r) for r in normal(odd_rows())]
+    lane, gate, sender, pool = _window_rig(tmp_path)
+    for r in rows[:2]:                    # gathered: nothing sent yet
+        sender.send(dump_line(r), [])
+    assert sender.messages == 0
+    for r in rows[2:9]:                   # 3 messages of 3 rows: one more than the window of 2
+        sender.send(dump_line(r), [])
+        if sender.messages == 2:
+            break
+    assert sender.messages == 2 and sender.waits == 0 and len(sender.flight) == 2
+    done = threading.Event()
+
+    def third():
+        for r in rows[6:9]:
+            sender.send(dump_line(r), [])
+        done.set()
+    t = threading.Thread(target=third, daemon=True)
+    t.start()
+    assert not done.wait(0.5)             # the writer is 3 messages behind: the sender waits (backpressure)
+    gate.set()
+    assert done.wait(30) and sender.waits == 1
+    for r in rows[9:]:
+        sender.send(dump_line(r), [])
+    sender.drain()
+    lane.close(True)
+    pool.shutdown()
+    got = read_parquet(tmp_path / "ck.parquet")
+    assert got == json.loads("[" + ",".join(dump_line(r)[:-1].decode() for r in rows) + "]")   # in order
+
+
+def test_a_failed_message_is_raised_at_the_next_send_in_the_senders_words(tmp_path):
+    rows = [stored_row(r) for r in normal(odd_rows())]
+    lane, gate, sender, pool = _window_rig(tmp_path, window=8, send_rows=1)
+    gate.set()
+    sender.send(dump_line(rows[0]), [(3, rows[0], (1, 2, "k"))])      # a bad position: the writer fails
+    sender.flight[0].exception(30)
+    with pytest.raises(RuntimeError, match="writer failed: packed batch: row position 3"):
+        sender.send(dump_line(rows[1]), [])
+    sender.send(dump_line(rows[2]), [])
+    with pytest.raises(RuntimeError, match="writer failed: the Parquet copy stopped at an earlier batch"):
+        sender.drain()
+    pool.shutdown()

@@ -160,8 +160,9 @@ class RemoteLane:
         return _await(self.actor.missing.remote(keys), self.folder)
 
     def fill(self, rows: list[dict]) -> None:
-        self.window.watch(_future(self.actor.fill.remote(rows)))
+        self.window.ship()
         self.window.reap()
+        self.window.watch(_future(self.actor.fill.remote(rows)))
 
     def close(self, compact: bool) -> list[str]:
         self.window.drain()

@@ -84,8 +84,10 @@ class SendWindow:
         self.waits = 0                      # times the sender waited for the writer
 
     def watch(self, future: Future) -> None:
-        """Another call to the writer (its open, a fill), in order with the messages."""
+        """Another call to the writer (its open, a fill), in order with the messages, under the
+        same bound (a lost side's fill is a million rows)."""
         self.flight.append(future)
+        self._bound()
 
     def send(self, blob: bytes, dicts: list[Loose]) -> None:
         """A landed batch: gathered, sent when enough are; raises what an earlier message met."""
@@ -104,6 +106,9 @@ class SendWindow:
         self.gathered, self.rows, self.bytes = [], 0, 0
         self.flight.append(self.submit(blob, dicts))
         self.messages += 1
+        self._bound()
+
+    def _bound(self) -> None:
         while len(self.flight) > self.window:       # the writer is `window` messages behind: wait
             self.waits += 1
             wait([self.flight[0]])

@@ -50,7 +50,7 @@ def test_the_writer_beside_the_driver_writes_todays_copy_and_shows_in_the_bench(
     assert len(_play(tools, ck, 150)) == 150
     got, want = _same_copy(ck, tmp_path, "one")
     assert open(got, "rb").read() == open(want, "rb").read()            # byte for byte
-    assert "parquet" in {role for role, _cpu in cpu_by_role().values()}  # ray::ParquetWriter, its own role
+    assert "parquet" in {role for role, _cpu in cpu_by_role(os.getpid()).values()}   # ray::ParquetWriter: a role
     assert len(_play(tools, ck, 300)) == 300                           # a resume: 150 more rows
     _same_copy(ck, tmp_path, "resumed")
 
@@ -76,7 +76,7 @@ def test_a_killed_writer_stops_the_run_with_its_name_and_the_resume_rebuilds_the
         deadline = time.monotonic() + 200
         while time.monotonic() < deadline and not killed:
             if ck.exists() and ck.read_bytes().count(b"\n") >= 40:
-                for pid, (role, _cpu) in cpu_by_role().items():
+                for pid, (role, _cpu) in cpu_by_role(os.getpid()).items():
                     if role == "parquet":
                         os.kill(pid, signal.SIGKILL)
                         killed.append(pid)

@@ -48,8 +48,30 @@ def _title(pid: int) -> str:
         return ""
 
 
-def cpu_by_role() -> dict[int, tuple[str, float]]:
-    """``{pid: (role, cpu seconds)}`` of this machine's Ray workers that host a run's actors."""
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def _descends(pid: int, root: int) -> bool:
+    """Is ``root`` among ``pid``'s ancestors (a Ray started by ``root``: its raylet's workers)?"""
+    for _ in range(64):
+        parent = _parent(pid)
+        if parent is None or parent <= 1:
+            return False
+        if parent == root:
+            return True
+        pid = parent
+    return False
+
+
+def cpu_by_role(root: int | None = None) -> dict[int, tuple[str, float]]:
+    """``{pid: (role, cpu seconds)}`` of this machine's Ray workers that host a run's actors;
+    with ``root``, only the processes descending from it (the Ray a bench started: other
+    people's runs on a shared machine are not counted)."""
     out: dict[int, tuple[str, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -57,7 +79,7 @@ def cpu_by_role() -> dict[int, tuple[str, float]]:
         pid = int(entry)
         title = _title(pid)
         role = next((r for prefix, r in ROLES.items() if title.startswith(prefix)), None)
-        if role is None:
+        if role is None or (root is not None and not _descends(pid, root)):
             continue
         cpu = _cpu_seconds(pid)
         if cpu is not None:
@@ -82,11 +104,13 @@ def bench_driver(rows: int = 30_000, mode: str = "explore", actors: int = 2) -> 
     with tempfile.TemporaryDirectory(prefix="wai-bench-driver-") as folder:
         simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=200, seed=1, mode=mode,
                  checkpoint=os.path.join(folder, "warm.jsonl"), advanced=knobs)     # Driver and actors up
-        before, caller0, t0 = cpu_by_role(), time.process_time(), time.monotonic()
+        # this process's Ray (started by the first simulate) only; all of them when it joined one
+        root = os.getpid() if any(r == "driver" for r, _ in cpu_by_role(os.getpid()).values()) else None
+        before, caller0, t0 = cpu_by_role(root), time.process_time(), time.monotonic()
         data = simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=rows, seed=2, mode=mode,
                         checkpoint=os.path.join(folder, "run.jsonl"), advanced=knobs)
         wall, caller = time.monotonic() - t0, time.process_time() - caller0
-        spent = _spent(before, cpu_by_role())
+        spent = _spent(before, cpu_by_role(root))
     landed = max(1, len(data))
     per_row = {role: seconds / landed * 1e6 for role, seconds in spent.items()}
     per_row["caller"] = caller / landed * 1e6

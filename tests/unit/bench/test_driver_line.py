@@ -28,3 +28,25 @@ def test_the_line_states_the_targets_and_the_ceiling():
                                "ceiling_rows_s": 602.0})
     assert "driver 1,661, rollout 661, caller 147, all 2,469" in line and "Driver <= 100" in line
     assert "ceiling ~602 rows/s" in line
+
+
+def test_the_parquet_writer_beside_the_driver_is_a_role_of_its_own_and_counts_in_all():
+    from whileai_ray.bench.driver_line import ROLES
+    assert ROLES["ray::ParquetWriter"] == "parquet"      # runtime/driver/parquet_writer.py's actor class
+    line = format_driver_line({"mode": "rl", "rows": 30000, "actors": 2, "rows_s": 900.0, "all_us": 800.0,
+                               "us_per_row": {"driver": 290.0, "rollout": 360.0, "parquet": 90.0, "caller": 60.0},
+                               "ceiling_rows_s": 3448.0})
+    assert "driver 290, rollout 360, parquet 90, caller 60, all 800" in line
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_only_the_processes_a_bench_started_are_counted_when_it_says_so():
+    import subprocess
+    from whileai_ray.bench.driver_line import _descends
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert _descends(child.pid, os.getpid())
+        assert not _descends(os.getpid(), child.pid) and not _descends(child.pid, child.pid + 10**6)
+    finally:
+        child.kill()
+        child.wait(10)

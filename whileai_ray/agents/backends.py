@@ -179,7 +179,7 @@ def configure(*, agent: Any = _UNSET, judge: Any = _UNSET, simulator: Any = _UNS
 
 
 RAY_OPTION_KEYS = frozenset({"rollout_actors", "concurrency_per_actor", "judge_actors", "num_cpus", "num_gpus",
-                             "resources", "scheduling_strategy", "max_restarts"})
+                             "resources", "scheduling_strategy", "max_restarts", "edge_writing"})
 
 
 def configured_ray_options() -> dict:

@@ -1,0 +1,108 @@
+"""EdgeWriting: the rollout lanes write the asks the Driver's planner will need next (issue 32).
+
+Writing a new situation's ask, its MinHash sketch and its scenario family key were most of the
+Driver's planner time; they are pure functions of the run's template writer and ``(cell,
+instance, phrasing)`` (``search/edge_asks.py``), and the grid asks the planner will write next
+are known ahead (``search/ask_forecast.py``). So, after each chunk the Driver settles
+(``tick``), when fewer than half of a window's asks are ahead it names the next ones and asks one
+rollout lane (``RolloutWorker.write_asks``, lanes in turn, two calls at most) to write them: a call
+that is not awaited. When the answer lands (on the Driver's event loop, between two steps of
+its loop, never inside a decision) it fills the planner's ``asks`` (a ``WrittenAsks``); the
+planner takes an ask from there when it is there and writes it itself when it is not. What
+arrives, and when, changes how much the Driver computes, never what it decides: the plan, the
+rows and the checkpoint are the same with or without it, at any number of lanes.
+
+On when the run's pool is Ray actors, the writer is the template writer (an LLM writer is not
+a pure function) and the planner picks grid cells; ``advanced={"ray": {"edge_writing": False}}``
+turns it off. The writer's recipe (``AskBuilder``) goes to the object store once per run; each
+call carries its reference and token, read by a lane the first time only.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import ray
+
+from ...search.ask_forecast import AskForecast
+from ...search.edge_asks import AskBuilder, WrittenAsks
+from ..pools.actor_pool import await_ref
+
+__all__ = ["EdgeWriting", "WINDOW_ROUNDS"]
+
+_log = logging.getLogger(__name__)
+
+WINDOW_ROUNDS = 8          # asks kept ahead: this many rounds' new situations
+FLIGHTS = 2                # calls in flight at most (each to the next lane in turn)
+LANE_FAILURES = 8          # answers lost (lanes died, calls failed) before edge writing stops for the run
+
+
+class EdgeWriting:
+    def __init__(self, planner, pool, builder: AskBuilder):
+        self.planner, self.pool = planner, pool
+        s = planner.s
+        per = max(1, s.n * (min(s.k, s.probe) if planner.book.adaptive else s.k))
+        self.window = max(16, WINDOW_ROUNDS * s.round_size // per)
+        # asks kept at most: 4 windows' (one ask per competing instance and phrasing of each pick)
+        self.asks = planner.asks = WrittenAsks(4 * self.window * max(1, s.novelty_candidates) * max(1, s.n) + 1024)
+        self.forecast = AskForecast(planner)
+        self.token = builder.token()
+        self.box = [ray.put(builder)]           # once per run: each lane reads it the first time
+        self.flights: set[asyncio.Future] = set()
+        self.lane = 0
+        self.calls = self.failures = 0
+        self.closed = False
+
+    @classmethod
+    def start(cls, spec, planner, pool) -> "EdgeWriting | None":
+        """Edge writing for this run, or None when it does not apply (see the module docstring)."""
+        recipe = spec.planner
+        if (not getattr(spec, "edge_writing", True) or recipe.writer is not None or planner.picker is None
+                or planner.pinned_mode or getattr(pool, "where", None) != "actors" or not hasattr(pool, "actors")):
+            return None
+        builder = AskBuilder(list(recipe.tools or []), recipe.system_prompt or "", int(recipe.seed),
+                             list(planner.picker.cells))
+        return cls(planner, pool, builder)
+
+    def tick(self) -> None:
+        """Ask a lane for the next asks when fewer than half a window's are ahead (``FLIGHTS`` calls at most)."""
+        if self.closed or len(self.flights) >= FLIGHTS or self.failures >= LANE_FAILURES:
+            return
+        need = self.forecast.due(self.window)
+        want = self.asks.wanted(need) if need else []
+        if not want:
+            return
+        actors = self.pool.actors
+        for step in range(len(actors)):
+            actor = actors[(self.lane + step) % len(actors)]
+            if actor is not None:
+                self.lane = (self.lane + step + 1) % len(actors)
+                break
+        else:
+            self.asks.fill(None, want)          # no lane up now: the planner writes these itself
+            return
+        self.calls += 1
+        flight = asyncio.ensure_future(await_ref(actor.write_asks.remote(self.token, self.box, want)))
+        self.flights.add(flight)
+        flight.add_done_callback(lambda f: self._landed(f, want))
+
+    def _landed(self, flight: asyncio.Future, want: list) -> None:
+        self.flights.discard(flight)
+        error = None if flight.cancelled() else flight.exception()
+        if flight.cancelled() or error is not None:
+            self.failures += 1
+            self.asks.fill(None, want)
+            if error is not None and self.failures == LANE_FAILURES:
+                _log.info("whileai_ray: edge writing stopped for this run: %s", error)
+            return
+        self.asks.fill(flight.result(), want)
+        self.tick()                             # still short (a burst of decisions): the next batch now
+
+    def close(self) -> dict:
+        """The run is over: no answer is awaited any more; returns the figures (hits, misses, ...)."""
+        self.closed = True
+        for flight in list(self.flights):
+            flight.cancel()
+        self.flights.clear()
+        self.planner.asks = None
+        return {**self.asks.figures(), "calls": self.calls, "failed_calls": self.failures}

@@ -12,7 +12,7 @@ planner takes an ask from there when it is there and writes it itself when it is
 arrives, and when, changes how much the Driver computes, never what it decides: the plan, the
 rows and the checkpoint are the same with or without it, at any number of lanes.
 
-On when the run's pool is Ray actors, the writer is the template writer (an LLM writer is not
+It is on when the run's pool is Ray actors, the writer is the template writer (an LLM writer is not
 a pure function) and the planner picks grid cells; ``advanced={"ray": {"edge_writing": False}}``
 turns it off. The writer's recipe (``AskBuilder``) goes to the object store once per run; each
 call carries its reference and token, read by a lane the first time only.
@@ -62,7 +62,12 @@ class EdgeWriting:
             return None
         builder = AskBuilder(list(recipe.tools or []), recipe.system_prompt or "", int(recipe.seed),
                              list(planner.picker.cells))
-        return cls(planner, pool, builder)
+        try:
+            return cls(planner, pool, builder)
+        except Exception as exc:             # (tools that cannot travel): the Driver writes every ask, as before
+            planner.asks = None
+            _log.info("whileai_ray: edge writing is off for this run: %s", exc)
+            return None
 
     def tick(self) -> None:
         """Ask a lane for the next asks when fewer than half a window's are ahead (``FLIGHTS`` calls at most)."""

@@ -11,8 +11,9 @@ BUDGET = 700
 KW = dict(simulator=False, budget=BUDGET, seed=8, fault_rate=0.2)
 
 
-def _knobs(actors: int, edge: bool) -> dict:
-    return {"ray": {"rollout_actors": actors, "edge_writing": edge}}
+def _knobs(actors: int | None, edge: bool) -> dict:
+    """Small rounds, 2 in flight: the plan is decided as the run goes (its tail after a resume too)."""
+    return {"round_size": 16, "lag": 2, "ray": {"edge_writing": edge, **({"rollout_actors": actors} if actors else {})}}
 
 
 def _lines_by_key(path):
@@ -43,5 +44,26 @@ def test_edge_writing_lands_the_rows_and_lines_of_a_run_without_it(ray_local, to
         again = wai.simulate(agent, tools=tools, checkpoint=str(ck), advanced=_knobs(actors, True), **KW)
         assert again.search["rollouts"]["resumed"] == 300 and again.search["rollouts"]["landed"] == BUDGET - 300
         assert _lines_by_key(ck) == lines, f"{actors} actor(s): the resumed checkpoint moved"
-        assert again.report()["placement"]["edge_asks"]["hits"] > 0
+        assert again.report()["placement"]["edge_asks"]["hits"] > 0       # the restored planner took asks too
         assert [r["prompt"] for r in again.rows()] == [r["prompt"] for r in rows]
+
+
+def test_the_callers_own_pool_writes_asks_too_and_lands_the_same_rows(ray_local, tools, tmp_path):
+    """One node, no actors asked, an agent that must stay home (it appends to the caller's list):
+    the caller's player plays and writes the asks (an ``asks`` chunk)."""
+    inner, played = wai.seeded_agent(tools), []
+
+    def agent(message):
+        played.append(1)
+        return inner(message)
+    runs = {}
+    for edge in (False, True):
+        ck = tmp_path / f"home_{edge}.jsonl"
+        data = wai.simulate(agent, tools=tools, checkpoint=str(ck), advanced=_knobs(None, edge), **KW)
+        placement = data.report()["placement"]
+        assert placement["pool"] == "caller"
+        assert ("edge_asks" in placement) == edge
+        runs[edge] = data.rows(), _lines_by_key(ck), placement.get("edge_asks")
+    assert runs[True][2]["hits"] > 0 and runs[True][2]["failed_calls"] == 0, runs[True][2]
+    assert runs[True][0] == runs[False][0] and len(runs[True][0]) == BUDGET
+    assert runs[True][1] == runs[False][1]

@@ -123,7 +123,7 @@ def build_report(data, cfg: RunConfig, result: RunResult, *, axes, cells, seeds,
         "placement": {"rollout_actors": result.n_actors, "rows_by_node": result.node_rows,
                       "actor_nodes": result.actor_nodes, "chunks_reissued": result.chunks_reissued,
                       "pool": result.pool, "warm": dict(result.warm),
-                      **({"edge_asks": result.writer["edge_asks"]} if (result.writer or {}).get("edge_asks") else {})},
+                      **({"edge_asks": edge} if (edge := (result.writer or {}).get("edge_asks")) else {})},
     }
     rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,
                 "rerolled": stats.rerolled,

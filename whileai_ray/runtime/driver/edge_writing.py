@@ -12,10 +12,12 @@ planner takes an ask from there when it is there and writes it itself when it is
 arrives, and when, changes how much the Driver computes, never what it decides: the plan, the
 rows and the checkpoint are the same with or without it, at any number of lanes.
 
-It is on when the run's pool is Ray actors, the writer is the template writer (an LLM writer is not
-a pure function) and the planner picks grid cells; ``advanced={"ray": {"edge_writing": False}}``
-turns it off. The writer's recipe (``AskBuilder``) goes to the object store once per run; each
-call carries its reference and token, read by a lane the first time only.
+It is on when the writer is the template writer (an LLM writer is not a pure function) and the
+planner picks grid cells, whether Ray actors or the caller's own pool play (an ``asks`` chunk the
+caller's player hands its ``RolloutWorker``); ``advanced={"ray": {"edge_writing": False}}`` turns it
+off. The writer's recipe (``AskBuilder``) goes to the object store once per run and each call
+carries its reference and token, read by an actor the first time only; the caller's pool is
+handed the recipe itself in its first call.
 """
 from __future__ import annotations
 
@@ -46,8 +48,9 @@ class EdgeWriting:
         # asks kept at most: 4 windows' (one ask per competing instance and phrasing of each pick)
         self.asks = planner.asks = WrittenAsks(4 * self.window * max(1, s.novelty_candidates) * max(1, s.n) + 1024)
         self.forecast = AskForecast(planner)
-        self.token = builder.token()
-        self.box = [ray.put(builder)]           # once per run: each lane reads it the first time
+        self.token, self.builder = builder.token(), builder
+        # once per run: each actor reads it the first time; the caller's pool is handed it in its first call
+        self.box: list = [ray.put(builder)] if pool.where == "actors" else [builder]
         self.flights: set[asyncio.Future] = set()
         self.lane = 0
         self.calls = self.failures = 0
@@ -58,7 +61,7 @@ class EdgeWriting:
         """Edge writing for this run, or None when it does not apply (see the module docstring)."""
         recipe = spec.planner
         if (not getattr(spec, "edge_writing", True) or recipe.writer is not None or planner.picker is None
-                or planner.pinned_mode or getattr(pool, "where", None) != "actors" or not hasattr(pool, "actors")):
+                or planner.pinned_mode or not (hasattr(pool, "actors") or hasattr(pool, "outbox"))):
             return None
         builder = AskBuilder(list(recipe.tools or []), recipe.system_prompt or "", int(recipe.seed),
                              list(planner.picker.cells))
@@ -77,19 +80,27 @@ class EdgeWriting:
         want = self.asks.wanted(need) if need else []
         if not want:
             return
+        flight = self._send(want)
+        if flight is None:
+            self.asks.fill(None, want)          # no lane up now: the planner writes these itself
+            return
+        self.calls += 1
+        self.flights.add(flight)
+        flight.add_done_callback(lambda f: self._landed(f, want))
+
+    def _send(self, want: list) -> asyncio.Future | None:
+        """The call that writes ``want``: to the next actor that is up, or to the caller's pool."""
+        if not hasattr(self.pool, "actors"):                     # the caller's pool (pools/caller_pool.py)
+            future = self.pool.outbox.put("asks", [self.token, self.box, want])
+            self.box = [None]                                    # (its one process keeps the writer)
+            return future
         actors = self.pool.actors
         for step in range(len(actors)):
             actor = actors[(self.lane + step) % len(actors)]
             if actor is not None:
                 self.lane = (self.lane + step + 1) % len(actors)
-                break
-        else:
-            self.asks.fill(None, want)          # no lane up now: the planner writes these itself
-            return
-        self.calls += 1
-        flight = asyncio.ensure_future(await_ref(actor.write_asks.remote(self.token, self.box, want)))
-        self.flights.add(flight)
-        flight.add_done_callback(lambda f: self._landed(f, want))
+                return asyncio.ensure_future(await_ref(actor.write_asks.remote(self.token, self.box, want)))
+        return None
 
     def _landed(self, flight: asyncio.Future, want: list) -> None:
         self.flights.discard(flight)
@@ -100,7 +111,12 @@ class EdgeWriting:
             if error is not None and self.failures == LANE_FAILURES:
                 _log.info("whileai_ray: edge writing stopped for this run: %s", error)
             return
-        self.asks.fill(flight.result(), want)
+        batch = flight.result()
+        self.asks.fill(batch, want)
+        if batch is None:                       # a lane that was never shown the writer's recipe
+            self.failures += 1
+            self.box = [self.builder] if not hasattr(self.pool, "actors") else self.box
+            return
         self.tick()                             # still short (a burst of decisions): the next batch now
 
     def close(self) -> dict:

@@ -104,10 +104,13 @@ class RolloutWorker:
     async def write_asks(self, token: str, box: list, requests: list):
         """Write, sketch and family-key the asks the Driver's planner will most likely need next
         (``search/edge_asks.py``), here beside the rollouts, so that the Driver only looks them up.
-        ``box[0]``: the run's ``AskBuilder``, or a Ray reference to it, read the first time only."""
+        ``box[0]``: the run's ``AskBuilder``, or a Ray reference to it, read the first time only
+        (None: the caller's pool was shown it already; None comes back if it was not)."""
         desk = self.__dict__.setdefault("ask_desk", AskDesk())
         if not desk.knows(token):
             builder = box[0]
+            if builder is None:
+                return None
             desk.learn(token, builder if isinstance(builder, AskBuilder) else await builder)
         return await asyncio.to_thread(desk.write, token, requests)
 

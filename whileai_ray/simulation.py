@@ -364,7 +364,8 @@ def _job_spec(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
         scoring_run_id=fresh_scoring_run_id() if grader is not None else None,
         label_source="conduct" if cfg.grade == "conduct" else None,
         rollout_actors=int(ray_opts.pop("rollout_actors", 0) or 0),
-        concurrency_per_actor=int(ray_opts.pop("concurrency_per_actor", 0) or 0), actor_options=ray_opts)
+        concurrency_per_actor=int(ray_opts.pop("concurrency_per_actor", 0) or 0),
+        edge_writing=bool(ray_opts.pop("edge_writing", True)), actor_options=ray_opts)
 
 
 def _regrade_on_disk(spec) -> str | None:

@@ -152,7 +152,8 @@ def configure(*, agent: Any = _UNSET, judge: Any = _UNSET, simulator: Any = _UNS
     ``simulator=False`` pins the offline template writer. ``ray={...}`` sets the default Ray
     options of every run (the keys of ``advanced={"ray": {...}}``: ``rollout_actors``,
     ``concurrency_per_actor``, ``judge_actors``, ``num_cpus``, ``num_gpus``, ``resources``,
-    ``scheduling_strategy``); a run's own ``advanced["ray"]`` wins key by key. Returns the
+    ``scheduling_strategy``, ``edge_writing``: False keeps the writing of the planner's asks
+    on the Driver); a run's own ``advanced["ray"]`` wins key by key. Returns the
     current defaults.
     """
     if ray is not _UNSET:
@@ -179,7 +180,7 @@ def configure(*, agent: Any = _UNSET, judge: Any = _UNSET, simulator: Any = _UNS
 
 
 RAY_OPTION_KEYS = frozenset({"rollout_actors", "concurrency_per_actor", "judge_actors", "num_cpus", "num_gpus",
-                             "resources", "scheduling_strategy", "max_restarts"})
+                             "resources", "scheduling_strategy", "max_restarts", "edge_writing"})
 
 
 def configured_ray_options() -> dict:

@@ -73,6 +73,7 @@ class JobSpec:
     concurrency_per_actor: int = 0             # advanced={"ray": {"concurrency_per_actor": N}}; 0: derived
     actor_options: dict = field(default_factory=dict)   # num_cpus, num_gpus, resources, scheduling_strategy ...
     start_timeout_s: float = 60.0              # lanes placed and started (a class's __init__ may load a model)
+    edge_writing: bool = True                  # rollout lanes write the planner's next asks (driver/edge_writing.py)
 
     def __post_init__(self) -> None:
         if self.agent_form not in AGENT_FORMS:

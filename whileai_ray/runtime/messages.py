@@ -75,7 +75,7 @@ class RolloutResult:
                              self.error, self.seconds, verdict, line=None, digest=None, text=None)
 
 
-ChunkKind = Literal["roll", "judge"]
+ChunkKind = Literal["roll", "judge", "asks"]   # "asks": asks to write (driver/edge_writing.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,14 +12,20 @@ planner's state, kept apart from its decisions (which read only what the writer 
 * :func:`write_ask`: ``writer.write(cell, instance, 0)``; when the writer has not written it yet
   (the guess was wrong: a prompt seen before or a near-copy made the planner pick again), the
   picks most likely to come next are written with it, in one batch.
+
+Asks written where the rollouts are (``search/edge_asks.py``): a planner given ``asks`` (a
+``WrittenAsks``, by the Driver) takes the ask from there when it was written (:func:`written`),
+with its family key and its sketch (:func:`sketch_of`); else it writes it as before. Both are pure
+functions of the writer's settings and ``(cell, instance, phrasing)``, so the plan is the same.
 """
 from __future__ import annotations
 
 import copy
 
 from ..core.rng import weyl
+from .novelty import sketch
 
-__all__ = ["prefetch_round", "write_ask", "ALT_INSTANCE_STRIDE", "RETRY_LOOKAHEAD"]
+__all__ = ["prefetch_round", "write_ask", "written", "sketch_of", "ALT_INSTANCE_STRIDE", "RETRY_LOOKAHEAD"]
 
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (write_ask)
@@ -54,9 +60,14 @@ def prefetch_round(p, round_index: int, room: int) -> None:
         prefetch(requests)
 
 
-def write_ask(p, cell: dict, instance: int, faulted: bool):
-    """Planner ``p``'s writer's ask for ``(cell, instance)``, batched with the next likely picks
-    when a batching writer missed it."""
+def write_ask(p, cell: dict, instance: int, faulted: bool, ci: int | None = None):
+    """Planner ``p``'s writer's ask for ``(cell, instance)`` (``ci``: the cell's index in the
+    picker's cells), batched with the next likely picks when a batching writer missed it."""
+    asks = getattr(p, "asks", None)
+    if asks is not None and ci is not None:
+        sit = asks.take(ci, instance, 0, p.family)
+        if sit is not None:
+            return sit
     has = getattr(p.writer, "has", None)
     if has is not None and not has(cell, instance, 0):
         picker, wanted = copy.deepcopy(p.picker), [(cell, instance)]
@@ -64,3 +75,16 @@ def write_ask(p, cell: dict, instance: int, faulted: bool):
         p.writer.prefetch([(c, i + j * ALT_INSTANCE_STRIDE, 0) for c, i in wanted
                            for j in range(max(1, p.s.novelty_candidates))])
     return p.writer.write(cell, instance, 0)
+
+
+def written(p, cell: dict, ci: int, instance, phrasing: int):
+    """Phrasing ``phrasing`` of ``(cell, instance)``: written at an edge, else by the writer."""
+    asks = getattr(p, "asks", None)
+    sit = asks.take(ci, instance, phrasing, p.family) if asks is not None else None
+    return p.writer.write(cell, instance, phrasing) if sit is None else sit
+
+
+def sketch_of(p, prompt: str):
+    """``novelty.sketch(prompt)``: the one that came with an ask written at an edge, else computed."""
+    asks = getattr(p, "asks", None)
+    return sketch(prompt) if asks is None else asks.sketch(prompt)

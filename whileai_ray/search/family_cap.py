@@ -92,6 +92,12 @@ class FamilyCap:
             key = self._recent[prompt] = family_key(prompt)
         return key
 
+    def known(self, prompt: str, key: str) -> None:
+        """``family_key(prompt)`` is ``key``, computed elsewhere (an ask written at an edge)."""
+        if len(self._recent) >= 16:
+            self._recent.clear()
+        self._recent[prompt] = key
+
     def count(self, key: str) -> int:
         """Prompts counted in family ``key`` so far."""
         i = self._id.get(int(key, 16))

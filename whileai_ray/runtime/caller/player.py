@@ -84,7 +84,7 @@ class CallerPlayer:
                 if batch is None:
                     return
                 for chunk in batch:
-                    worker = rollouts if chunk.kind == "roll" else judges
+                    worker = judges if chunk.kind == "judge" else rollouts
                     task = asyncio.ensure_future(self._play(worker, chunk))
                     playing.add(task)
                     task.add_done_callback(playing.discard)
@@ -119,6 +119,7 @@ class CallerPlayer:
             if worker is None:
                 raise RuntimeError(f"no {chunk.kind} worker in the caller's pool")
             results = await (worker.run_chunk(chunk.payload) if chunk.kind == "roll"
+                             else worker.write_asks(*chunk.payload) if chunk.kind == "asks"   # (driver/edge_writing.py)
                              else worker.judge_chunk(chunk.payload))
         except asyncio.CancelledError:
             raise

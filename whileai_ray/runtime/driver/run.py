@@ -27,6 +27,7 @@ from ..pools.actor_pool import judge_pool
 from ..pools.protocol import Pool
 from ..pools.caller_pool import CallerOutbox, CallerPool
 from .caller_watch import CALLER_GONE, CallerWatch
+from .edge_writing import EdgeWriting
 from ..pools.dataplane import DataPlane
 from .loop import DriverLoop, LoopSettings
 from .heap_trim import HeapTrim
@@ -56,6 +57,7 @@ class DriverRun:
         self.loop: DriverLoop | None = None
         self.plane: DataPlane | None = None
         self.landing: Landing | None = None
+        self.edge: EdgeWriting | None = None    # asks written at the rollout lanes (driver/edge_writing.py)
         self.done = False
         self.stopped_because: str | None = None
         self.resumed = 0
@@ -100,6 +102,8 @@ class DriverRun:
         """After a loop turn settled results: a progress mark when the events passed the next
         multiple of ``progress_every_rows`` (``driver/progress_marks.py``)."""
         loop, landing = self.loop, self.landing
+        if self.edge is not None:
+            self.edge.tick()
         if loop is not None and landing is not None:
             p = loop.planner
             self.marks.note(landing.landed + p.rerolled + p.lost, self._snapshot)
@@ -141,6 +145,9 @@ class DriverRun:
                           unpack=plane.unpack if plane is not None else None,
                           deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop
+        self.edge = EdgeWriting.start(spec, opened.planner, rollouts)
+        if self.edge is not None:
+            self.edge.tick()               # the first asks are written while the lanes start
         starting = asyncio.ensure_future(rollouts.start())
         try:
             # the first rounds are decided while the actors start (or, kept from the last run, renew
@@ -162,6 +169,7 @@ class DriverRun:
             raise
         finally:
             self.done = True
+            edge = self.edge.close() if self.edge is not None else None
             for pool in (rollouts, judges):
                 if pool is not None:
                     await pool.close()
@@ -169,7 +177,7 @@ class DriverRun:
             await asyncio.to_thread(self.plane.publish, getattr(opened.sink, "landed_shards", None))
         orphan = self.stopped_because == CALLER_GONE
         await loop.finish_snapshots(final=not orphan)      # an orphan writes no last snapshot
-        figures = self._planner_figures()
+        figures = self._planner_figures(edge)
         await close_run(opened, compact=not orphan)         # and lets go at once
         # in a thread: turning a large resume's settled rows into the result's files takes minutes,
         # and poll() keeps answering meanwhile (the caller's progress and orphan watch)
@@ -193,7 +201,7 @@ class DriverRun:
             return CallerPool(self.outbox, "judge", self.spec.judge_concurrency, self.caller_node)
         return judge_pool(self.spec)
 
-    def _planner_figures(self) -> tuple:
+    def _planner_figures(self, edge: dict | None = None) -> tuple:
         """The planner's end-of-run figures, taken once its last snapshot is written. A resume then
         compacts its checkpoint and writes its settled rows into the result: the planner keeps
         only what naming those rows reads (~400 MB less a million rows: ``keep_only_keys``)."""
@@ -201,6 +209,8 @@ class DriverRun:
         assert loop is not None and opened is not None, "the run's figures are taken after its loop ran"
         p = loop.planner
         figures = p.stats(self.stopped_because), p.writer.stats() if hasattr(p.writer, "stats") else None
+        if edge is not None:           # (the writer's figures: how many of its asks came from the lanes)
+            figures = figures[0], {**(figures[1] or {}), "edge_asks": edge}
         if len(opened.snapshots.deferred) or opened.resume.leftover_count():
             p.keep_only_keys()
             HeapTrim().now()

@@ -35,6 +35,7 @@ from ...agents.play_callable import play_async_unit, play_callable_unit
 from ...agents.play_model import play_model_row
 from ...agents.routing import EndpointClients
 from ...agents.row_builder import build_row
+from ...search.edge_asks import AskBuilder, AskDesk
 from ...store.checkpoint.edge_lines import Digest, encoded
 from ...store.parquet.spill_text import edge_text
 from ...store.shards.storage import ShardWriter, check_probe
@@ -99,6 +100,19 @@ class RolloutWorker:
         if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
             return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
+
+    async def write_asks(self, token: str, box: list, requests: list):
+        """Write, sketch and family-key the asks the Driver's planner will most likely need next
+        (``search/edge_asks.py``), here beside the rollouts, so that the Driver only looks them up.
+        ``box[0]``: the run's ``AskBuilder``, or a Ray reference to it, read the first time only
+        (None: the caller's pool was shown it already; None comes back if it was not)."""
+        desk = self.__dict__.setdefault("ask_desk", AskDesk())
+        if not desk.knows(token):
+            builder = box[0]
+            if builder is None:
+                return None
+            desk.learn(token, builder if isinstance(builder, AskBuilder) else await builder)
+        return await asyncio.to_thread(desk.write, token, requests)
 
     def flush_shards(self) -> str | None:
         """The run is over: write the Parquet rows still buffered; returns the writer's token."""

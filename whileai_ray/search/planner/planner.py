@@ -32,12 +32,12 @@ from ...core.unit import Unit
 from ...situations.grid import CONDITION_FAULT_MODE
 from ...situations.timed_writer import TimedWriter
 from ..arms import ArmBandit
-from ..ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, write_ask
+from ..ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, sketch_of, write_ask, written
 from .budget_bound import margin
 from ..coverage import CoverageTracker
 from ..family_cap import FamilyCap
 from ..groups import COMPLETE, GroupBook
-from ..novelty import NoveltyIndex, sketch
+from ..novelty import NoveltyIndex
 from .outcome import Outcome
 from .parents import ParentQueue
 from .settings import PlanSettings
@@ -208,7 +208,7 @@ class Planner(PlannerState, PlannerStatsReport):
         if self._scored[0] is base.prompt:          # scored while choosing between candidates
             _, sk, nov = self._scored
         else:
-            sk = sketch(base.prompt)
+            sk = sketch_of(self, base.prompt)
             nov = 0.0 if again else self.novelty.novelty(base.prompt, sk)
         self.novelty.add(base.prompt, sk)
         self.tracker.note_selection([nov])
@@ -225,7 +225,7 @@ class Planner(PlannerState, PlannerStatsReport):
         wordings = [(base, self.words.add(base, kind, a, b, 0, nov_milli, faults, digest))]
         if cell is not None:
             for p in range(1, self.s.n):
-                sit = self.writer.write(cell, instance, p)
+                sit = written(self, cell, a, instance, p)
                 if self._fresh(sit.prompt):          # two wordings that came out the same run once
                     self._seen.add(digest := prompt_digest(sit.prompt))
                     wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, digest)))
@@ -266,7 +266,7 @@ class Planner(PlannerState, PlannerStatsReport):
         for attempt in range(tries):
             ci, instance = self.picker.pick_index(faulted)
             cell = self.picker.cells[ci]
-            sit = write_ask(self, cell, instance, faulted)
+            sit = write_ask(self, cell, instance, faulted, ci)
             if not self._fresh(sit.prompt):
                 continue
             if attempt < 5 and not self.family.allowed(sit.prompt):
@@ -278,13 +278,13 @@ class Planner(PlannerState, PlannerStatsReport):
         # novelty-based selection: a second instance of the same cell competes, the more novel
         # wording wins (the index answers in O(1) whatever the archive size)
         sit, cell, instance = best
-        sk = sketch(sit.prompt)
+        sk = sketch_of(self, sit.prompt)
         score = self.novelty.novelty(sit.prompt, sk)
         for j in range(1, max(1, self.s.novelty_candidates)):
             alt_instance = instance + j * ALT_INSTANCE_STRIDE
-            alt = write_ask(self, cell, alt_instance, faulted)
+            alt = write_ask(self, cell, alt_instance, faulted, ci)
             if self._fresh(alt.prompt) and self.family.allowed(alt.prompt):
-                alt_sk = sketch(alt.prompt)
+                alt_sk = sketch_of(self, alt.prompt)
                 alt_score = self.novelty.novelty(alt.prompt, alt_sk)
                 if alt_score > score:
                     sit, score, instance, sk = alt, alt_score, alt_instance, alt_sk

@@ -1,0 +1,129 @@
+"""EdgeWriting: the rollout lanes write the asks the Driver's planner will need next (issue 32).
+
+Writing a new situation's ask, its MinHash sketch and its scenario family key were most of the
+Driver's planner time; they are pure functions of the run's template writer and ``(cell,
+instance, phrasing)`` (``search/edge_asks.py``), and the grid asks the planner will write next
+are known ahead (``search/ask_forecast.py``). So, after each chunk the Driver settles
+(``tick``), when fewer than half of a window's asks are ahead it names the next ones and asks one
+rollout lane (``RolloutWorker.write_asks``, lanes in turn, two calls at most) to write them: a call
+that is not awaited. When the answer lands (on the Driver's event loop, between two steps of
+its loop, never inside a decision) it fills the planner's ``asks`` (a ``WrittenAsks``); the
+planner takes an ask from there when it is there and writes it itself when it is not. What
+arrives, and when, changes how much the Driver computes, never what it decides: the plan, the
+rows and the checkpoint are the same with or without it, at any number of lanes.
+
+It is on when the writer is the template writer (an LLM writer is not a pure function) and the
+planner picks grid cells, whether Ray actors or the caller's own pool play (an ``asks`` chunk the
+caller's player hands its ``RolloutWorker``); ``advanced={"ray": {"edge_writing": False}}`` turns it
+off. The writer's recipe (``AskBuilder``) goes to the object store once per run and each call
+carries its reference and token, read by an actor the first time only; the caller's pool is
+handed the recipe itself in its first call.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import ray
+
+from ...search.ask_forecast import AskForecast
+from ...search.edge_asks import AskBuilder, WrittenAsks
+from ..pools.actor_pool import await_ref
+
+__all__ = ["EdgeWriting", "WINDOW_ROUNDS"]
+
+_log = logging.getLogger(__name__)
+
+WINDOW_ROUNDS = 8          # asks kept ahead: this many rounds' new situations
+FLIGHTS = 2                # calls in flight at most (each to the next lane in turn)
+LANE_FAILURES = 8          # answers lost (lanes died, calls failed) before edge writing stops for the run
+
+
+class EdgeWriting:
+    def __init__(self, planner, pool, builder: AskBuilder):
+        self.planner, self.pool = planner, pool
+        s = planner.s
+        per = max(1, s.n * (min(s.k, s.probe) if planner.book.adaptive else s.k))
+        self.window = max(16, WINDOW_ROUNDS * s.round_size // per)
+        # asks kept at most: 4 windows' (one ask per competing instance and phrasing of each pick)
+        self.asks = planner.asks = WrittenAsks(4 * self.window * max(1, s.novelty_candidates) * max(1, s.n) + 1024)
+        self.forecast = AskForecast(planner)
+        self.token, self.builder = builder.token(), builder
+        # once per run: each actor reads it the first time; the caller's pool is handed it in its first call
+        self.box: list = [ray.put(builder)] if pool.where == "actors" else [builder]
+        self.flights: set[asyncio.Future] = set()
+        self.lane = 0
+        self.calls = self.failures = 0
+        self.closed = False
+
+    @classmethod
+    def start(cls, spec, planner, pool) -> "EdgeWriting | None":
+        """Edge writing for this run, or None when it does not apply (see the module docstring)."""
+        recipe = spec.planner
+        if (not getattr(spec, "edge_writing", True) or recipe.writer is not None or planner.picker is None
+                or planner.pinned_mode or not (hasattr(pool, "actors") or hasattr(pool, "outbox"))):
+            return None
+        builder = AskBuilder(list(recipe.tools or []), recipe.system_prompt or "", int(recipe.seed),
+                             list(planner.picker.cells))
+        try:
+            return cls(planner, pool, builder)
+        except Exception as exc:             # (tools that cannot travel): the Driver writes every ask, as before
+            planner.asks = None
+            _log.info("whileai_ray: edge writing is off for this run: %s", exc)
+            return None
+
+    def tick(self) -> None:
+        """Ask a lane for the next asks when fewer than half a window's are ahead (``FLIGHTS`` calls at most)."""
+        if self.closed or len(self.flights) >= FLIGHTS or self.failures >= LANE_FAILURES:
+            return
+        need = self.forecast.due(self.window)
+        want = self.asks.wanted(need) if need else []
+        if not want:
+            return
+        flight = self._send(want)
+        if flight is None:
+            self.asks.fill(None, want)          # no lane up now: the planner writes these itself
+            return
+        self.calls += 1
+        self.flights.add(flight)
+        flight.add_done_callback(lambda f: self._landed(f, want))
+
+    def _send(self, want: list) -> asyncio.Future | None:
+        """The call that writes ``want``: to the next actor that is up, or to the caller's pool."""
+        if not hasattr(self.pool, "actors"):                     # the caller's pool (pools/caller_pool.py)
+            future = self.pool.outbox.put("asks", [self.token, self.box, want])
+            self.box = [None]                                    # (its one process keeps the writer)
+            return future
+        actors = self.pool.actors
+        for step in range(len(actors)):
+            actor = actors[(self.lane + step) % len(actors)]
+            if actor is not None:
+                self.lane = (self.lane + step + 1) % len(actors)
+                return asyncio.ensure_future(await_ref(actor.write_asks.remote(self.token, self.box, want)))
+        return None
+
+    def _landed(self, flight: asyncio.Future, want: list) -> None:
+        self.flights.discard(flight)
+        error = None if flight.cancelled() else flight.exception()
+        if flight.cancelled() or error is not None:
+            self.failures += 1
+            self.asks.fill(None, want)
+            if error is not None and self.failures == LANE_FAILURES:
+                _log.info("whileai_ray: edge writing stopped for this run: %s", error)
+            return
+        batch = flight.result()
+        self.asks.fill(batch, want)
+        if batch is None:                       # a lane that was never shown the writer's recipe
+            self.failures += 1
+            self.box = [self.builder] if not hasattr(self.pool, "actors") else self.box
+            return
+        self.tick()                             # still short (a burst of decisions): the next batch now
+
+    def close(self) -> dict:
+        """The run is over: no answer is awaited any more; returns the figures (hits, misses, ...)."""
+        self.closed = True
+        for flight in list(self.flights):
+            flight.cancel()
+        self.flights.clear()
+        self.planner.asks = None
+        return {**self.asks.figures(), "calls": self.calls, "failed_calls": self.failures}

@@ -1,0 +1,109 @@
+"""Which asks the planner will write next, known ahead without its future (issue 32).
+
+The cell picker (``search/cell_picker.py``) keeps its cells in four heaps, one per (hard tier?,
+faulted?) class, and every pick pops exactly one of them (the one the round's tier debt and the
+situation's fault draw ask for) and pushes the popped cell back with one more situation opened.
+A cell sits in one heap only, so each heap hands out its ``(cell, instance)`` pairs in an order
+fixed by the heap alone: which heap a pick takes from, when the bandit sends a slot elsewhere
+(a mutation, a probe), a refused ask picked again... all change only *when* a heap's next pair
+is taken, never which pair it is. A copy of each heap run ahead therefore names every ask the
+planner will write from the grid, whatever it decides; the planner's own picker is never touched.
+
+``AskForecast(planner).due(window)``: the ``(cell index, instance, phrasing)`` of the asks the
+next ``window`` grid picks will most likely write (each pick's competing instances and its other
+phrasings too: ``search/ask_batching.py``), those not handed out by an earlier call, or ``[]``
+while enough are ahead. A ``SteeredPicker`` (``traces=`` "targeted") is two pickers: both are
+run ahead, the whole grid's pairs named as the steered picker names them. Plain logic, no Ray.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+
+from .ask_batching import ALT_INSTANCE_STRIDE
+from .traces.steering import BACKGROUND_INSTANCE_OFFSET
+
+__all__ = ["AskForecast", "heap_shares"]
+
+SLACK = 8             # pairs kept ahead of each heap beyond its expected share of the window
+
+
+def heap_shares(classes, hard_share: float, fault_rate: float) -> dict:
+    """The share of picks each heap (``(hard, faulted)`` in ``classes``) takes: the tier and
+    fault classes a pick wants, sent to the first heap that exists, as ``pick_index`` does."""
+    has_hard = any(h for h, _ in classes)
+    has_ordinary = any(not h for h, _ in classes)
+    p_hard = (min(1.0, max(0.0, hard_share)) if has_ordinary else 1.0) if has_hard else 0.0
+    p_fault = min(1.0, max(0.0, fault_rate))
+    shares = dict.fromkeys(classes, 0.0)
+    for hard, ph in ((True, p_hard), (False, 1.0 - p_hard)):
+        for faulted, pf in ((True, p_fault), (False, 1.0 - p_fault)):
+            for key in ((hard, faulted), (hard, not faulted), (not hard, faulted), (not hard, not faulted)):
+                if key in shares:
+                    shares[key] += ph * pf
+                    break
+    return shares
+
+
+class _Run:
+    """One heap of one cell picker, run ahead: its own copy, and how far the copy got."""
+
+    def __init__(self, picker, key, offset: int, instance_offset: int, share: float):
+        self.picker, self.key, self.share = picker, key, share
+        self.offset, self.instance_offset = offset, instance_offset
+        self.heap = list(picker._heaps[key])          # entries are tuples: a shallow copy is a copy
+        self.ahead = self.taken()                     # pops the copy has made (the real heap's count, now)
+
+    def taken(self) -> int:
+        """Pops the planner's heap has made (each entry counts its cell's situations opened)."""
+        return sum(e[0] for e in self.picker._heaps[self.key])
+
+    def pop(self) -> tuple[int, int]:
+        opened, _tie, index = heapq.heappop(self.heap)
+        heapq.heappush(self.heap, (opened + 1, self.picker._tie(index, opened + 1), index))
+        self.ahead += 1
+        return self.offset + index, opened + self.instance_offset
+
+
+class AskForecast:
+    def __init__(self, planner):
+        self.p = planner
+        self.runs: list[_Run] = []
+        picker = planner.picker
+        if picker is None or planner.pinned_mode:
+            return
+        parts = [(picker, 0, 0)]
+        if hasattr(picker, "aimed"):                  # a SteeredPicker: the aimed cells, then the whole grid's
+            parts = [(picker.aimed, 0, 0)]
+            if picker.background is not None:
+                parts.append((picker.background, len(picker.aimed.cells), BACKGROUND_INSTANCE_OFFSET))
+        weight = float(getattr(picker, "weight", 1.0)) if len(parts) > 1 else 1.0
+        for n, (part, offset, inst_off) in enumerate(parts):
+            mix = weight if n == 0 else 1.0 - weight
+            shares = heap_shares(list(part._heaps), part.hard_share, planner.s.fault_rate)
+            for key, share in shares.items():
+                self.runs.append(_Run(part, key, offset, inst_off, share * mix))
+
+    def due(self, window: int) -> list[tuple[int, int, int]]:
+        """The asks of the next ``window`` grid picks not named before, per heap its share plus
+        ``SLACK``; ``[]`` while every heap has at least half of that ahead (calls stay few)."""
+        s = self.p.s
+        per_pick = [(j * ALT_INSTANCE_STRIDE, ph) for j in range(max(1, s.novelty_candidates)) for ph in range(s.n)]
+        plan = []
+        low = False
+        for run in self.runs:
+            want = math.ceil(window * run.share) + SLACK
+            have = run.ahead - run.taken()
+            if have < 0:                              # the planner got past the copy: start again from its heap
+                run.heap, run.ahead = list(run.picker._heaps[run.key]), run.taken()
+                have = 0
+            plan.append((run, want - have))
+            low = low or 2 * have < want
+        if not low:
+            return []
+        out = []
+        for run, more in plan:
+            for _ in range(max(0, more)):
+                ci, instance = run.pop()
+                out += [(ci, instance + step, ph) for step, ph in per_pick]
+        return out

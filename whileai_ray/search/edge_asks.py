@@ -1,0 +1,174 @@
+"""Asks written where the rollouts are: the edge writes, the Driver looks them up (issue 32).
+
+The Driver's planner spends most of its time per new situation on three pure functions of
+``(writer settings, cell, instance, phrasing)``: writing the ask (the template writer's draws are
+keyed by the seed and the situation), its MinHash ``sketch`` (``search/novelty.py``) and its
+scenario family key (``search/family_cap.py``). None of them reads the planner's state, so any
+process can compute them and get the very same values. Here:
+
+* :class:`AskBuilder`: what rebuilds the run's template writer and its grid anywhere (shipped
+  once per run to each rollout lane, never per call);
+* :class:`AskDesk`: the edge side. It keeps the writers it was shown, by token, and
+  ``write(token, requests)`` writes ``[(cell index, instance, phrasing)]`` into a
+  :data:`Batch`: the situations as plain field tuples, their sketches as one array, their
+  family keys;
+* :class:`WrittenAsks`: the Driver side. ``fill(batch)`` keeps what came back; the planner's
+  ``take(cell index, instance, phrasing, family)`` hands out the situation (and tells ``family``
+  its key, and keeps its sketch for :meth:`WrittenAsks.sketch`), or None: the planner then
+  writes it itself. Which asks came back, and when, can change only how much the Driver
+  computes, never what it decides.
+
+Plain logic, no Ray (the runtime's ``driver/edge_writing.py`` moves the batches).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..situations.situation import Situation
+from ..situations.template_writer import TemplateWriter
+from .family_cap import family_key
+from .novelty import K, sketch
+
+__all__ = ["AskBuilder", "AskDesk", "WrittenAsks", "Batch", "write_batch", "FIELDS", "CACHE_ASKS"]
+
+FIELDS = Situation.__slots__         # a situation travels as the tuple of its fields, in this order
+CACHE_ASKS = 65_536                  # asks the Driver keeps at most (the oldest go first)
+HINTS = 16                           # sketches kept for the prompts just handed out
+
+# (keys [(cell index, instance, phrasing)], situations as field tuples, sketches (n, K) uint32,
+#  family keys, seconds spent writing)
+Batch = tuple[list[tuple[int, int, int]], list[tuple], np.ndarray, list[str], float]
+
+
+@dataclass(frozen=True)
+class AskBuilder:
+    """What builds the run's template writer (``TemplateWriter(tools, system_prompt, seed)``) and
+    the grid its asks are named by (the picker's ``cells``, by index)."""
+    tools: list
+    system_prompt: str
+    seed: int
+    cells: list
+
+    def token(self) -> str:
+        """Names this builder: an edge that knows the token need not be shown it again."""
+        text = repr((self.tools, self.system_prompt, self.seed, self.cells))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+    def writer(self) -> TemplateWriter:
+        return TemplateWriter(self.tools, self.system_prompt, self.seed)
+
+
+def write_batch(writer, cells: list, requests: list) -> Batch:
+    """Write, sketch and family-key every ``(cell index, instance, phrasing)`` of ``requests``."""
+    t0 = time.perf_counter()
+    keys, rows, families = [], [], []
+    sketches = np.empty((len(requests), K), dtype=np.uint32)
+    for n, (ci, instance, phrasing) in enumerate(requests):
+        sit = writer.write(cells[ci], instance, phrasing)
+        keys.append((int(ci), int(instance), int(phrasing)))
+        rows.append(tuple(getattr(sit, f) for f in FIELDS))
+        sketches[n] = sketch(sit.prompt)
+        families.append(family_key(sit.prompt))
+    return keys, rows, sketches, families, time.perf_counter() - t0
+
+
+class AskDesk:
+    """The edge side: the writers it was shown (by token) and the batches it writes with them."""
+
+    def __init__(self) -> None:
+        self._known: OrderedDict[str, tuple[Any, list]] = OrderedDict()
+
+    def knows(self, token: str) -> bool:
+        return token in self._known
+
+    def learn(self, token: str, builder: AskBuilder) -> None:
+        """Keep the writer ``builder`` builds under ``token`` (the last 4 runs' are kept)."""
+        if not isinstance(builder, AskBuilder):
+            raise TypeError(f"an edge writes asks from an AskBuilder, not {type(builder).__name__}")
+        self._known[token] = (builder.writer(), list(builder.cells))
+        self._known.move_to_end(token)
+        while len(self._known) > 4:
+            self._known.popitem(last=False)
+
+    def write(self, token: str, requests: list) -> Batch | None:
+        """The batch for ``requests``, or None when this desk was never shown ``token``."""
+        got = self._known.get(token)
+        if got is None:
+            return None
+        writer, cells = got
+        return write_batch(writer, cells, [r for r in requests if 0 <= r[0] < len(cells)])
+
+
+class WrittenAsks:
+    """The Driver side: asks written elsewhere, by ``(cell index, instance, phrasing)``."""
+
+    def __init__(self, limit: int = CACHE_ASKS):
+        self.limit = int(limit)
+        self._asks: OrderedDict[tuple[int, int, int], tuple[tuple, np.ndarray, str]] = OrderedDict()
+        self._sketches: dict[str, np.ndarray] = {}
+        self.asked: set[tuple[int, int, int]] = set()     # requested, answer not in yet
+        self.hits = self.misses = self.filled = self.unused = 0
+        self.edge_seconds = 0.0
+
+    def __len__(self) -> int:
+        return len(self._asks)
+
+    def wanted(self, requests: list) -> list:
+        """Of ``requests``, those neither kept nor already asked for (they are now asked for)."""
+        out = [r for r in requests if r not in self._asks and r not in self.asked]
+        self.asked.update(out)
+        return out
+
+    def fill(self, batch: Batch | None, requests: list | None = None) -> None:
+        """Keep a batch that came back (None: the edge did not answer; ``requests`` are then no
+        longer awaited)."""
+        if requests is not None:
+            self.asked.difference_update(requests)
+        if batch is None:
+            return
+        keys, rows, sketches, families, seconds = batch
+        if not (len(keys) == len(rows) == len(sketches) == len(families)):
+            raise ValueError("an edge batch's keys, situations, sketches and families differ in length")
+        self.edge_seconds += float(seconds)
+        asks = self._asks
+        for n, key in enumerate(keys):
+            asks[(int(key[0]), int(key[1]), int(key[2]))] = (rows[n], sketches[n], families[n])
+        self.filled += len(keys)
+        while len(asks) > self.limit:
+            asks.popitem(last=False)
+            self.unused += 1
+
+    def take(self, ci: int, instance: int, phrasing: int, family=None) -> Situation | None:
+        """The situation written for ``(ci, instance, phrasing)``, once; ``family`` (a FamilyCap)
+        is told its family key and :meth:`sketch` keeps its sketch. None when it was not written."""
+        got = self._asks.pop((ci, instance, phrasing), None)
+        if got is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        row, sk, fam = got
+        sit = Situation(*row)
+        if len(self._sketches) >= HINTS:
+            self._sketches.clear()
+        self._sketches[sit.prompt] = sk
+        if family is not None:
+            family.known(sit.prompt, fam)
+        return sit
+
+    def sketch(self, prompt: str) -> np.ndarray:
+        """``novelty.sketch(prompt)``: the one that came with an ask just handed out, else computed."""
+        sk = self._sketches.get(prompt)
+        return sketch(prompt) if sk is None else sk
+
+    def figures(self) -> dict:
+        """Hits, misses, hit rate, asks written at the edges, and those never used."""
+        taken = self.hits + self.misses
+        return {"hits": self.hits, "misses": self.misses, "hit_rate": round(self.hits / taken, 4) if taken else 0.0,
+                "written": self.filled, "unused": self.unused + len(self._asks),
+                "edge_seconds": round(self.edge_seconds, 3)}

@@ -103,7 +103,7 @@ def test_at_most_slots_calls_run_at_once_and_calls_that_block_use_every_slot():
         pool.shutdown()
     assert first == list(range(16)) and second == list(range(16, 32))
     assert peak[0] == 8 and pool.threads == 8
-    assert took < 0.05 * 32 / 2, took       # 32 calls of 50 ms on 8 slots: about 0.2 s, never serial
+    assert took < 1.2, took                 # 32 calls of 50 ms on 8 slots: about 0.2 s; serial would be 1.6 s
 
 
 def test_results_that_finish_together_all_land_and_wake_the_loop_once_per_batch():

@@ -8,14 +8,15 @@ The agent comes in three forms (``agents/forms.py``). A class is built here, onc
 model loaded or a client opened in its ``__init__``), then its instance is called per rollout.
 An ``async def`` agent (or a class whose ``__call__`` is one) is awaited on this loop, one task
 per rollout: no thread, no new loop, one shared client, thousands in flight. A plain callable
-runs on a thread (never on the event loop), one thread per concurrent rollout (made on
-first use), under a semaphore sized ``concurrency``. The driver sends more units
-than there are slots (one chunk of prefetch), so a slot that frees is refilled at once
-instead of waiting for the driver's next round trip. An agent call that runs past
-``timeout`` is cut: the unit comes back as an agent error marked timed out (lost as
+runs on a thread (never on the event loop), at most ``concurrency`` threads (made on first use):
+the threads take the chunk's units themselves and build each whole result (row, stored line,
+spool text) there, and the loop hears of finished units in batches (``pools/pull_threads.py``).
+The driver sends more units than there are slots (one chunk of prefetch), so a slot that frees
+is refilled at once instead of waiting for the driver's next round trip. An agent call that runs
+past ``timeout`` is cut: the unit comes back as an agent error marked timed out (lost as
 ``timed_out`` once its re-rolls are spent). A sync call's thread runs on (Python cannot kill
-it) but leaves the lane's threads (``pools/call_threads.py``), so hung calls never starve the
-others; an async call's task is cancelled and never waited for.
+it) but leaves the lane's threads, so hung calls never starve the others; an async call's task
+is cancelled and never waited for.
 
 Grading happens on separate judge actors (pools/judge_worker.py), so a rollout slot is free as
 soon as its rollout ends.
@@ -39,7 +40,7 @@ from ...search.edge_asks import AskBuilder, AskDesk
 from ...store.checkpoint.edge_lines import Digest, encoded
 from ...store.parquet.spill_text import edge_text
 from ...store.shards.storage import ShardWriter, check_probe
-from .call_threads import CallThreads, CallTimedOut
+from .pull_threads import PullThreads
 from ...world.faults import is_fault_parent
 from ..messages import ROLLOUT_FAILED, UNSERIALIZABLE, RolloutResult
 from .dataplane import pack
@@ -73,7 +74,7 @@ class RolloutWorker:
         self.judge_timeout = judge_timeout
         self.slots = max(1, int(concurrency))
         self.sem = asyncio.Semaphore(self.slots)
-        self.threads = CallThreads("rollout")     # sync agents only; threads made on first use
+        self.threads = PullThreads(self._play_sync, self._timed_out, self.slots, timeout)  # sync agents only
         self.node_id = node_id or _ray_node_id()
         self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
@@ -95,7 +96,11 @@ class RolloutWorker:
         """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
         started comes back ``RolloutResult.not_started`` unplayed (search/planner/clock.py). On shared storage the
         rows go to a shard and the Driver gets keys and outcomes (pools/dataplane.py)."""
-        results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
+        if self.model is None and self.build_error is None and not self.is_async:
+            results = await self.threads.run(units)        # sync agent: its threads pull the units
+        else:
+            results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
+        self.played += sum(1 for r in results if not r.skipped)
         self.metrics.rollout_seconds([r.seconds for r in results if not r.skipped])    # metrics: once per chunk
         if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
             return await asyncio.to_thread(pack, results, self.shards, self.node_id)
@@ -119,6 +124,7 @@ class RolloutWorker:
         return self.shards.flush() if self.shards is not None else None
 
     async def _one(self, unit, deadline_at: float | None = None) -> RolloutResult:
+        """One unit of a model-backed or async agent (or of a class that failed to build), on the loop."""
         async with self.sem:
             if deadline_at is not None and time.time() >= deadline_at:
                 return RolloutResult.not_started(unit)
@@ -131,26 +137,43 @@ class RolloutWorker:
                     problem, edge = storable(row)
                 elif self.build_error is not None:
                     row, problem, edge = build_row(unit, agent_error(self.build_error), self.meta), None, None
-                elif self.is_async:
+                else:
                     row = await play_async_unit(self.agent, unit, self.meta, self.execute, self.timeout)
                     problem, edge = storable(row)
-                else:
-                    try:
-                        row, (problem, edge) = await self.threads.call(_play_checked, self.agent, unit, self.meta,
-                                                                       self.execute, timeout=self.timeout or None)
-                    except CallTimedOut:
-                        err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
-                        row, problem, edge = build_row(unit, agent_error(err, timed_out=True), self.meta), None, None
             except Exception as exc:       # our code failed on this unit's output: the unit, not the chunk
-                bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
-                row, edge, problem = None, None, (UNSERIALIZABLE if bad_value else ROLLOUT_FAILED,
-                                                  f"{type(exc).__name__}: {exc}"[:300])
-            if problem is not None or row is None:   # one unit that cannot become a row never sinks its chunk
-                self.played += 1
-                problem = problem or (ROLLOUT_FAILED, "no row")
-                return RolloutResult.lost(unit, problem[0], problem[1], time.monotonic() - t0)
-            unusable = row.get("_unusable")
-        self.played += 1
+                row, edge, problem = None, None, _failed(exc)
+        return self._result(unit, row, problem, edge, t0)     # the slot is free already
+
+    def _play_sync(self, unit) -> RolloutResult:
+        """One unit of a sync agent, whole, on the pool thread that took it (``pools/pull_threads.py``):
+        played, checked, encoded and stamped there, so the loop only files the result."""
+        deadline_at = self.deadline_at
+        if deadline_at is not None and time.time() >= deadline_at:
+            return RolloutResult.not_started(unit)
+        t0 = time.monotonic()
+        try:
+            row, (problem, edge) = _play_checked(self.agent, unit, self.meta, self.execute)
+        except Exception as exc:           # our code failed on this unit's output: the unit, not the chunk
+            row, edge, problem = None, None, _failed(exc)
+        return self._result(unit, row, problem, edge, t0)
+
+    def _timed_out(self, unit, seconds: float) -> RolloutResult:
+        """A sync call cut at ``timeout`` (its thread runs on, out of the lane's): an agent error marked timed out."""
+        err = TimeoutError(f"agent call took longer than timeout={self.timeout:g}s")
+        t0 = time.monotonic() - seconds
+        try:
+            row, problem = build_row(unit, agent_error(err, timed_out=True), self.meta), None
+        except Exception as exc:
+            row, problem = None, _failed(exc)
+        return self._result(unit, row, problem, None, t0)
+
+    def _result(self, unit, row, problem, edge, t0: float) -> RolloutResult:
+        """The unit's result: its row stamped (``_ordinal``, ``_node``, ``_seconds``), stored line and
+        spool text, or the unit lost when its row cannot be stored."""
+        if problem is not None or row is None:   # one unit that cannot become a row never sinks its chunk
+            problem = problem or (ROLLOUT_FAILED, "no row")
+            return RolloutResult.lost(unit, problem[0], problem[1], time.monotonic() - t0)
+        unusable = row.get("_unusable")
         row["_ordinal"] = unit.ordinal
         row["_node"] = self.node_id
         seconds = time.monotonic() - t0
@@ -179,6 +202,12 @@ def storable(row: dict) -> tuple[tuple[str, str] | None, tuple[bytes, Digest | N
         kind = "circular" if "ircular" in str(exc) else "too deep" if isinstance(exc, RecursionError) else "not JSON"
         return (UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: "
                                 f"{str(exc)[:120]})"), None
+
+
+def _failed(exc: Exception) -> tuple[str, str]:
+    """The problem of a unit whose output our code failed on (a value too deep or circular to copy)."""
+    bad_value = isinstance(exc, RecursionError) or "ircular reference" in str(exc)
+    return UNSERIALIZABLE if bad_value else ROLLOUT_FAILED, f"{type(exc).__name__}: {exc}"[:300]
 
 
 def _play_checked(agent, unit, meta, execute):

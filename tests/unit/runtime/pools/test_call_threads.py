@@ -3,14 +3,16 @@
 A ``RolloutWorker`` (what a rollout actor and the caller's pool both run) with two slots plays
 units whose agent call hangs on every third one. Before the fix its ``slots + 8`` threads were all
 wedged after ten hung calls and every later unit timed out without its agent being called; now
-each hung call is cut at ``timeout`` and every other unit is played.
+each hung call is cut at ``timeout`` and every other unit is played. The lane's threads are
+``pools/pull_threads.py`` (tested on their own in ``test_pull_threads.py``).
 """
 import asyncio
 import threading
 import time
 
+import pytest
+
 from whileai_ray.core.unit import RunMeta
-from whileai_ray.runtime.pools.call_threads import CallThreads, CallTimedOut
 from whileai_ray.runtime.pools.rollout_worker import RolloutWorker
 from whileai_ray.testing.seeded_rows import SYSTEM, TOOLS
 
@@ -50,39 +52,6 @@ def test_hung_calls_never_take_the_threads_of_the_calls_after_them():
     assert took < 5, took
 
 
-def test_a_thread_whose_call_returned_is_used_again():
-    threads = CallThreads("t")
-
-    async def main():
-        return [await threads.call(threading.get_ident, timeout=1) for _ in range(5)]
-
-    try:
-        assert len(set(asyncio.run(main()))) == 1 and threads.threads == 1
-    finally:
-        threads.shutdown()
-
-
-def test_an_abandoned_call_leaves_the_pool_and_its_error_or_result_is_dropped():
-    threads, gate = CallThreads("t"), threading.Event()
-
-    async def main():
-        try:
-            await threads.call(gate.wait, 30, timeout=0.05)
-        except CallTimedOut as exc:
-            said = str(exc)
-        after = await threads.call(lambda: "next", timeout=1)
-        gate.set()
-        await asyncio.sleep(0.05)
-        return said, after
-
-    try:
-        said, after = asyncio.run(main())
-    finally:
-        threads.shutdown()
-    assert said == "took longer than 0.05s" and after == "next"
-    assert threads.abandoned == 1 and threads.threads == 2
-
-
 def test_an_async_agent_that_swallows_its_cancellation_is_not_waited_for():
     async def stubborn(message):
         try:
@@ -98,3 +67,34 @@ def test_an_async_agent_that_swallows_its_cancellation_is_not_waited_for():
     results = asyncio.run(main())
     assert [r.timed_out for r in results] == [True, True]
 
+
+
+def test_a_cancelled_chunk_frees_its_slot_and_its_hung_calls_thread_leaves_the_lane():
+    hang, calls = threading.Event(), []
+
+    def agent(message):
+        calls.append(threading.get_ident())
+        if len(calls) == 1:
+            hang.wait(30)                    # the first call hangs; the chunk holding it is cancelled
+        return {"steps": [], "final_text": "ok"}
+
+    worker = RolloutWorker(agent, META, concurrency=1, node_id="n")   # no timeout: only cancel cuts it
+    chunk = units(4)
+
+    async def main():
+        stuck = asyncio.ensure_future(worker.run_chunk(chunk[:1]))
+        while not calls:                     # the chunk starts; its call is on its thread
+            await asyncio.sleep(0.005)
+        stuck.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stuck
+        return await asyncio.wait_for(worker.run_chunk(chunk[1:]), 5)     # the one slot is free again
+
+    try:
+        results = asyncio.run(asyncio.wait_for(main(), 20))
+    finally:
+        hang.set()
+        worker.shutdown()
+    assert [r.row["final_text"] for r in results] == ["ok"] * 3
+    assert calls[0] not in calls[1:]         # the hung call's thread was never given another call
+    assert len(set(calls[1:])) == 1 and worker.threads.threads == 2

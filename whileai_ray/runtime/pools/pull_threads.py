@@ -127,8 +127,8 @@ class PullThreads:
                 self._armed = False             # a timer set on the last loop never fires here
             self._jobs.extend((chunk, i, unit, settler) for i, unit in enumerate(units))
             make = self._staff()
-        self._start(make)
-        if not self._live:                      # not one thread could start: the chunk fails, it is sent again
+            others = self._live - make          # threads there already: each looks at the queue before it ends
+        if not self._start(make) and not others:    # not one thread could start: the chunk fails, it is sent again
             self._drop(chunk)
             raise RuntimeError("the lane could not start a thread for its sync agent")
         try:
@@ -157,17 +157,21 @@ class PullThreads:
         self._coming += 1
         return 1
 
-    def _start(self, make: int) -> None:
+    def _start(self, make: int) -> int:
+        """Start ``make`` threads (counted by ``_staff``); how many did start."""
+        started = 0
         for _ in range(make):
             with self._lock:
                 self._made += 1
                 n = self._made
             try:
                 threading.Thread(target=self._work, args=(n,), name=f"{self.prefix}-{n}", daemon=True).start()
+                started += 1
             except RuntimeError:                # the process cannot start a thread now: not counted;
                 with self._lock:                # a thread that plays on calls again
                     self._live -= 1
                     self._coming -= 1
+        return started
 
     def _drop(self, chunk: _Chunk) -> None:
         """A cancelled chunk: its queued units go, its calls in flight are abandoned (slots freed)."""

@@ -263,3 +263,32 @@ def test_one_pool_serves_one_event_loop_after_another_and_cuts_calls_on_each():
         pool.shutdown()
     assert first[0] == first[1] == second[0]             # one thread, reused from one loop to the next
     assert second[1][0] == "cut" and second[2] != second[0] and pool.threads == 2
+
+
+class _LateLooker(PullThreads):
+    """A pool whose caller, once it is shut down, looks only after every thread it relied on has
+    played the chunk and ended: the moment a busy machine gives a thread between two lines."""
+
+    def _start(self, make):
+        started = super()._start(make)
+        wait = time.monotonic() + 5
+        while self.closed and self._live and time.monotonic() < wait:
+            time.sleep(0.001)
+        return started
+
+
+def test_a_chunk_given_after_shutdown_comes_back_even_when_its_threads_ended_before_the_caller_looked():
+    """A shut-down pool still plays what it is given (a renewed lane): the threads there, or one
+    made for it, play the chunk and end. Its caller must not read "no thread left" as "no thread
+    could start" and fail a chunk that was played."""
+    for _ in range(3):
+        pool = _LateLooker(lambda i: i, cut, slots=4, prefix="q")
+
+        async def main(loop):
+            first = await pool.run(list(range(8)))
+            pool.shutdown()
+            second = await pool.run(list(range(8)))
+            return first, second
+
+        first, second = run(main)
+        assert first == second == list(range(8))

@@ -16,36 +16,6 @@ import pytest
 from whileai_ray.store.parquet.folder import ParquetSink, read_parquet
 from whileai_ray.store.schema import key_string, row_key
 
-# In a subprocess: reopen the folder (mode "a"), write rows 60..99 as four parts, then compact,
-# SIGKILLed just before its ``kill_at``-th change of the filesystem (rename, exchange, unlink, rmdir).
-_COMPACT = textwrap.dedent("""
-    import os, signal, sys
-    sys.path.insert(0, sys.argv[4])
-    from test_parquet import make_row
-    from whileai_ray.store.parquet.folder import ParquetSink
-    try:
-        from whileai_ray.store.parquet import swap as parquet_swap
-    except ImportError:
-        parquet_swap = None
-    folder, kill_at, fallback = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-    if fallback and parquet_swap is not None:
-        parquet_swap._renameat2 = None        # as on a filesystem that refuses RENAME_EXCHANGE
-    sink = ParquetSink(folder, row_group_size=10, mode="a")
-    sink.write([make_row(i) for i in range(60, 100)])
-    sink.flush()
-    seen = [0]
-
-    def hook(event, args):
-        if event in ("os.rename", "os.remove", "os.rmdir", "whileai_ray.exchange"):
-            seen[0] += 1
-            if seen[0] == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    sys.addaudithook(hook)
-    sink.close(compact=True)
-    print("compacted")
-""")
-
 
 def _keys(n):
     from tests.unit.store.parquet.test_parquet import make_row
@@ -63,10 +33,12 @@ def _outside(folder) -> dict:
     }
 
 
-# In one subprocess: for kill_at = 1, 2, ... a forked child builds folder k<kill_at> (rows 0..59), a
-# second forked child runs what _COMPACT runs on it, SIGKILLed at its ``kill_at``-th change of the
-# filesystem; it stops after the first child that compacts. Forked from a process that imported
-# everything once (and never wrote Parquet itself), each try costs a fork, not a Python start-up.
+# In one subprocess: for kill_at = 1, 2, ... a forked child builds folder k<kill_at> (rows 0..59);
+# a second forked child reopens it (mode "a"), writes rows 60..99 as four parts, then compacts,
+# SIGKILLed just before its ``kill_at``-th change of the filesystem (rename, exchange, unlink, rmdir).
+# It stops after the first child that compacts (or, given a 4th argument such as "1,2,4", tries
+# those steps only). Forked from a process that imported everything once (and never wrote Parquet
+# itself, so no Arrow thread exists when it forks), each try costs a fork, not a Python start-up.
 # Prints one JSON line: [[kill_at, "compacted" or the child's exit status (-9: killed)], ...].
 _COMPACT_EACH_STEP = textwrap.dedent("""
     import json, os, signal, sys, traceback
@@ -115,8 +87,9 @@ _COMPACT_EACH_STEP = textwrap.dedent("""
         sys.addaudithook(hook)
         sink.close(compact=True)
 
+    steps = [int(x) for x in sys.argv[4].split(",")] if len(sys.argv) > 4 else range(1, 40)
     outcomes = []
-    for kill_at in range(1, 40):
+    for kill_at in steps:
         folder = os.path.join(base, f"k{kill_at}", "run.parquet")
         built = in_child(lambda: build(folder))
         if built != 0:
@@ -124,7 +97,7 @@ _COMPACT_EACH_STEP = textwrap.dedent("""
             break
         code = in_child(lambda: compact(folder, kill_at))
         outcomes.append([kill_at, "compacted" if code == 0 else code])
-        if code != -9:
+        if code != -9 and len(sys.argv) <= 4:
             break
     print(json.dumps(outcomes))
 """)

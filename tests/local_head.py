@@ -121,7 +121,7 @@ class LocalHead:
                     if code is not None:
                         raise _ExitedEarly(code, said) from None
                     raise RuntimeError(f"the local Ray head did not come up in {timeout_s:g}s: {said}") from None
-                time.sleep(1.0)
+                time.sleep(0.2)      # (each look is a file read and, once started, one HTTP call)
 
     def _members(self) -> list:
         import psutil   # lazy: psutil, only to find this head's processes
@@ -138,12 +138,13 @@ class LocalHead:
                 pass
         return found
 
-    def stop(self, grace_s: float = 5.0) -> list:
+    def stop(self, grace_s: float = 1.0) -> list:
         """Stop every process this head started; return the pids still alive (should be []).
 
         ``ray start --block`` takes SIGTERM as a cue for a shutdown that waits on its children
-        for about 30 s; ``grace_s`` later the whole session is killed instead (a throwaway head
-        keeps nothing worth the wait)."""
+        for about 30 s, so it never exits within a few seconds: ``grace_s`` later the whole session
+        is killed instead (a throwaway head keeps nothing worth the wait; a longer grace only
+        made every stop take that long)."""
         import psutil   # lazy: psutil
         if self.proc is None:
             return []

@@ -39,9 +39,11 @@ import sys, whileai_ray as wai
 from slow_agent import Slow
 from whileai_ray.testing.seeded_rows import TOOLS
 ck, budget, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[4])
+advanced = {"run_id": "victim-run", "progress_every_rows": 10**6, "progress_every_s": 3600.0}
+if len(sys.argv) > 5:                      # a shorter caller_timeout_s than the 10 s default
+    advanced["caller_timeout_s"] = float(sys.argv[5])
 data = wai.simulate(Slow(), tools=TOOLS, simulator=False, budget=budget, seed=9, checkpoint=ck,
-                    concurrency=concurrency, advanced={"run_id": "victim-run", "progress_every_rows": 10**6,
-                                                       "progress_every_s": 3600.0})
+                    concurrency=concurrency, advanced=advanced)
 print("ROWS", len(data.rows()))
 """
 
@@ -67,13 +69,14 @@ def body(path):
     return out
 
 
-def start_victim(ray_local, tmp_path, ck, budget, delay, concurrency):
+def start_victim(ray_local, tmp_path, ck, budget, delay, concurrency, caller_timeout_s=None):
     script = tmp_path / "victim.py"
     script.write_text(VICTIM)
     (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
     env = dict(os.environ, RAY_ADDRESS=ray_local.get_runtime_context().gcs_address,
                WHILEAI_RAY_NODE_IP="127.0.0.2", RAY_AUTH_MODE="disabled", SLOW_AGENT_DELAY=str(delay))
-    return subprocess.Popen([sys.executable, str(script), str(ck), str(budget), str(delay), str(concurrency)],
+    extra = [] if caller_timeout_s is None else [str(caller_timeout_s)]
+    return subprocess.Popen([sys.executable, str(script), str(ck), str(budget), str(delay), str(concurrency), *extra],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -125,11 +128,13 @@ def test_a_killed_callers_driver_lets_go_and_an_immediate_resume_appends_alone(r
 
 def test_a_frozen_callers_driver_stops_appending_and_a_resume_takes_over(ray_local, tools, tmp_path, monkeypatch):
     ck = tmp_path / "ck.jsonl"
-    proc = start_victim(ray_local, tmp_path, ck, budget=2500, delay=0.1, concurrency=8)
+    # caller_timeout_s=2 (the 10 s default is checked in tests/unit/config/test_knobs.py): the
+    # Driver must notice the stopped caller past it, whatever its value; 2 s spares 8 s of waiting
+    proc = start_victim(ray_local, tmp_path, ck, budget=2500, delay=0.1, concurrency=8, caller_timeout_s=2.0)
     try:
         wait_rows(proc, ck, 60)
         proc.send_signal(signal.SIGSTOP)          # alive, but it polls its Driver no more
-        time.sleep(14.0)                          # caller_timeout_s is 10 s by default
+        time.sleep(6.0)                           # past caller_timeout_s=2, with room for a loaded machine
         first = len(body(ck))
         time.sleep(3.0)
         assert len(body(ck)) == first < 2500, "the Driver of a frozen caller went on appending"

@@ -59,7 +59,7 @@ def wait_status(run_id, address, want, timeout=240):
                 from whileai_ray.runtime.jobs.client import job_logs
                 st["logs"] = job_logs(run_id, address)[-3000:]
             return st
-        time.sleep(1)
+        time.sleep(0.25)                 # each look is one HTTP call to the Jobs API
     raise AssertionError(f"{run_id} never reached {want}: {status(run_id, address)}")
 
 

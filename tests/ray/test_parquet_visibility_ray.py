@@ -1,6 +1,7 @@
 """ray.data.read_parquet over a run's Parquet folder sees exactly the rows that landed: after a
 compaction killed part way, and on shared storage where a rollout actor died mid-run (its chunk
 played again elsewhere)."""
+import json
 import os
 import subprocess
 import sys
@@ -8,7 +9,6 @@ import time
 
 import whileai_ray as wai
 from bounded_call import bounded
-from whileai_ray.store.parquet.folder import ParquetSink
 from whileai_ray.store.schema import key_string, row_key
 from whileai_ray.store.shards.storage import shards_of
 
@@ -23,18 +23,20 @@ def _ray_keys(folder) -> list:
 
 def test_ray_data_reads_a_compaction_killed_part_way_as_the_landed_rows(ray_local, tmp_path):
     from tests.unit.store.parquet.test_parquet import make_row
-    from tests.unit.store.parquet.test_parquet_visibility import _COMPACT
+    from tests.unit.store.parquet.test_parquet_visibility import _COMPACT_EACH_STEP
     want = sorted(key_string(row_key(make_row(i))) for i in range(100))
     script = tmp_path / "compact.py"
-    script.write_text(_COMPACT)
+    script.write_text(_COMPACT_EACH_STEP)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([p for p in sys.path if p])}
-    for kill_at in (1, 2, 4):       # before the swap, just after it, while the old parts are removed
+    # killed before the swap, just after it, while the old parts are removed: one forked writer each
+    # (from one Python that imported once), on folders k1, k2 and k4 holding rows 0..59
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path), "0", UNIT, "1,2,4"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr[-2000:]
+    outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert outcomes == [[1, -9], [2, -9], [4, -9]], (outcomes, proc.stderr[-2000:])
+    for kill_at in (1, 2, 4):
         folder = tmp_path / f"k{kill_at}" / "run.parquet"
-        with ParquetSink(folder, row_group_size=10) as sink:
-            sink.write([make_row(i) for i in range(60)])
-        proc = subprocess.run([sys.executable, str(script), str(folder), str(kill_at), "0", UNIT],
-                              env=env, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == -9, proc.stderr[-2000:]
         assert bounded(lambda: _ray_keys(folder), 120) == want, kill_at
 
 

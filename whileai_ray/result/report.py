@@ -122,8 +122,7 @@ def build_report(data, cfg: RunConfig, result: RunResult, *, axes, cells, seeds,
         "dead_tools": [], "run_id": run_id,
         "placement": {"rollout_actors": result.n_actors, "rows_by_node": result.node_rows,
                       "actor_nodes": result.actor_nodes, "chunks_reissued": result.chunks_reissued,
-                      "pool": result.pool, "warm": dict(result.warm),
-                      **({"edge_asks": edge} if (edge := (result.writer or {}).get("edge_asks")) else {})},
+                      "pool": result.pool, "warm": dict(result.warm)},
     }
     rollouts = {"rows": n, "cap": max(0, cfg.budget), "landed": n, "resumed": 0,
                 "rerolled": stats.rerolled,
@@ -163,6 +162,9 @@ def build_report(data, cfg: RunConfig, result: RunResult, *, axes, cells, seeds,
     search["uncovered_shapes"] = stats.uncovered_shapes
     search["family_cap"] = stats.family_cap
     search["copy_deficit"] = stats.copy_deficit
+    edge = (result.writer or {}).get("edge_asks")
+    if edge:        # how many asks the lanes wrote and the planner took: timing, not the run's content,
+        search["edge_asks"] = edge          # so beside the timings, never in the report two equal runs share
     data.coverage = coverage
     data.search = search
     data.arm_weights = dict(search["arm_weights"])

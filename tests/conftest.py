@@ -27,12 +27,20 @@ def _ours_is_up(ray) -> bool:
         return False
 
 
-def _left_clean(ray) -> bool:
-    """Release what this process keeps warm; True when no actor is left alive in that Ray."""
+def _left_clean(ray, wait_s: float = 3.0) -> bool:
+    """Release what this process keeps warm; True when no actor is left alive in that Ray. An
+    actor killed, or owned by one killed (a Driver's Parquet writer), takes a moment to end:
+    it is waited for up to ``wait_s``."""
+    import time
     from ray._private import state
     from whileai_ray.runtime.caller.warm_pools import release_all
     release_all()
-    return not any(a.get("State") not in ("DEAD",) for a in state.actors().values())
+    until = time.monotonic() + wait_s
+    while any(a.get("State") != "DEAD" for a in state.actors().values()):
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @pytest.fixture(scope="module")

@@ -47,17 +47,18 @@ def pack(written: Sequence[tuple[dict, bytes, tuple[int, int, str]]], loose: set
     return blob, [(i, t[0], t[2]) for i, t in enumerate(written) if loose is None or id(t[0]) in loose]
 
 
-def join(batches: Sequence[Packed]) -> Packed:
-    """Several packed batches as one, in order (positions shifted): fewer, larger messages."""
+def join(batches: Sequence[Packed], counts: Sequence[int] | None = None) -> Packed:
+    """Several packed batches as one, in order (positions shifted): fewer, larger messages.
+    ``counts``: each batch's rows, when the caller counted them already."""
     if len(batches) == 1:
         return batches[0]
     blobs: list[bytes] = []
     dicts: list[Loose] = []
     at = 0
-    for blob, loose in batches:
+    for n, (blob, loose) in enumerate(batches):
         blobs.append(blob)
         dicts.extend((at + i, row, digest) for i, row, digest in loose)
-        at += blob.count(b"\n")
+        at += blob.count(b"\n") if counts is None else counts[n]
     return b"".join(blobs), dicts
 
 
@@ -78,6 +79,7 @@ class SendWindow:
         self.submit, self.failed = submit, failed
         self.window, self.send_rows, self.send_bytes = window, send_rows, send_bytes
         self.gathered: list[Packed] = []
+        self.counts: list[int] = []         # rows of each gathered batch (counted once, in send)
         self.rows = self.bytes = 0
         self.flight: deque[Future] = deque()
         self.messages = 0
@@ -92,8 +94,10 @@ class SendWindow:
     def send(self, blob: bytes, dicts: list[Loose]) -> None:
         """A landed batch: gathered, sent when enough are; raises what an earlier message met."""
         self.reap()
+        rows = blob.count(b"\n")
         self.gathered.append((blob, dicts))
-        self.rows += blob.count(b"\n")
+        self.counts.append(rows)
+        self.rows += rows
         self.bytes += len(blob)
         if self.rows >= self.send_rows or self.bytes >= self.send_bytes:
             self.ship()
@@ -102,8 +106,8 @@ class SendWindow:
         """Send what is gathered now."""
         if not self.gathered:
             return
-        blob, dicts = join(self.gathered)
-        self.gathered, self.rows, self.bytes = [], 0, 0
+        blob, dicts = join(self.gathered, self.counts)
+        self.gathered, self.counts, self.rows, self.bytes = [], [], 0, 0
         self.flight.append(self.submit(blob, dicts))
         self.messages += 1
         self._bound()

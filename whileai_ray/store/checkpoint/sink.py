@@ -73,7 +73,13 @@ class CheckpointSink:
             if self.parquet is not None:
                 self.parquet.write(taken, new=self.mirrored)
             return
-        stored = [stored_row(r) for r in rows]
+        if self.parquet is None and lines is not None and digests is not None:
+            # a row whose line and digest came with it is written as those bytes: its stored form
+            # is made only for the in-process Parquet copy, which this sink has not got
+            stored = [r if line is not None and digest is not None else stored_row(r)
+                      for r, line, digest in zip(rows, lines, digests, strict=True)]
+        else:
+            stored = [stored_row(r) for r in rows]
         written = self.checkpoint.append_lines(stored, lines, digests)
         if self.lane is not None and written:        # lines cross; a row whose line was made here too
             loose = None if lines is None else {id(s) for s, line in zip(stored, lines) if line is None}

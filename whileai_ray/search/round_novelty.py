@@ -32,7 +32,7 @@ import numpy as np
 
 from .ask_batching import ALT_INSTANCE_STRIDE
 from .ask_forecast import AskForecast
-from .novelty import K
+from .novelty import K, sketch
 from .novelty_batch import add_many, similarity_many
 
 __all__ = ["RoundNovelty", "BATCH_SLACK"]
@@ -46,7 +46,7 @@ class RoundNovelty:
 
     def __init__(self, planner):
         self.p = planner
-        self._picks = np.zeros((64, K), dtype=np.uint32)      # stored sketches opened this round, in order
+        self._picks = np.zeros((64, K), dtype=np.uint16)      # stored sketches opened this round, in order
         self._texts: list[str] = []
         self._answers: dict[bytes, float] = {}                # sketch (its bytes) -> similarity to the archive
         self.batched = self.scored = self.answered = 0        # sketches scored in batches, alone, from a batch
@@ -82,22 +82,27 @@ class RoundNovelty:
     def similarity(self, text: str, sk: np.ndarray) -> float:
         """The larger of ``text``'s similarity to the frozen archive and to this round's picks."""
         sk = np.asarray(sk, dtype=np.uint32)
-        s = self._answers.get(sk.tobytes())
-        if s is None:
-            s = self.p.novelty.similarity(text, sk)[1]
-            self.scored += 1
-        else:
+        stored = (sk >> _HIGH).astype(np.uint16)           # what the archive keeps (novelty._stored)
+        picks = self._picks[:len(self._texts)]
+        s = self._answers.get(sk.tobytes()) if self._answers else None
+        if s is not None:
             self.answered += 1
-        n = len(self._texts)
-        if n:                              # (the stored sketches: the top 16 bits of each value)
-            s = max(s, float((self._picks[:n] == (sk >> _HIGH)).sum(axis=1).max()) / K)
-        return s
+        else:
+            self.scored += 1
+            index = self.p.novelty
+            if index._exact is None:     # the archive's candidates and the round's picks in one compare
+                rows = np.concatenate((index.ready()._sk._a[index._candidates(stored)], picks))
+                return float((rows == stored).sum(axis=1).max()) / K if len(rows) else 0.0
+            s = index.similarity(text, sk)[1]
+        return max(s, float((picks == stored).sum(axis=1).max()) / K) if len(picks) else s
 
     def novelty(self, text: str, sk: np.ndarray) -> float:
         return 1.0 - self.similarity(text, sk)
 
-    def add(self, text: str, sk: np.ndarray) -> None:
-        """Open ``text`` in this round: archived when the round ends."""
+    def add(self, text: str, sk: np.ndarray | None = None) -> None:
+        """Open ``text`` (its ``sketch``, computed when not given) in this round: archived when it ends."""
+        if sk is None:
+            sk = sketch(text)
         n = len(self._texts)
         if n == len(self._picks):
             self._picks = np.concatenate((self._picks, np.zeros_like(self._picks)))
@@ -110,7 +115,7 @@ class RoundNovelty:
         if self._texts:
             texts, self._texts = self._texts, []
             index = self.p.novelty
-            add_many(index, self._picks[:len(texts)].astype(np.uint16), texts if index._exact is not None else None)
+            add_many(index, self._picks[:len(texts)].copy(), texts if index._exact is not None else None)
 
 
 def _next_picks(run, m: int) -> list[tuple[int, int]]:

@@ -92,7 +92,9 @@ def test_a_planner_restored_between_rounds_goes_on_as_the_one_that_never_stopped
     straight = _play(exact.build("explore"), 0, 60).hexdigest()
     p = exact.build("explore")
     h = _play(p, 0, 25)
+    assert len(p.round_novelty) == 0 and len(p.novelty) == p.situations_opened     # nothing waits between rounds
     q = exact.build("explore").restore(p.state())
+    assert len(q.round_novelty) == 0
     assert _tables(q.novelty) == _tables(p.novelty)
     assert _play(q, 25, 35, h.copy()).hexdigest() == straight
     assert _play(p, 25, 35, h).hexdigest() == straight

@@ -24,6 +24,7 @@ from .novelty import BANDS, K, MAX_BITS, NoveltyIndex, _BAND, _bits_for, _slots,
 __all__ = ["similarity_many", "add_many"]
 
 _BYTES = np.uint64(0x0101010101010101)
+_CHUNK = 2048                  # sketches compared at once at most
 
 
 def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -36,6 +37,10 @@ def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = Non
     stored = sks if sks.dtype == np.uint16 else _stored(sks)
     stored = np.ascontiguousarray(stored.reshape(-1, K))
     n = len(stored)
+    if n > _CHUNK:                      # (a chunk's compare holds ~6 KB a sketch: memory stays bounded)
+        parts = [similarity_many(index, stored[i:i + _CHUNK], None if texts is None else texts[i:i + _CHUNK])
+                 for i in range(0, n, _CHUNK)]
+        return np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
     ids, sims = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.float64)
     if n == 0:
         return ids, sims
@@ -51,20 +56,17 @@ def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = Non
         cur = np.where(live, links[np.where(live, cur, 0) * BANDS + _BAND], -1)
     if steps:
         cands = np.concatenate(steps, axis=1)                                   # (n, BANDS * steps)
-        r, c = np.nonzero(cands >= 0)
-        found = cands[r, c]
-        same = index._sk._a[found] == stored[r]                                  # (candidates, K) bool
+        valid = cands >= 0
+        same = index._sk._a[np.where(valid, cands, 0)] == stored[:, None, :]    # (n, BANDS * steps, K) bool
         # the equal values of each: K one-byte flags read as K/8 uint64 words, each word's bytes
         # summed by one multiply (the top byte of x * 0x0101... is the sum of x's bytes)
-        eq = ((same.view(np.uint64) * _BYTES) >> np.uint64(56)).sum(axis=1).astype(np.int64)
+        eq = ((same.view(np.uint64) * _BYTES) >> np.uint64(56)).sum(axis=2).astype(np.int64)
         # the most equal values, then the smallest id (``similarity`` takes the first of its sorted ids)
-        score = np.full(cands.shape, np.iinfo(np.int64).min, dtype=np.int64)
-        score[r, c] = (eq << 32) - found
+        score = np.where(valid, (eq << 32) - cands, np.iinfo(np.int64).min)
         best = score.argmax(axis=1)
-        rows = np.flatnonzero((cands >= 0).any(axis=1))
+        rows = np.flatnonzero(valid.any(axis=1))
         ids[rows] = cands[rows, best[rows]]
-        sims[rows] = (score[rows, best[rows]] + ids[rows]) >> 32
-        sims[rows] /= K
+        sims[rows] = eq[rows, best[rows]] / K
     if index._exact is not None:
         if texts is None or len(texts) != n:
             raise ValueError("similarity_many: an index that keeps text keys needs one text a sketch (texts=)")

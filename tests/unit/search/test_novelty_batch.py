@@ -57,6 +57,18 @@ def test_similarity_many_is_similarity_row_by_row(n, kind, kw):
     assert len(empty_ids) == len(empty_sims) == 0
 
 
+def test_similarity_many_answers_a_batch_larger_than_its_chunk_alike(monkeypatch):
+    import whileai_ray.search.novelty_batch as nb
+    ix = _index(1500, "near")
+    probes = _probes(9) + _texts(30, 5, "near")
+    sks = np.stack([sketch(t) for t in probes])
+    whole = similarity_many(ix, sks, probes)
+    monkeypatch.setattr(nb, "_CHUNK", 7)
+    ids, sims = similarity_many(ix, sks, probes)
+    assert ids.tolist() == whole[0].tolist() and sims.tolist() == whole[1].tolist()
+    assert [(int(i), float(s)) for i, s in zip(ids, sims)] == [ix.similarity(t, sk) for t, sk in zip(probes, sks)]
+
+
 def test_similarity_many_takes_stored_sketches_too_and_asks_an_exact_index_for_texts():
     ix = _index(300, "near", exact=False)
     probes = _probes(3)

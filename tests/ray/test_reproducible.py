@@ -66,4 +66,6 @@ def test_golden_seed0_draw(ray_local, tools):
     assert len(rows) == 50
     # Pinned: any change to the writer, the world, the planner or the row schema moves it.
     # Update deliberately (and say why in the commit) when such a change is intended.
-    assert _digest(rows) == "e483c3067f92e385"
+    # Moved from e483c3067f92e385 when novelty came to be decided per planner round (issue 32,
+    # search/round_novelty.py): novelty scores, and so some of the 50 situations chosen, changed.
+    assert _digest(rows) == "893cab86aeb19ff5"

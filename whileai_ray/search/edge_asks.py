@@ -161,6 +161,12 @@ class WrittenAsks:
             family.known(sit.prompt, fam)
         return sit
 
+    def peek_sketch(self, ci: int, instance: int, phrasing: int) -> np.ndarray | None:
+        """The sketch written for ``(ci, instance, phrasing)``, left in place; None when not written
+        (the planner's round scores its likely candidates ahead: ``search/round_novelty.py``)."""
+        got = self._asks.get((ci, instance, phrasing))
+        return None if got is None else got[1]
+
     def sketch(self, prompt: str) -> np.ndarray:
         """``novelty.sketch(prompt)``: the one that came with an ask just handed out, else computed."""
         sk = self._sketches.get(prompt)

@@ -13,6 +13,7 @@ only a bucket's ``bucket_cap`` most recent members are looked at, so a call touc
 * ``similarity(text) -> (id, s)``: the nearest archived prompt found and its estimated
   Jaccard similarity (``(-1, 0.0)`` when nothing shares a band);
 * ``novelty(text) = 1 - s``; an exact copy of an archived prompt scores 0.0;
+* many at once, vectorised, for an archive that holds still meanwhile: ``novelty_batch.py``;
 * ``near_copy(text, threshold)``; ``select(candidates, n, seed)``: the ``n`` most novel
   candidates, greedily, each one also scored against the ones already picked.
 

@@ -38,6 +38,7 @@ from ..coverage import CoverageTracker
 from ..family_cap import FamilyCap
 from ..groups import COMPLETE, GroupBook
 from ..novelty import NoveltyIndex
+from ..round_novelty import RoundNovelty
 from .outcome import Outcome
 from .parents import ParentQueue
 from .settings import PlanSettings
@@ -92,8 +93,7 @@ class Planner(PlannerState, PlannerStatsReport):
         self._landed_keys = None              # landed_keys(), kept while no row lands
         self._mutations = 0
         self._mutation_round = -1
-        self._probes = 0
-        self._ordinal = 0
+        self._probes = self._ordinal = 0
         self.arm_counts: dict[str, int] = {}
         self.allocator = {"explore": 0, "expand": 0, "verify": 0}
         self.mutation_aims = {"world_fault": {"parents": 0, "rows": 0},
@@ -104,8 +104,8 @@ class Planner(PlannerState, PlannerStatsReport):
             (("llm_guided",) if settings.llm_writer else ())
         self.bandit = ArmBandit(arms, settings.seed, pinned=settings.arm_weights)
         # its tables grow with it, whatever the budget (the plan never depends on it); exact copies
-        # are known here (_seen), so the index keeps no text keys of its own
-        self.novelty = NoveltyIndex(exact=False)
+        # are known here (_seen), so no text keys of its own; frozen during a round (round_novelty.py)
+        self.novelty, self.round_novelty = NoveltyIndex(exact=False), RoundNovelty(self)
         self.family = FamilyCap(settings.family_cap)
         self.shapes = ShapeTargets(settings.tools, settings.seed) if settings.tools else None
         self.tracker = CoverageTracker(cells, settings.axes or None, copies_needed=settings.copies_needed)
@@ -139,6 +139,7 @@ class Planner(PlannerState, PlannerStatsReport):
         try:
             return self._decide(round_index)
         finally:
+            self.round_novelty.end()          # the round's picks go into the archive, in order
             self.decide_seconds += time.perf_counter() - t0
 
     def _decide(self, round_index: int) -> list[Unit]:
@@ -149,6 +150,7 @@ class Planner(PlannerState, PlannerStatsReport):
         if not self.pinned_mode and self.tracker.stop_reason(self.s.until):
             room = 0                       # until= says coverage is done: finish what is in flight
         prefetch_round(self, round_index, room)     # a batching writer's asks, in one call
+        self.round_novelty.begin(room)              # the round's likely candidates scored in one call
         out: list[Unit] = []
         while room > 0 and self._rerolls:
             out.append(self._take(self._rerolls.popleft())); room -= 1
@@ -209,8 +211,8 @@ class Planner(PlannerState, PlannerStatsReport):
             _, sk, nov = self._scored
         else:
             sk = sketch_of(self, base.prompt)
-            nov = 0.0 if again else self.novelty.novelty(base.prompt, sk)
-        self.novelty.add(base.prompt, sk)
+            nov = 0.0 if again else self.round_novelty.novelty(base.prompt, sk)
+        self.round_novelty.add(base.prompt, sk)
         self.tracker.note_selection([nov])
         nov_milli = -1
         if not base.selection_reason or base.selection_reason in ("failure_mutation",):
@@ -279,13 +281,13 @@ class Planner(PlannerState, PlannerStatsReport):
         # wording wins (the index answers in O(1) whatever the archive size)
         sit, cell, instance = best
         sk = sketch_of(self, sit.prompt)
-        score = self.novelty.novelty(sit.prompt, sk)
+        score = self.round_novelty.novelty(sit.prompt, sk)
         for j in range(1, max(1, self.s.novelty_candidates)):
             alt_instance = instance + j * ALT_INSTANCE_STRIDE
             alt = write_ask(self, cell, alt_instance, faulted, ci)
             if self._fresh(alt.prompt) and self.family.allowed(alt.prompt):
                 alt_sk = sketch_of(self, alt.prompt)
-                alt_score = self.novelty.novelty(alt.prompt, alt_sk)
+                alt_score = self.round_novelty.novelty(alt.prompt, alt_sk)
                 if alt_score > score:
                     sit, score, instance, sk = alt, alt_score, alt_instance, alt_sk
         self._scored = (sit.prompt, sk, score)

@@ -127,6 +127,7 @@ def planner_state(p, scratch: dict | None = None) -> State:
             out.nest(name, part.state(scratch) if name == "book" else part.state())
     # not kept twice: the archive keeps no text keys (the planner's _seen knows exact copies), the
     # tracker's row prompts are derived from the wordings and the landed rows
+    p.round_novelty.end()         # (taken between rounds: nothing waits to be archived; round_novelty.py)
     out.nest("novelty", p.novelty.state(keys=False))
     out.nest("tracker", p.tracker.state(row_sets=False))
     return out

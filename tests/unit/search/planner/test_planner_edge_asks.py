@@ -1,6 +1,6 @@
 """Asks written elsewhere (issue 32, "writing and sketching happen where the rollouts are"): a
 planner that takes its grid asks, their sketches and family keys from a ``WrittenAsks`` makes
-the very plans ``test_planner_exact`` pins (commit 50aa2a8's), however the answers arrive: at
+the very plans ``test_planner_exact`` pins (re-pinned when novelty became per round), however the answers arrive: at
 once, rounds late, some lost, some cut short. And when they arrive in time, the planner writes
 (nearly) none of its grid asks itself."""
 import collections
@@ -48,7 +48,7 @@ def _edge_build(delay: int, drop_every: int, keep_share: float, seen: list):
                     asks.fill(*pending.popleft()[1:])
             return decide(r)
         p.decide = deciding
-        seen.append(asks)
+        seen.extend([asks, p])
         return p
     return build
 
@@ -62,6 +62,8 @@ def test_asks_written_elsewhere_in_time_leave_every_plan_as_it_was(case, monkeyp
     assert units == 3000 and got == expected, f"{case}: the planner's units moved"
     figures = seen[0].figures()
     assert figures["hits"] > 1500 and figures["hit_rate"] > 0.99, figures      # the planner wrote (nearly) none
+    rn = seen[1].round_novelty          # and most candidates were scored in a round's batch (round_novelty.py)
+    assert rn.answered > 4 * rn.scored and rn.answered > 500, (rn.batched, rn.answered, rn.scored)
 
 
 @pytest.mark.parametrize("case,delay,drop_every,keep", [
@@ -75,6 +77,8 @@ def test_late_lost_or_partial_answers_leave_every_plan_as_it_was(case, delay, dr
     assert units == 3000 and got == expected, f"{case}: the planner's units moved"
     figures = seen[0].figures()
     assert figures["hits"] > 0 and figures["misses"] > 0, figures              # both paths ran
+    rn = seen[1].round_novelty          # batch answers and candidates scored alone, alike
+    assert rn.answered > 0 and rn.scored > 0, (rn.batched, rn.answered, rn.scored)
 
 
 def test_a_run_without_asks_is_untouched():

@@ -24,6 +24,7 @@ handed the recipe itself in its first call.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import ray
@@ -97,7 +98,7 @@ class EdgeWriting:
                 return
             self.calls += 1
             self.flights.add(flight)
-            flight.add_done_callback(lambda f, want=want: self._landed(f, want))
+            flight.add_done_callback(functools.partial(self._on_landed, want))
 
     def _send(self, want: list) -> asyncio.Future | None:
         """The call that writes ``want``: to the next actor that is up, or to the caller's pool."""
@@ -112,6 +113,9 @@ class EdgeWriting:
                 self.lane = (self.lane + step + 1) % len(actors)
                 return asyncio.ensure_future(await_ref(actor.write_asks.remote(self.token, self.box, want)))
         return None
+
+    def _on_landed(self, want: list, flight: asyncio.Future) -> None:
+        self._landed(flight, want)
 
     def _landed(self, flight: asyncio.Future, want: list) -> None:
         self.flights.discard(flight)

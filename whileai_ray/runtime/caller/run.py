@@ -21,6 +21,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...core.strict_json import gc_paused
 from ..pools.actor_pool import start_rollout_actors
+from ..pools.handoff_pool import caller_may_help
+from ...agents.forms import is_class_form
 from .player import CallerPlayer
 from ..driver.caller_watch import CALLER_GONE
 from .checkpoint_guard import clear_checkpoint
@@ -73,6 +75,17 @@ def _for_the_driver(spec: JobSpec, plan: PoolPlan) -> JobSpec:
     return dataclasses.replace(spec, **keep_home) if keep_home else spec
 
 
+def _as_an_actor_gets_it(spec: JobSpec, plan: PoolPlan) -> tuple[JobSpec, PoolPlan]:
+    """The spec and plan of the caller's player in a cold run (``pools/handoff_pool.py``): a
+    pickled copy of the agent and ``execute=``, as a rollout actor gets them (the caller's own
+    objects are left untouched), and slots for every lane's units (it plays for all the lanes
+    whose actors are still starting)."""
+    def copy(obj):
+        return None if obj is None else cloudpickle.loads(cloudpickle.dumps(obj))
+    return (dataclasses.replace(spec, agent=copy(spec.agent), execute=copy(spec.execute)),
+            dataclasses.replace(plan, per_actor=plan.per_actor * plan.actors, judges_where="actors"))
+
+
 def kept_home(spec: JobSpec) -> frozenset:
     """The roles whose callable must stay in this process (``caller/stay_home.py``)."""
     return frozenset(role for role, obj in spec.callables().items() if why_home(obj, cloudpickle.dumps))
@@ -122,17 +135,20 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
     with claimed(spec.run_id), _sigterm_unwinds():
         driver_started, started_wall = time.monotonic(), time.time()
         warm = checkout() or Warm(_start_host(here), session())
-        prebuilt = None
-        if plan.where == "actors" and (key is None or key != warm.key):
+        prebuilt, new_actors = None, plan.where == "actors" and (key is None or key != warm.key)
+        handoff = caller_may_help(driver_spec, plan, cluster.caller_on_only_node, new_actors, is_class_form)
+        if new_actors:
             prebuilt = start_rollout_actors(driver_spec, plan)   # they start beside the Driver, not after it
             warm.owned, warm.key = [a for a, _ in prebuilt], key
         token = f"{spec.run_id}/{next(_TOKENS)}"       # this call's name for its run on the host
         driver, ok = RunHandle(warm.host, token), False
         player = heart = None
         try:
-            done_ref = warm.host.run.remote(token, driver_spec, plan, here, key, prebuilt)
+            done_ref = warm.host.run.remote(token, driver_spec, plan, here, key, prebuilt, handoff)
             heart = _Heartbeat(driver).start()
-            if plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
+            if handoff:
+                player = CallerPlayer(driver, *_as_an_actor_gets_it(driver_spec, plan), here).start()
+            elif plan.where == "caller" or (plan.graded and plan.judges_where == "caller"):
                 player = CallerPlayer(driver, spec, plan, here).start()
             shipped: list = []
             result, t0_wall = _wait(driver, done_ref, player, on_snapshot, shipped)

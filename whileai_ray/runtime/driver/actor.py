@@ -36,6 +36,8 @@ import time
 from collections import deque
 
 from ..pools.actor_pool import ActorPool, rollout_args, rollout_pool
+from ..pools.caller_pool import CallerPool
+from ..pools.handoff_pool import HandoffPool
 from .caller_watch import CALLER_GONE, keep_rows
 from ..pools.collector import Collector
 from .run import DriverRun
@@ -71,12 +73,14 @@ class Driver:
         return self.runs
 
     async def run(self, token: str, spec: JobSpec, plan: PoolPlan, caller_node: str | None, key: str | None,
-                  prebuilt: list | None) -> tuple[RunResult, float]:
+                  prebuilt: list | None, handoff: bool = False) -> tuple[RunResult, float]:
         """Play one run (``token``: its caller's name for it, unique in this process); returns its
         ``RunResult`` and the wall-clock time its Driver started (``time.time()``: the caller counts
-        its time to the first row from its own call)."""
+        its time to the first row from its own call). ``handoff``: the rollout actors start now,
+        and the caller's process plays each lane's chunks until its actor is up
+        (``pools/handoff_pool.py``)."""
         self.collector.busy()
-        worker = self.worker = DriverRun(spec, plan, caller_node)   # polls answer from now on
+        worker = self.worker = DriverRun(spec, plan, caller_node, handoff=handoff)   # polls answer from now on
         self.token = token
         started_wall = time.time() - (time.monotonic() - worker.t0)
         self.runs += 1
@@ -86,6 +90,9 @@ class Driver:
             if plan.where == "actors":
                 rollouts, warm["rollouts"] = self._rollouts(spec, plan, key, prebuilt)
                 worker.rollouts = rollouts
+                if handoff and worker.outbox is not None:
+                    worker.rollouts = HandoffPool(rollouts, CallerPool(worker.outbox, "roll", plan.per_actor,
+                                                                       caller_node))
             result = await worker.run()
         finally:
             try:
@@ -101,6 +108,8 @@ class Driver:
             self.collector.idle()                    # a resume froze its rows; they go with the run
         if rollouts is not None:
             warm["rollout_ids"] = [actor_id(a) for a in rollouts.actors]
+        if isinstance(worker.rollouts, HandoffPool):
+            warm["caller_units"] = worker.rollouts.caller_units     # played by the caller while the actors started
         if result.stopped_because == CALLER_GONE and not spec.checkpoint:
             result = await asyncio.to_thread(_keep_orphan_rows, result, spec.run_id)
         return dataclasses.replace(result, warm=warm, last_poll=self.last_poll), started_wall

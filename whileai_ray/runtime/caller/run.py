@@ -137,7 +137,9 @@ def execute_job(spec: JobSpec, on_snapshot=None) -> RunResult:
         warm = checkout() or Warm(_start_host(here), session())
         prebuilt, new_actors = None, plan.where == "actors" and (key is None or key != warm.key)
         handoff = caller_may_help(driver_spec, plan, cluster.caller_on_only_node, new_actors, is_class_form)
-        if new_actors:
+        if handoff:             # the Driver starts alone and them once the caller plays (pools/handoff_pool.py)
+            warm.owned, warm.key = [], key
+        elif new_actors:
             prebuilt = start_rollout_actors(driver_spec, plan)   # they start beside the Driver, not after it
             warm.owned, warm.key = [a for a, _ in prebuilt], key
         token = f"{spec.run_id}/{next(_TOKENS)}"       # this call's name for its run on the host

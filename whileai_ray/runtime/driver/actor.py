@@ -88,6 +88,8 @@ class Driver:
         rollouts = None
         try:
             if plan.where == "actors":
+                if handoff and prebuilt is None:         # lanes made when the pool starts (HandoffPool.start)
+                    prebuilt = [(None, None)] * plan.actors
                 rollouts, warm["rollouts"] = self._rollouts(spec, plan, key, prebuilt)
                 worker.rollouts = rollouts
                 if handoff and worker.outbox is not None:

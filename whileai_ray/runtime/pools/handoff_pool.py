@@ -27,7 +27,9 @@ from ..messages import ROLLOUT_FAILED
 from .caller_pool import CallerPool
 from .protocol import LaneFailed
 
-__all__ = ["HandoffPool", "caller_may_help"]
+__all__ = ["HandoffPool", "caller_may_help", "START_AFTER_S"]
+
+START_AFTER_S = 0.3     # the rollout actors are made once the caller's first chunk is back, or after this long
 
 
 def caller_may_help(spec, plan, caller_on_only_node: bool, new_actors: bool, is_class) -> bool:
@@ -57,6 +59,7 @@ class HandoffPool:
         self.slots = inner.slots
         self.caller_units = 0                       # units the caller played
         self._starting: asyncio.Future | None = None
+        self._closed = False
 
     @property
     def lanes(self) -> int:
@@ -73,9 +76,16 @@ class HandoffPool:
 
     async def start(self) -> None:
         """Nothing to wait for: the caller plays while the actors start (a lane's chunks go to its
-        actor once it answers). An actor pool that cannot start fails the next chunk, and
-        ``replace`` raises its error: the run stops, saying what the cluster lacks."""
-        self._starting = asyncio.ensure_future(self.inner.start())
+        actor once it answers). The actors are made once the caller's first chunk is back (or
+        ``START_AFTER_S`` at most): on a 2-core laptop a worker process starting beside the Driver's
+        first steps and the caller's first chunk delayed both (the first row came 0.3-0.5 s later).
+        An actor pool that cannot start fails the next chunk, and ``replace`` raises its error:
+        the run stops, saying what the cluster lacks."""
+        asyncio.get_running_loop().call_later(START_AFTER_S, self._start_actors)
+
+    def _start_actors(self, _=None) -> None:
+        if self._starting is None and not self._closed:
+            self._starting = asyncio.ensure_future(self.inner.start())
 
     def _start_error(self) -> BaseException | None:
         s = self._starting
@@ -95,7 +105,10 @@ class HandoffPool:
         if self._up(lane):
             return self.inner.submit(lane, payload)
         self.caller_units += len(payload)
-        return self.caller.submit(lane, payload)
+        future = self.caller.submit(lane, payload)
+        if self._starting is None:
+            future.add_done_callback(self._start_actors)
+        return future
 
     def replace(self, lane: int, error: BaseException) -> str:
         if error is self._start_error():
@@ -114,6 +127,7 @@ class HandoffPool:
         return self.inner.lane_figures()
 
     async def close(self) -> None:
+        self._closed = True
         await self.caller.close()                    # the caller's player ends (its next pull says so)
         s = self._starting
         if s is not None and not s.done():

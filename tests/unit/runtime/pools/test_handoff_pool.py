@@ -1,9 +1,11 @@
 """HandoffPool (runtime/pools/handoff_pool.py): while a lane's actor starts, its chunks go to the
-caller's outbox; once the actor answers, to the actor. And when the caller may help at all."""
+caller's outbox; the actors start once the caller's first chunk is back, and once a lane's actor
+answers, its chunks go to the actor. And when the caller may help at all."""
 import asyncio
 from types import SimpleNamespace
 
 from whileai_ray.agents.forms import is_class_form
+from whileai_ray.runtime.messages import PoolReply
 from whileai_ray.runtime.pools.caller_pool import CallerOutbox, CallerPool
 from whileai_ray.runtime.pools.handoff_pool import HandoffPool, caller_may_help
 
@@ -63,10 +65,16 @@ def test_a_lanes_chunks_go_to_the_caller_until_its_actor_answers():
         actors, outbox = _Actors(), CallerOutbox()
         pool = HandoffPool(actors, CallerPool(outbox, "roll", 16, "node"))
         await pool.start()
-        await asyncio.sleep(0)
-        pool.submit(0, [1, 2])
+        first = pool.submit(0, [1, 2])
         pool.submit(1, [3])
-        assert [c.payload for c in await outbox.pull()] == [[1, 2], [3]] and not actors.sent
+        chunks = await outbox.pull()
+        assert [c.payload for c in chunks] == [[1, 2], [3]] and not actors.sent
+        assert actors.nodes == []                        # the actors start once the caller's first chunk is back
+        outbox.push(PoolReply(chunks[0].token, ["r1", "r2"]))
+        assert await first == ["r1", "r2"]
+        for _ in range(3):                               # its callback, then the pool's start
+            await asyncio.sleep(0)
+        assert actors.nodes == [None, None]              # starting
         actors.up.set()
         await asyncio.sleep(0)
         await asyncio.sleep(0)

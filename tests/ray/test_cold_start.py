@@ -1,9 +1,11 @@
-"""Cold start: the first run of a process (no warm Driver or rollout actors) plays its first chunks
-in the caller's process while its rollout actors start, then hands each lane to its actor
-(runtime/pools/handoff_pool.py). Who plays a unit never changes its row.
+"""Cold start: the first run of a process (no kept Driver or rollout actors) starts its Driver
+actor alone, and the Driver starts the run's rollout actors once it is up, while it opens the run
+and decides its first rounds (runtime/caller/run.py ``_start_host``, driver/actor.py). A kept
+Driver that needs a new pool still gets it from the caller, beside it. Who started the actors
+never changes a row.
 
-What a user sees: ``report()["placement"]["warm"]["caller_units"]`` (units the caller played while
-the actors started), and rows identical to those of the same call on warm actors. No timing is
+What a user sees: ``report()["placement"]["warm"]["rollouts_started_by"]`` ("driver" or
+"caller", when the run started its rollout actors), and the same rows either way. No timing is
 asserted here (speed lives in ``python -m whileai_ray.bench.warm``)."""
 import pytest
 
@@ -21,12 +23,6 @@ def _strip(rows):
     return out
 
 
-def _agent(tools):
-    """The seeded agent behind a 20 ms sleep (a model's latency): whileai_ray's own object, so it
-    travels to actors on a one-node Ray (caller/stay_home.py)."""
-    return SleepyAgent(tools, 0.02)
-
-
 @pytest.fixture(autouse=True)
 def _fresh():
     warm_pools.release_all()
@@ -38,24 +34,23 @@ def _run(agent, tools, **extra):
     return wai.simulate(agent, tools=tools, simulator=False, budget=120, concurrency=8, seed=11, **extra)
 
 
-def test_a_cold_run_is_played_by_the_caller_until_its_actors_are_up_and_gives_the_warm_rows(ray_local, tools):
-    agent = _agent(tools)
+def test_a_new_driver_starts_its_rollout_actors_and_the_rows_are_those_of_warm_actors(ray_local, tools):
+    agent = SleepyAgent(tools, 0.02)           # whileai_ray's own object: it travels to actors
     cold = _run(agent, tools)
     warm = _run(agent, tools)
     c, w = cold.report()["placement"]["warm"], warm.report()["placement"]["warm"]
-    assert c["driver"] == "started" and c["rollouts"] == "started"
-    assert c["caller_units"] > 0                       # the caller played while the actors started
-    assert w["rollouts"] == "reused" and "caller_units" not in w     # warm: the actors play it all
-    assert cold.report()["placement"]["pool"] == "actors"
+    assert c["driver"] == "started" and c["rollouts"] == "started" and c["rollouts_started_by"] == "driver"
+    assert len(c["rollout_ids"]) == 2 and all(c["rollout_ids"])
+    assert w["driver"] == "reused" and w["rollouts"] == "reused" and w["rollout_ids"] == c["rollout_ids"]
+    assert "rollouts_started_by" not in w
     assert len(cold.rows()) == 120 and _strip(cold.rows()) == _strip(warm.rows())
 
 
-def test_rows_are_the_same_whoever_plays_them(ray_local, tools):
-    """The cold run (caller first, then two actors) gives the rows of one actor asked for by number
-    (never helped by the caller: a count of actors asked for is kept)."""
-    cold = _run(_agent(tools), tools)
-    assert cold.report()["placement"]["warm"]["caller_units"] > 0
-    warm_pools.release_all()
-    asked = _run(_agent(tools), tools, advanced={"ray": {"rollout_actors": 1}})
-    assert "caller_units" not in asked.report()["placement"]["warm"]
-    assert _strip(cold.rows()) == _strip(asked.rows())
+def test_a_kept_driver_gets_a_new_pool_from_the_caller_and_the_same_rows(ray_local, tools):
+    first = _run(SleepyAgent(tools, 0.02), tools)
+    other = _run(SleepyAgent(tools, 0.03), tools)      # another agent object: a new pool on the kept Driver
+    a, b = first.report()["placement"]["warm"], other.report()["placement"]["warm"]
+    assert a["rollouts_started_by"] == "driver"
+    assert b["driver"] == "reused" and b["rollouts"] == "started" and b["rollouts_started_by"] == "caller"
+    assert set(b["rollout_ids"]).isdisjoint(a["rollout_ids"])
+    assert _strip(first.rows()) == _strip(other.rows())

@@ -9,7 +9,12 @@ go to the run in progress. What stays from run to run is the process and one rol
 
 * ``prebuilt`` given (``[(actor, node)]``, started by the caller beside this actor): the run
   plays on those, and the pool kept so far (a different agent or options) is stopped;
-* ``prebuilt`` None: the caller found this host's pool fingerprint equal to the run's
+* ``prebuilt`` None and no pool kept here (a new host, the first run of a process): the Driver
+  starts the rollout actors itself, now that it is up (``caller/run.py``'s ``_start_host``:
+  a worker process starting beside it slowed its own start), and they start while it opens
+  the run and decides its first rounds; ``report()["placement"]["warm"]["rollouts_started_by"]``
+  says which of the two started them;
+* ``prebuilt`` None otherwise: the caller found this host's pool fingerprint equal to the run's
   (``caller/warm_pools.py``), so the kept rollout actors are renewed with the run's arguments
   (``pools/warm_rollout.py``: a fresh copy of the agent, the run's meta and seed, nothing of the last
   run left in them) and play this run. They renew themselves while the Driver opens the run and
@@ -36,8 +41,6 @@ import time
 from collections import deque
 
 from ..pools.actor_pool import ActorPool, rollout_args, rollout_pool
-from ..pools.caller_pool import CallerPool
-from ..pools.handoff_pool import HandoffPool
 from .caller_watch import CALLER_GONE, keep_rows
 from ..pools.collector import Collector
 from .run import DriverRun
@@ -73,14 +76,12 @@ class Driver:
         return self.runs
 
     async def run(self, token: str, spec: JobSpec, plan: PoolPlan, caller_node: str | None, key: str | None,
-                  prebuilt: list | None, handoff: bool = False) -> tuple[RunResult, float]:
+                  prebuilt: list | None) -> tuple[RunResult, float]:
         """Play one run (``token``: its caller's name for it, unique in this process); returns its
         ``RunResult`` and the wall-clock time its Driver started (``time.time()``: the caller counts
-        its time to the first row from its own call). ``handoff``: the rollout actors start now,
-        and the caller's process plays each lane's chunks until its actor is up
-        (``pools/handoff_pool.py``)."""
+        its time to the first row from its own call)."""
         self.collector.busy()
-        worker = self.worker = DriverRun(spec, plan, caller_node, handoff=handoff)   # polls answer from now on
+        worker = self.worker = DriverRun(spec, plan, caller_node)   # polls answer from now on
         self.token = token
         started_wall = time.time() - (time.monotonic() - worker.t0)
         self.runs += 1
@@ -88,13 +89,10 @@ class Driver:
         rollouts = None
         try:
             if plan.where == "actors":
-                if handoff and prebuilt is None:         # lanes made when the pool starts (HandoffPool.start)
-                    prebuilt = [(None, None)] * plan.actors
                 rollouts, warm["rollouts"] = self._rollouts(spec, plan, key, prebuilt)
+                if warm["rollouts"] == "started":
+                    warm["rollouts_started_by"] = "caller" if prebuilt is not None else "driver"
                 worker.rollouts = rollouts
-                if handoff and worker.outbox is not None:
-                    worker.rollouts = HandoffPool(rollouts, CallerPool(worker.outbox, "roll", plan.per_actor,
-                                                                       caller_node))
             result = await worker.run()
         finally:
             try:
@@ -110,8 +108,6 @@ class Driver:
             self.collector.idle()                    # a resume froze its rows; they go with the run
         if rollouts is not None:
             warm["rollout_ids"] = [actor_id(a) for a in rollouts.actors]
-        if isinstance(worker.rollouts, HandoffPool):
-            warm["caller_units"] = worker.rollouts.caller_units     # played by the caller while the actors started
         if result.stopped_because == CALLER_GONE and not spec.checkpoint:
             result = await asyncio.to_thread(_keep_orphan_rows, result, spec.run_id)
         return dataclasses.replace(result, warm=warm, last_poll=self.last_poll), started_wall

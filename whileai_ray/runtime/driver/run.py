@@ -46,13 +46,12 @@ POLL_ROWS = 20_000          # released rows one progress poll carries at most
 
 
 class DriverRun:
-    def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None,
-                 handoff: bool = False):
+    def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None):
         self.spec, self.plan, self.caller_node = spec, plan, caller_node
         self.rollouts = rollouts        # the rollout pool, made before the run (driver/actor.py), or None: made here
         self.judges: Pool | None = None
         self.t0 = time.monotonic()
-        calls_home = handoff or plan.where == "caller" or (plan.graded and plan.judges_where == "caller")
+        calls_home = plan.where == "caller" or (plan.graded and plan.judges_where == "caller")
         self.outbox = CallerOutbox() if calls_home else None
         self.opened: OpenedRun | None = None
         self.loop: DriverLoop | None = None

@@ -9,7 +9,12 @@ go to the run in progress. What stays from run to run is the process and one rol
 
 * ``prebuilt`` given (``[(actor, node)]``, started by the caller beside this actor): the run
   plays on those, and the pool kept so far (a different agent or options) is stopped;
-* ``prebuilt`` None: the caller found this host's pool fingerprint equal to the run's
+* ``prebuilt`` None and no pool kept here (a new host, the first run of a process): the Driver
+  starts the rollout actors itself, now that it is up (``caller/run.py``'s ``_start_host``:
+  a worker process starting beside it slowed its own start), and they start while it opens
+  the run and decides its first rounds; ``report()["placement"]["warm"]["rollouts_started_by"]``
+  says which of the two started them;
+* ``prebuilt`` None otherwise: the caller found this host's pool fingerprint equal to the run's
   (``caller/warm_pools.py``), so the kept rollout actors are renewed with the run's arguments
   (``pools/warm_rollout.py``: a fresh copy of the agent, the run's meta and seed, nothing of the last
   run left in them) and play this run. They renew themselves while the Driver opens the run and
@@ -85,6 +90,8 @@ class Driver:
         try:
             if plan.where == "actors":
                 rollouts, warm["rollouts"] = self._rollouts(spec, plan, key, prebuilt)
+                if warm["rollouts"] == "started":
+                    warm["rollouts_started_by"] = "caller" if prebuilt is not None else "driver"
                 worker.rollouts = rollouts
             result = await worker.run()
         finally:

@@ -13,8 +13,8 @@ replaced failed ~250 chunks a second for good), a lost node ``NodeDiedError``; `
 knows them all (``death_cause`` names why).
 
 The actors are made when the pool is made (they start while the Driver reads its checkpoint),
-or were made before it (``prebuilt``: by the caller, while the Driver itself starts, or kept from
-an earlier run by the Driver host, ``driver/actor.py``); ``start()`` waits until one answers
+or were made before it (``prebuilt``: by the caller, beside a kept Driver that needs a new pool,
+or kept from an earlier run by the Driver host, ``driver/actor.py``); ``start()`` waits until one answers
 ``ping`` (the others are waited for while the run begins) and the run fails with a clear error
 when the cluster cannot place them all. Rollout actors are
 ``ReusableRolloutWorker`` actors (``pools/warm_rollout.py``): a later run of the same process may renew them
@@ -366,9 +366,10 @@ def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
 
 
 def start_rollout_actors(spec, plan) -> list:
-    """``[(actor, node)]``: the run's rollout actors, started now by the caller so they come up
-    beside the Driver actor, not after it. The pool that plays on them is built by the Driver
-    (``driver/actor.py``, the one place a rollout pool is made), which adopts them (``prebuilt``)."""
+    """``[(actor, node)]``: the run's rollout actors, started now by the caller beside a kept
+    Driver actor that needs a new pool (a new Driver starts its own once it is up: ``caller/run.py``).
+    The pool that plays on them is built by the Driver (``driver/actor.py``, the one place a
+    rollout pool is made), which adopts them (``prebuilt``)."""
     return rollout_pool(spec, plan).placed()
 
 

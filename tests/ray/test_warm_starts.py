@@ -3,7 +3,14 @@ when the agent and options match, starts fresh rollout actors when they do not, 
 anything of one run into the next (runtime/caller/warm_pools.py, driver/actor.py, pools/warm_rollout.py).
 
 What a user sees is ``report()["placement"]["warm"]``: whether the Driver and the rollout actors
-were started or reused, and the rollout actors' ids."""
+were started or reused, and the rollout actors' ids.
+
+Cold start (the tests at the end): the first run of a process starts its Driver actor alone, and
+the Driver starts the run's rollout actors once it is up, while it opens the run and decides its
+first rounds (runtime/caller/run.py ``_start_host``, driver/actor.py); a kept Driver that needs a
+new pool still gets it from the caller. ``rollouts_started_by`` ("driver" or "caller") says which,
+and who started the actors never changes a row. No timing is asserted (speed lives in
+``python -m whileai_ray.bench.warm``)."""
 import json
 import os
 import signal
@@ -13,6 +20,7 @@ import time
 import pytest
 
 import whileai_ray as wai
+from whileai_ray.bench.sleepy import SleepyAgent
 from whileai_ray.runtime.caller import warm_pools
 from whileai_ray.testing.seeded_rows import TOOLS as TOOLS_FOR_INIT
 
@@ -218,3 +226,30 @@ def test_a_kept_class_agent_whose_init_now_fails_stops_the_run_naming_it(ray_loc
         wai.simulate(InitOnce, **kw)
     text = str(err.value)
     assert "agent=partial(InitOnce)" in text and "FileNotFoundError: no weights" in text and "__init__" in text, text
+
+
+# ------------------------------------------------------------------ cold start
+def _cold_run(agent, tools, **extra):
+    return wai.simulate(agent, tools=tools, simulator=False, budget=120, concurrency=8, seed=11, **extra)
+
+
+def test_a_new_driver_starts_its_rollout_actors_and_the_rows_are_those_of_warm_actors(ray_local, tools):
+    agent = SleepyAgent(tools, 0.02)           # whileai_ray's own object: it travels to actors
+    cold = _cold_run(agent, tools)
+    warm = _cold_run(agent, tools)
+    c, w = cold.report()["placement"]["warm"], warm.report()["placement"]["warm"]
+    assert c["driver"] == "started" and c["rollouts"] == "started" and c["rollouts_started_by"] == "driver"
+    assert len(c["rollout_ids"]) == 2 and all(c["rollout_ids"])
+    assert w["driver"] == "reused" and w["rollouts"] == "reused" and w["rollout_ids"] == c["rollout_ids"]
+    assert "rollouts_started_by" not in w
+    assert len(cold.rows()) == 120 and _strip(cold.rows()) == _strip(warm.rows())
+
+
+def test_a_kept_driver_gets_a_new_pool_from_the_caller_and_the_same_rows(ray_local, tools):
+    first = _cold_run(SleepyAgent(tools, 0.02), tools)
+    other = _cold_run(SleepyAgent(tools, 0.03), tools)      # another agent object: a new pool on the kept Driver
+    a, b = first.report()["placement"]["warm"], other.report()["placement"]["warm"]
+    assert a["rollouts_started_by"] == "driver"
+    assert b["driver"] == "reused" and b["rollouts"] == "started" and b["rollouts_started_by"] == "caller"
+    assert set(b["rollout_ids"]).isdisjoint(a["rollout_ids"])
+    assert _strip(first.rows()) == _strip(other.rows())

@@ -147,7 +147,7 @@ class DriverRun:
         self.loop = loop
         self.edge = EdgeWriting.start(spec, opened.planner, rollouts)
         if self.edge is not None:
-            self.edge.tick()               # the first asks are written while the lanes start
+            self.edge.tick(settled=False)  # the first asks are written while the lanes start
         starting = asyncio.ensure_future(rollouts.start())
         try:
             # the first rounds are decided while the actors start (or, kept from the last run, renew

@@ -32,13 +32,12 @@ import numpy as np
 
 from .ask_batching import ALT_INSTANCE_STRIDE
 from .ask_forecast import AskForecast
-from .novelty import K, sketch
+from .novelty import K, _stored, sketch
 from .novelty_batch import add_many, similarity_many
 
 __all__ = ["RoundNovelty", "BATCH_SLACK"]
 
 BATCH_SLACK = 2          # picks per cell heap scored ahead beyond its share of the round's new situations
-_HIGH = np.uint32(16)    # a stored sketch value is the top 16 bits of a sketch value (novelty._stored)
 
 
 class RoundNovelty:
@@ -82,7 +81,7 @@ class RoundNovelty:
     def similarity(self, text: str, sk: np.ndarray) -> float:
         """The larger of ``text``'s similarity to the frozen archive and to this round's picks."""
         sk = np.asarray(sk, dtype=np.uint32)
-        stored = (sk >> _HIGH).astype(np.uint16)           # what the archive keeps (novelty._stored)
+        stored = _stored(sk)                               # what the archive keeps of it
         picks = self._picks[:len(self._texts)]
         s = self._answers.get(sk.tobytes()) if self._answers else None
         if s is not None:
@@ -106,7 +105,7 @@ class RoundNovelty:
         n = len(self._texts)
         if n == len(self._picks):
             self._picks = np.concatenate((self._picks, np.zeros_like(self._picks)))
-        self._picks[n] = np.asarray(sk, dtype=np.uint32) >> _HIGH
+        self._picks[n] = _stored(sk)
         self._texts.append(text)
 
     def end(self) -> None:

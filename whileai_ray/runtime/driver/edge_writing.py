@@ -8,8 +8,9 @@ are known ahead (``search/ask_forecast.py``). So, after each chunk the Driver se
 rollout lanes (``RolloutWorker.write_asks``, lanes in turn, three calls of 192 asks at most in
 flight) to write them: calls that are not awaited. (One call for a whole window came back too
 late for a fast run: at 1,300 rows/s without a checkpoint a fifth of the asks were written by the
-Driver meanwhile and again, unused, by a lane; in pieces, 98-99% arrive in time.) When the answer lands (on the Driver's event loop, between two steps of
-its loop, never inside a decision) it fills the planner's ``asks`` (a ``WrittenAsks``); the
+Driver meanwhile and again, unused, by a lane; in pieces, 98-99% arrive in time.) When the
+answer lands (on the Driver's event loop, between two steps of its loop, never inside a decision)
+it fills the planner's ``asks`` (a ``WrittenAsks``); the
 planner takes an ask from there when it is there and writes it itself when it is not. What
 arrives, and when, changes how much the Driver computes, never what it decides: the plan, the
 rows and the checkpoint are the same with or without it, at any number of lanes.
@@ -103,7 +104,7 @@ class EdgeWriting:
                 return
             self.calls += 1
             self.flights.add(flight)
-            flight.add_done_callback(functools.partial(self._on_landed, want))
+            flight.add_done_callback(functools.partial(self._landed, want))
 
     def _send(self, want: list) -> asyncio.Future | None:
         """The call that writes ``want``: to the next actor that is up, or to the caller's pool."""
@@ -119,10 +120,7 @@ class EdgeWriting:
                 return asyncio.ensure_future(await_ref(actor.write_asks.remote(self.token, self.box, want)))
         return None
 
-    def _on_landed(self, want: list, flight: asyncio.Future) -> None:
-        self._landed(flight, want)
-
-    def _landed(self, flight: asyncio.Future, want: list) -> None:
+    def _landed(self, want: list, flight: asyncio.Future) -> None:
         self.flights.discard(flight)
         error = None if flight.cancelled() else flight.exception()
         if flight.cancelled() or error is not None:

@@ -67,6 +67,18 @@ class RolloutResult:
         """No row: ``cause`` says why, ``error`` what was raised."""
         return cls(unit=unit, row=None, unusable=cause, error=error, seconds=seconds)
 
+    def bare(self) -> "RolloutResult":
+        """This result without its unit: what a rollout actor answers (``RolloutWorker.play_chunk``).
+        The Driver holds every unit it sent and puts it back (``with_unit``), so the unit is not
+        pickled on the lane and unpickled on the Driver again (a third of a result's bytes there)."""
+        return RolloutResult(None, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
+                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text)
+
+    def with_unit(self, unit: Any) -> "RolloutResult":
+        """This (bare) result with ``unit``, the one the Driver sent for it, back in place."""
+        return RolloutResult(unit, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
+                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text)
+
     def with_verdict(self, verdict: dict) -> "RolloutResult":
         """This result with the judge's verdict on its row. The verdict changes the row's public
         fields on the Driver (``driver/landing.py``), so the lane's line and text are dropped: the

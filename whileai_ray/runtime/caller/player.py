@@ -118,7 +118,7 @@ class CallerPlayer:
         try:
             if worker is None:
                 raise RuntimeError(f"no {chunk.kind} worker in the caller's pool")
-            results = await (worker.run_chunk(chunk.payload) if chunk.kind == "roll"
+            results = await (worker.play_chunk(chunk.payload) if chunk.kind == "roll"
                              else worker.write_asks(*chunk.payload) if chunk.kind == "asks"   # (driver/edge_writing.py)
                              else worker.judge_chunk(chunk.payload))
         except asyncio.CancelledError:

@@ -328,11 +328,12 @@ class DriverLoop:
         landed, to_judge = [], []
         assert results is not None
         for (r, i, item), res in zip(flight.items, results):
-            if flight.kind != "judge" and res.skipped:   # the clock ran out before the actor started it
-                self.run_clock.skipped += 1
-                continue
             if flight.kind == "judge":
                 landed.append((r, i, item.with_verdict(res)))
+                continue
+            res = res if res.unit is not None else res.with_unit(item)    # an actor's answer: the unit is ours
+            if res.skipped:                          # the clock ran out before the actor started it
+                self.run_clock.skipped += 1
             elif self.judges is not None and res.row is not None:
                 to_judge.append((r, i, res))
             else:

@@ -1,6 +1,6 @@
 """ActorPool: a pool (``pools/protocol.py``) whose lanes are Ray actors, spread over the cluster's nodes.
 
-Rollout lanes are ``RolloutWorker`` actors (``run_chunk``), judge lanes ``JudgeWorker`` actors
+Rollout lanes are ``RolloutWorker`` actors (``play_chunk``), judge lanes ``JudgeWorker`` actors
 (``judge_chunk``). Actor options come from ``advanced={"ray": {...}}`` (``num_cpus`` default 0,
 ``num_gpus``, ``resources``, ``max_restarts``, ``scheduling_strategy``). Rollout actors that ask
 for no resources are placed by us, deterministically: each new actor goes to the node, among
@@ -359,7 +359,7 @@ def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
             o["scheduling_strategy"] = placer.strategy()
         actor = cls.options(**o).remote(*args, **kwargs)
         return actor, getattr(o["scheduling_strategy"], "node_id", None)
-    pool = ActorPool(make, plan.actors, plan.per_actor, "run_chunk", "rollout", opts, spec.start_timeout_s,
+    pool = ActorPool(make, plan.actors, plan.per_actor, "play_chunk", "rollout", opts, spec.start_timeout_s,
                      flush=bool(spec.shards), prebuilt=prebuilt)
     pool.placer = placer
     return pool

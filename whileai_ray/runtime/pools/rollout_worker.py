@@ -106,6 +106,12 @@ class RolloutWorker:
             return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
 
+    async def play_chunk(self, units: list) -> list[RolloutResult] | bytes:
+        """``run_chunk`` as a rollout actor answers the Driver: each result ``bare()`` (without the
+        unit, which the Driver has: ``driver/loop.py`` puts it back by position)."""
+        results = await self.run_chunk(units)
+        return results if isinstance(results, bytes) else [r.bare() for r in results]
+
     async def write_asks(self, token: str, box: list, requests: list):
         """Write, sketch and family-key the asks the Driver's planner will most likely need next
         (``search/edge_asks.py``), here beside the rollouts, so that the Driver only looks them up.

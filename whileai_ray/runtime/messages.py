@@ -18,11 +18,14 @@ Plain data, no Ray: the messages pickle as they are.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 __all__ = ["RolloutResult", "LostCause", "NODE_LOST", "WORKER_CRASHED", "UNSERIALIZABLE", "ROLLOUT_FAILED",
            "TIMED_OUT", "ChunkKind", "PoolChunk", "PoolReply"]
+
+_LOADS = json.JSONDecoder().decode
 
 LostCause = Literal["node_lost", "worker_crashed", "unserializable_result", "rollout_failed", "timed_out"]
 NODE_LOST: Final = "node_lost"                  # the node under the lane died: the units are sent again
@@ -43,7 +46,11 @@ class RolloutResult:
     built the row (``store/checkpoint/edge_lines.py``), so the Driver appends bytes instead of
     encoding the row again; None where the lane made none (the Driver encodes the row itself).
     ``text`` is the whole internal row as the Driver's spool writes it (``row_json``, before the
-    Driver's ``_landed_s``), made by the lane too (``store/parquet/spill_text.py``), or None."""
+    Driver's ``_landed_s``), made by the lane too (``store/parquet/spill_text.py``), or None.
+
+    ``facts`` set means the result is *slim* (``store/parquet/slim_row.py``): ``row`` is then the
+    row's stub (the fields the Driver reads), the whole row is ``text``, and ``facts`` its fact
+    values (``score/row_facts.py``); ``full()`` gives it back with the whole row."""
     unit: Any                               # core.unit.WorkUnit
     row: dict | None
     skipped: bool = False
@@ -56,6 +63,7 @@ class RolloutResult:
     line: bytes | None = None               # dump_line(stored_row(row)), exactly
     digest: tuple[int, int, str] | None = None   # key_digest(row_key(row))
     text: str | None = None                 # dump_row(row), lane stamps in (store/parquet/spill_text.py)
+    facts: tuple | None = None              # a slim result's fact values (row is its stub)
 
     @classmethod
     def not_started(cls, unit: Any) -> "RolloutResult":
@@ -72,19 +80,33 @@ class RolloutResult:
         The Driver holds every unit it sent and puts it back (``with_unit``), so the unit is not
         pickled on the lane and unpickled on the Driver again (a third of a result's bytes there)."""
         return RolloutResult(None, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
-                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text)
+                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text, self.facts)
+
+    def slim(self, stub: dict, facts: tuple) -> "RolloutResult":
+        """This (bare) result as a slim one: ``stub`` for its row, ``facts`` its fact values."""
+        return RolloutResult(None, stub, self.skipped, self.unusable, self.timed_out, self.fault_parent,
+                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text, facts)
+
+    def full(self) -> "RolloutResult":
+        """A slim result with its whole row (decoded from ``text``, which is that row); any other as it is."""
+        if self.facts is None or self.text is None:
+            return self
+        return RolloutResult(self.unit, _LOADS(self.text), self.skipped, self.unusable, self.timed_out,
+                             self.fault_parent, self.error, self.seconds, self.verdict, self.line, self.digest,
+                             self.text)
 
     def with_unit(self, unit: Any) -> "RolloutResult":
         """This (bare) result with ``unit``, the one the Driver sent for it, back in place."""
         return RolloutResult(unit, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
-                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text)
+                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text, self.facts)
 
     def with_verdict(self, verdict: dict) -> "RolloutResult":
         """This result with the judge's verdict on its row. The verdict changes the row's public
         fields on the Driver (``driver/landing.py``), so the lane's line and text are dropped: the
         Driver encodes the graded row itself."""
-        return RolloutResult(self.unit, self.row, self.skipped, self.unusable, self.timed_out, self.fault_parent,
-                             self.error, self.seconds, verdict, line=None, digest=None, text=None)
+        r = self.full()                     # (a slim result's stub is not the row a verdict changes)
+        return RolloutResult(r.unit, r.row, r.skipped, r.unusable, r.timed_out, r.fault_parent,
+                             r.error, r.seconds, verdict, line=None, digest=None, text=None)
 
 
 ChunkKind = Literal["roll", "judge", "asks"]   # "asks": asks to write (driver/edge_writing.py)

@@ -33,8 +33,10 @@ from ..core.usage import usage_problem
 from .judges.labels import has_gold_label
 from .pass_at.tally import PASS_AT_FACTS, pass_at_facts
 from ..situations.grid import cell_key
+from ..store.parquet.slim_row import SlimRow
+from ..store.parquet.spill_text import LANDED_KEY
 
-__all__ = ["row_facts", "facts_schema", "facts_table", "FACT_NAMES", "fact_spill_writer", "warm_facts_table",
+__all__ = ["row_facts", "fact_tuples", "facts_schema", "facts_table", "FACT_NAMES", "fact_spill_writer", "warm_facts_table",
            "WARM_THREAD"]
 
 _REPORT_FACTS = (("prompt_sha", "string"), ("scenario_id", "string"), ("signature", "string"),
@@ -75,7 +77,26 @@ def _steps(row: dict) -> tuple[list, list]:
 
 
 def row_facts(rows: list) -> dict:
-    """``{column: [value per row]}`` for ``rows`` (internal rows; see the module docstring)."""
+    """``{column: [value per row]}`` for ``rows`` (internal rows; see the module docstring). A
+    ``SlimRow`` (``store/parquet/slim_row.py``) brings its values, made by its lane (``fact_tuples``),
+    and only its ``landed_s`` is read here; the other rows are read as below."""
+    slim = [type(r) is SlimRow for r in rows]
+    if not any(slim):
+        return _read_facts(rows)
+    read = iter(zip(*_read_facts([r for r, s in zip(rows, slim) if not s]).values()))
+    landed = FACT_NAMES.index("landed_s")
+    made = [r.facts[:landed] + (_number(r.get(LANDED_KEY, 0.0)),) + r.facts[landed + 1:] if s else next(read)
+            for r, s in zip(rows, slim)]
+    return {name: list(column) for name, column in zip(FACT_NAMES, zip(*made))}
+
+
+def fact_tuples(rows: list) -> list[tuple]:
+    """Each row's fact values, as a tuple in ``FACT_NAMES`` order: what a rollout lane sends with
+    a slim row (its ``landed_s`` is the Driver's, so it is filled in there)."""
+    return list(zip(*_read_facts(rows).values())) if rows else []
+
+
+def _read_facts(rows: list) -> dict:
     out = pass_at_facts(rows)
     cols: dict[str, list] = {name: [] for name, _ in _REPORT_FACTS}
     out.update(cols)

@@ -24,7 +24,7 @@ caller already has (``head_count``: how many head rows lead the list it returns)
 
 A row may come as an ``EncodedRow`` (``parquet/spill_text.py``: its ``row_json`` made already,
 by its lane or from its checkpoint line): the spill writes that text, and ``released``/``finish``
-hand it out as the plain dict it is.
+hand it out as the plain dict it is; a ``SlimRow`` (``parquet/slim_row.py``) as the row its text holds.
 
 ``finish()`` returns the rows as a list (few) or a ``SpilledRows`` (where they are). The
 folder is then the caller's: the spool detaches its clean-up, the caller adopts the folder
@@ -38,6 +38,8 @@ import os
 from dataclasses import dataclass, field
 from itertools import count
 from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+
+from .parquet.slim_row import plain_row
 
 if TYPE_CHECKING:
     from .parquet.spill import OwnedFolder
@@ -105,7 +107,7 @@ class RowSpool:
             if self._head_writer is not None:
                 self._head_writer.append([row])
                 continue
-            self._head.append(row if type(row) is dict else dict(row))    # (an EncodedRow: plain in a list)
+            self._head.append(plain_row(row))    # (an EncodedRow or SlimRow: plain in a list)
             if len(self._head) + self._released() > self.threshold:
                 self._spill()
 
@@ -193,5 +195,6 @@ class RowSpool:
 
 def _plain(rows: list[dict]) -> list[dict]:
     """``rows`` as plain dicts: an ``EncodedRow`` (a row with its ``row_json``, kept so in the list
-    in case the rows spill) leaves the spool as the dict it is, never as its carrier class."""
-    return [r if type(r) is dict else dict(r) for r in rows]
+    in case the rows spill) leaves the spool as the dict it is, never as its carrier class; a
+    ``SlimRow`` (``parquet/slim_row.py``: a stub the Driver kept) as the whole row its text holds."""
+    return [r if type(r) is dict else plain_row(r) for r in rows]

@@ -20,6 +20,7 @@ import threading
 from ..messages import PoolChunk, PoolReply
 from ..pools.judge_worker import JudgeWorker
 from ..pools.rollout_worker import RolloutWorker
+from ..pools.slim_results import slim_lanes
 
 __all__ = ["CallerPlayer"]
 
@@ -69,7 +70,7 @@ class CallerPlayer:
         spec, plan = self.spec, self.plan
         rollouts = RolloutWorker(spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout,
                                  spec.judge_timeout, spec.model, metrics=spec.metrics, node_id=self.node_id,
-                                 shards=spec.shards, deadline_at=spec.deadline_at)
+                                 shards=spec.shards, deadline_at=spec.deadline_at, slim=slim_lanes(spec, plan))
         if rollouts.build_error is not None:     # a class's __init__ raised: the run stops, saying where
             raise rollouts.build_error
         judges = (JudgeWorker(spec.grader, spec.judge_concurrency, spec.judge_timeout or None, metrics=spec.metrics)

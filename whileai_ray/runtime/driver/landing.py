@@ -18,6 +18,11 @@ the spool as an ``EncodedRow`` with this Driver's ``_landed_s`` spliced in
 (``store/parquet/spill_text.py``), when that stamp is all the Driver adds to the row: no verdict,
 no lineage stamp, no ``_landed_s`` already there. ``edge_texts`` counts the rows that went so.
 
+A *slim* result (``RolloutResult.facts`` set; ``store/parquet/slim_row.py``) brings its row as a stub
+of the fields read here and by the planner, with its text and fact values: it lands like the
+others and is spooled as a ``SlimRow``. Where the whole row is needed after all (a verdict, a
+lineage stamp, a sink making the Parquet copy in this process) it is decoded from its text first.
+
 ``lineage`` (``runs=N``, ``tasks=``) is stamped on the spool's copy of every row, never on what
 the checkpoint and the stream wrote.
 
@@ -30,6 +35,7 @@ from typing import Callable
 
 from ...score.judges.contract import apply_verdict, failed_markers, is_graded_failure
 from ...search.planner.outcome import Outcome
+from ...store.parquet.slim_row import slim_row
 from ...store.parquet.spill_text import LANDED_KEY, encoded_row
 from ...store.row_spool import RowSpool
 from ...world.faults import is_fault_parent
@@ -64,6 +70,9 @@ class Landing:
         self.pending_lines: list[bytes | None] = []     # each one's line from its lane, or None
         self.pending_digests: list[tuple[int, int, str] | None] = []    # and its key digest
         self.pending_texts: list[str | None] = []       # and its spool text (before _landed_s), or None
+        self.pending_facts: list[tuple | None] = []     # and its fact values when it came slim (row: its stub)
+        # a sink that makes the Parquet copy in this process reads whole rows (a Driver's sends lines)
+        self._whole_rows = getattr(sink, "parquet", None) is not None
         self.edge_texts = 0                     # rows spooled with their lane's text (never encoded here)
         self.heap_trim = HeapTrim(clock=clock)  # what each batch freed, back to the system now and then
 
@@ -87,6 +96,8 @@ class Landing:
 
     def played(self, res: RolloutResult) -> Outcome:
         """A unit's result from a rollout lane (with its verdict when the run is graded)."""
+        if res.facts is not None and (res.verdict is not None or self.lineage is not None or self._whole_rows):
+            res = res.full()        # a slim result, where the whole row is needed after all
         row = res.row
         verdict = res.verdict
         label = None
@@ -115,6 +126,7 @@ class Landing:
             self.pending_lines.append(res.line if edge else None)
             self.pending_digests.append(res.digest if edge else None)
             self.pending_texts.append(text)
+            self.pending_facts.append(res.facts if text is not None else None)
         elif res.error and len(self.errors) < MAX_ERRORS:
             self.errors.append(str(res.error)[:300])
         return Outcome(unit=res.unit, row=row, unusable=res.unusable,
@@ -135,6 +147,7 @@ class Landing:
             self.stream.append(self.pending, lines)
         self.spool.add(self._spooled())
         self.pending, self.pending_lines, self.pending_digests, self.pending_texts = [], [], [], []
+        self.pending_facts = []
         self.heap_trim.maybe()
 
     def _spooled(self):
@@ -142,7 +155,8 @@ class Landing:
         texts = self.pending_texts
         if self.lineage is not None or not any(t is not None for t in texts):
             return self.stamped(self.pending)
-        out = [r if t is None else encoded_row(r, t) for r, t in zip(self.pending, texts)]
+        out = [r if t is None else encoded_row(r, t) if f is None else slim_row(r, t, f)
+               for r, t, f in zip(self.pending, texts, self.pending_facts)]
         self.edge_texts += sum(t is not None for t in texts)
         return out
 

@@ -30,6 +30,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..messages import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
 from .judge_worker import JudgeWorker
+from .slim_results import slim_lanes
 from .warm_rollout import ReusableRolloutWorker
 
 __all__ = ["start_rollout_actors", "ActorPool", "rollout_pool", "rollout_args", "judge_pool", "actor_options", "await_ref",
@@ -336,7 +337,8 @@ class _Placer:
 def rollout_args(spec, plan) -> tuple[tuple, dict]:
     """The constructor arguments of ``spec``'s rollout actors (``ReusableRolloutWorker.renew`` takes them too)."""
     return ((spec.agent, spec.meta, spec.execute, None, plan.per_actor, spec.timeout, spec.judge_timeout,
-             spec.model), {"metrics": spec.metrics, "shards": spec.shards, "deadline_at": spec.deadline_at})
+             spec.model), {"metrics": spec.metrics, "shards": spec.shards, "deadline_at": spec.deadline_at,
+                           "slim": slim_lanes(spec, plan)})
 
 
 def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:

@@ -44,6 +44,7 @@ from .pull_threads import PullThreads
 from ...world.faults import is_fault_parent
 from ..messages import ROLLOUT_FAILED, UNSERIALIZABLE, RolloutResult
 from .dataplane import pack
+from .slim_results import slimmed
 from ..metrics.recorder import run_metrics
 
 
@@ -52,7 +53,7 @@ class RolloutWorker:
     def __init__(self, agent, meta, execute=None, grader=None, concurrency: int = 32,
                  timeout: float | None = None, judge_timeout: float | None = None, model=None,
                  metrics: dict | None = None, node_id: str | None = None, shards: str | None = None,
-                 deadline_at: float | None = None):
+                 deadline_at: float | None = None, slim: bool = False):
         self.build_error: RoleBuildError | None = None
         try:                                  # a class form is built here, once per lane
             agent = build_role(agent, "agent")
@@ -80,6 +81,7 @@ class RolloutWorker:
         self.played = 0
         self.metrics = run_metrics(metrics)
         self.shards = ShardWriter(shards) if shards else None    # shared storage: rows go there (pools/dataplane.py)
+        self.slim = slim and self.shards is None    # rows cross as stubs and text (pools/slim_results.py)
 
     def shutdown(self) -> None:
         """Let the idle threads go (a sync agent's; one still in a call ends when the call does)."""
@@ -108,9 +110,12 @@ class RolloutWorker:
 
     async def play_chunk(self, units: list) -> list[RolloutResult] | bytes:
         """``run_chunk`` as a rollout actor answers the Driver: each result ``bare()`` (without the
-        unit, which the Driver has: ``driver/loop.py`` puts it back by position)."""
+        unit, which the Driver has: ``driver/loop.py`` puts it back by position), and slim where the
+        run's lanes send slim results (``slim``: ``pools/slim_results.py``)."""
         results = await self.run_chunk(units)
-        return results if isinstance(results, bytes) else [r.bare() for r in results]
+        if isinstance(results, bytes):
+            return results
+        return slimmed(results) if self.slim else [r.bare() for r in results]
 
     async def write_asks(self, token: str, box: list, requests: list):
         """Write, sketch and family-key the asks the Driver's planner will most likely need next

@@ -53,7 +53,7 @@ def spill_schema(facts_schema: pa.Schema | None = None) -> pa.Schema:
 
 def table_of(rows: list, facts: Callable[[list], dict] | None, schema: pa.Schema) -> pa.Table:
     """``rows`` as a spill table: their JSON and the ``facts(rows)`` columns, in ``schema``."""
-    columns = {"row_json": [r.json if type(r) is EncodedRow else dump_row(r) for r in rows]}
+    columns = {"row_json": [r.json if isinstance(r, EncodedRow) else dump_row(r) for r in rows]}
     if facts is not None:
         columns.update(facts(rows))
     try:

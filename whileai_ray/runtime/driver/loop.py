@@ -331,7 +331,7 @@ class DriverLoop:
             if flight.kind == "judge":
                 landed.append((r, i, item.with_verdict(res)))
                 continue
-            res = res if res.unit is not None else res.with_unit(item)    # an actor's answer: the unit is ours
+            res = RolloutResult.from_wire(item, res) if type(res) is tuple else res    # (the unit is ours)
             if res.skipped:                          # the clock ran out before the actor started it
                 self.run_clock.skipped += 1
             elif self.judges is not None and res.row is not None:

@@ -28,7 +28,7 @@ from typing import Callable
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ..messages import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED
+from ..messages import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED, pack_units
 from .judge_worker import JudgeWorker
 from .slim_results import slim_lanes
 from .warm_rollout import ReusableRolloutWorker
@@ -242,7 +242,7 @@ class ActorPool:
 
     async def _call(self, actor, payload: list):
         try:
-            ref = getattr(actor, self.method).remote(payload)
+            ref = getattr(actor, self.method).remote(pack_units(payload) if self.what == "rollout" else payload)
             placing = self._placing
             if placing is None or placing.done() and self._unplaced is None:
                 return await ref

@@ -42,7 +42,7 @@ from ...store.parquet.spill_text import edge_text
 from ...store.shards.storage import ShardWriter, check_probe
 from .pull_threads import PullThreads
 from ...world.faults import is_fault_parent
-from ..messages import ROLLOUT_FAILED, UNSERIALIZABLE, RolloutResult
+from ..messages import ROLLOUT_FAILED, UNSERIALIZABLE, RolloutResult, unpack_units
 from .dataplane import pack
 from .slim_results import slimmed
 from ..metrics.recorder import run_metrics
@@ -108,14 +108,15 @@ class RolloutWorker:
             return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
 
-    async def play_chunk(self, units: list) -> list[RolloutResult] | bytes:
-        """``run_chunk`` as a rollout actor answers the Driver: each result ``bare()`` (without the
-        unit, which the Driver has: ``driver/loop.py`` puts it back by position), and slim where the
-        run's lanes send slim results (``slim``: ``pools/slim_results.py``)."""
-        results = await self.run_chunk(units)
+    async def play_chunk(self, units: list | bytes) -> list[tuple] | bytes:
+        """``run_chunk`` as a rollout actor serves the Driver: ``units`` may come pickled already
+        (``messages.pack_units``), and each result goes back
+        as its ``wire()`` tuple (the Driver puts the unit back by position), slim where the run's
+        lanes send slim results (``slim``: ``pools/slim_results.py``)."""
+        results = await self.run_chunk(unpack_units(units))
         if isinstance(results, bytes):
             return results
-        return slimmed(results) if self.slim else [r.bare() for r in results]
+        return [r.wire() for r in (slimmed(results) if self.slim else results)]
 
     async def write_asks(self, token: str, box: list, requests: list):
         """Write, sketch and family-key the asks the Driver's planner will most likely need next

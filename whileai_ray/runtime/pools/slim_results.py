@@ -27,8 +27,8 @@ def slim_lanes(spec, plan) -> bool:
 
 
 def slimmed(results: list[RolloutResult]) -> list[RolloutResult]:
-    """``results`` as the lane answers the Driver: each one ``bare()``, and slim where it can be."""
-    out = [r.bare() for r in results]
+    """``results``, each one slim where it can be."""
+    out = list(results)
     can = [(i, r.row) for i, r in enumerate(results)
            if r.row is not None and r.line is not None and r.digest is not None and r.text is not None
            and r.verdict is None and LANDED_KEY not in r.row]

@@ -14,7 +14,7 @@ import pytest
 from whileai_ray.agents.seeded import seeded_agent
 from whileai_ray.runtime.driver.landing import Landing
 from whileai_ray.runtime.driver.loop import DriverLoop, LoopSettings
-from whileai_ray.runtime.messages import RolloutResult
+from whileai_ray.runtime.messages import RolloutResult, pack_units
 from whileai_ray.runtime.metrics.recorder import NoMetrics, batch_counts
 from whileai_ray.runtime.pools.rollout_worker import RolloutWorker
 from whileai_ray.runtime.pools.slim_results import slimmed
@@ -64,9 +64,9 @@ class CrossingPool(InProcessPool):
         self.slim_answers = 0
 
     async def _play(self, lane, n, payload):
-        answer = pickle.loads(pickle.dumps(await self.workers[lane].play_chunk(payload)))
-        self.slim_answers += sum(r.facts is not None for r in answer)
-        assert all(r.unit is None for r in answer)
+        answer = pickle.loads(pickle.dumps(await self.workers[lane].play_chunk(pack_units(payload))))
+        assert all(type(w) is tuple for w in answer)
+        self.slim_answers += sum(RolloutResult.from_wire(None, w).facts is not None for w in answer)
         return answer
 
 
@@ -113,10 +113,10 @@ def test_a_slim_result_is_its_rows_stub_and_its_text_is_the_whole_row():
     results = asyncio.run(RolloutWorker(agent, META, concurrency=4, node_id="n").run_chunk(units))
     slim = pickle.loads(pickle.dumps(slimmed(results)))
     for unit, full, s in zip(units, results, slim):
-        assert s.unit is None and s.facts is not None
+        assert s.unit == unit and s.facts is not None
         assert s.row == {k: full.row[k] for k in STUB_KEYS if k in full.row}
-        back = s.with_unit(unit).full()
-        assert back.row == json.loads(full.text) and back.facts is None and back.unit is unit
+        back = s.full()
+        assert back.row == json.loads(full.text) and back.facts is None and back.unit == unit
         assert s.facts == tuple(row_facts([full.row])[name][0] for name in FACT_NAMES)
 
 

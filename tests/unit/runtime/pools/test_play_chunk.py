@@ -1,36 +1,51 @@
-"""A rollout actor answers the Driver without the units it was sent (``RolloutWorker.play_chunk``,
-issue 32): the Driver holds them and puts each back by position (``driver/loop.py``), so a unit is
-never pickled twice more per row. Everything else in each result is what ``run_chunk`` gives."""
+"""A rollout actor serves the Driver through ``RolloutWorker.play_chunk`` (issue 32): the units may
+come pickled already (``messages.pack_units``), and each result goes back as its ``wire()`` tuple,
+without the unit, which the Driver holds and puts back by position (``driver/loop.py``). Nothing
+else in a result changes on the way."""
 import asyncio
 import pickle
 
+from whileai_ray.runtime.messages import RolloutResult, pack_units, unpack_units
 from whileai_ray.runtime.pools.rollout_worker import RolloutWorker
 
 from planned_units import planned_units
 from tests.unit.runtime.pools.test_rollout_lines import META, async_reply, odd_reply
 
 
-def test_play_chunk_answers_run_chunks_results_without_their_units():
+def _same(a, b):
+    """Two results of one unit, played twice (their ``_seconds`` differ, and so their text)."""
+    assert (a.line, a.digest, a.unusable, a.error, a.facts) == (b.line, b.digest, b.unusable, b.error, b.facts)
+    assert (a.text is None) == (b.text is None)
+    assert {k: v for k, v in a.row.items() if k != "_seconds"} == {k: v for k, v in b.row.items() if k != "_seconds"}
+
+
+def test_play_chunk_answers_run_chunks_results_as_tuples_without_their_units():
     chunk = planned_units(8)
     for agent in (odd_reply, async_reply):
         full = asyncio.run(RolloutWorker(agent, META, concurrency=4, node_id="n").run_chunk(chunk))
-        bare = asyncio.run(RolloutWorker(agent, META, concurrency=4, node_id="n").play_chunk(chunk))
-        assert [r.unit for r in bare] == [None] * len(chunk)
-        assert len(pickle.dumps(bare)) < len(pickle.dumps(full))
-        for unit, f, b in zip(chunk, full, bare):
-            back = b.with_unit(unit)
-            assert back.unit is unit and f.unit is unit
-            assert (back.line, back.digest, back.unusable, back.error) == (f.line, f.digest, f.unusable, f.error)
-            assert (back.text is None) == (f.text is None) and back.text is not None   # (its _seconds differs)
-            assert {k: v for k, v in back.row.items() if k != "_seconds"} == \
-                   {k: v for k, v in f.row.items() if k != "_seconds"}
+        for sent in (chunk, pack_units(chunk)):
+            wire = asyncio.run(RolloutWorker(agent, META, concurrency=4, node_id="n").play_chunk(sent))
+            assert all(type(w) is tuple for w in wire)
+            assert len(pickle.dumps(wire)) < len(pickle.dumps(full))
+            for unit, f, w in zip(chunk, full, pickle.loads(pickle.dumps(wire))):
+                back = RolloutResult.from_wire(unit, w)
+                assert back.unit is unit and back.text is not None
+                _same(back, f)
 
 
-def test_a_lost_unit_comes_back_bare_too():
+def test_units_cross_pickled_unless_plain_pickle_refuses_one():
+    chunk = planned_units(3)
+    packed = pack_units(chunk)
+    assert isinstance(packed, bytes) and unpack_units(packed) == chunk
+    odd = chunk + [lambda: None]                  # (no unit holds one; the fallback is Ray's own pickler)
+    assert pack_units(odd) is odd and unpack_units(odd) is odd
+
+
+def test_a_lost_unit_comes_back_on_the_wire_too():
     def broken(message):
         raise SystemExit("not an agent error we can row")   # our code fails on it: the unit is lost
 
     chunk = planned_units(2)
-    bare = asyncio.run(RolloutWorker(broken, META, concurrency=2, node_id="n").play_chunk(chunk))
-    assert len(bare) == 2 and all(r.unit is None for r in bare)
-    assert [r.with_unit(u).unit for r, u in zip(bare, chunk)] == chunk
+    wire = asyncio.run(RolloutWorker(broken, META, concurrency=2, node_id="n").play_chunk(chunk))
+    back = [RolloutResult.from_wire(u, w) for u, w in zip(chunk, wire)]
+    assert [r.unit for r in back] == chunk and all(r.row is None and r.unusable for r in back)

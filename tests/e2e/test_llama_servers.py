@@ -168,7 +168,7 @@ def test_a_server_killed_mid_run_is_restarted_and_its_rollouts_rerolled(llama_se
     def run():
         endpoint = MultiEndpoint(ALIAS, [p.url for p in proxies])
         try:
-            box["data"] = wai.simulate(endpoint, tools=tools, budget=10, concurrency=4, seed=6,
+            box["data"] = wai.simulate(endpoint, tools=tools, budget=6, concurrency=4, seed=6,
                                        on_progress=lambda p: seen.update(rows=p["rows"]),
                                        **{**RUN, "advanced": {**RUN["advanced"], "run_id": "llama-kill-1",
                                                               "progress_every_rows": 1}})
@@ -190,7 +190,7 @@ def test_a_server_killed_mid_run_is_restarted_and_its_rollouts_rerolled(llama_se
             p.close()
     assert not thread.is_alive() and "error" not in box, box.get("error")
     data = box["data"]
-    assert len(data.rows()) == 10 and data.stopped_because == "budget"
+    assert len(data.rows()) == 6 and data.stopped_because == "budget"
     failed = [r for r in proxies[0].records if r["status"] != 200 and r["t"] >= killed_at]
     assert failed, "no request to the killed replica failed"
     rollouts = data.search["rollouts"]

@@ -171,11 +171,11 @@ def test_real_model_plays_multi_turn_with_tool_calls(ray_local, llama_server, to
 
 
 def test_real_model_through_a_backend_object_and_a_bare_url(ray_local, llama_server, tools):
-    by_object = _run(wai.OpenAI(MODEL_ALIAS, base_url=llama_server), tools, seed=6,
-                     advanced={"tool_choice": FORCE_LOOKUP, "agent_max_tokens": 96})
+    # one user turn each (the tool round, then the reply): the conversation's shape is the test above's
+    one_turn = dict(max_turns=1, avg_turns=1, advanced={"tool_choice": FORCE_LOOKUP, "agent_max_tokens": 64})
+    by_object = _run(wai.OpenAI(MODEL_ALIAS, base_url=llama_server), tools, seed=6, **one_turn)
     _assert_model_rows(by_object, tools, MODEL_ALIAS)
-    by_url = _run(llama_server, tools, seed=7, advanced={"tool_choice": FORCE_LOOKUP,
-                                                         "agent_max_tokens": 96})
+    by_url = _run(llama_server, tools, seed=7, **one_turn)
     _assert_model_rows(by_url, tools, MODEL_ALIAS)     # the model id is read from GET /models
 
 

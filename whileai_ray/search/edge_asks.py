@@ -33,7 +33,8 @@ import numpy as np
 from ..situations.situation import Situation
 from ..situations.template_writer import TemplateWriter
 from .family_cap import family_key
-from .novelty import K, sketch
+from .novelty import sketch
+from .sketch_batch import sketch_many
 
 __all__ = ["AskBuilder", "AskDesk", "WrittenAsks", "Batch", "write_batch", "FIELDS", "CACHE_ASKS"]
 
@@ -67,14 +68,14 @@ class AskBuilder:
 def write_batch(writer, cells: list, requests: list) -> Batch:
     """Write, sketch and family-key every ``(cell index, instance, phrasing)`` of ``requests``."""
     t0 = time.perf_counter()
-    keys, rows, families = [], [], []
-    sketches = np.empty((len(requests), K), dtype=np.uint32)
-    for n, (ci, instance, phrasing) in enumerate(requests):
+    keys, rows, families, prompts = [], [], [], []
+    for ci, instance, phrasing in requests:
         sit = writer.write(cells[ci], instance, phrasing)
         keys.append((int(ci), int(instance), int(phrasing)))
         rows.append(tuple(getattr(sit, f) for f in FIELDS))
-        sketches[n] = sketch(sit.prompt)
+        prompts.append(sit.prompt)
         families.append(family_key(sit.prompt))
+    sketches = sketch_many(prompts)              # (each one's novelty.sketch, made in one batch)
     return keys, rows, sketches, families, time.perf_counter() - t0
 
 

@@ -1,7 +1,9 @@
 """A run whose rollout actors send each row's spool text (``RolloutResult.text``, issue 32) spills
 what the Driver's own encoding would: each spilled ``row_json`` is ``dump_row`` of the row it
 decodes to, the fact columns are those of the decoded rows, the result's rows are those rows,
-and most rows took their lane's text (the Driver encoded none of them)."""
+and most rows took their lane's text (the Driver encoded none of them). Its budget is past the
+spool's list, so its rows cross slim: the Driver holds each one's stub and text, never its dict,
+and the fact columns are the lanes' (``pools/slim_results.py``)."""
 import json
 import threading
 
@@ -43,6 +45,7 @@ def test_a_spilled_run_writes_the_drivers_encoding_from_lane_texts(ray_local, to
     assert data.search["rollouts"]["landed"] == BUDGET and is_arrow(rows) and len(rows) == BUDGET
     assert any(r.get("faults") for r in data.trajectories)
     assert result.spool_edge_rows >= 0.9 * BUDGET          # the lanes' texts, not the Driver's encoding
+    assert result.spool_slim_rows == result.spool_edge_rows    # and the rows crossed slim (pools/slim_results.py)
     texts = [t for batch in rows.json_batches() for t in batch]
     decoded = [json.loads(t) for t in texts]
     assert texts == [dump_row(r) for r in decoded]         # byte for byte what the Driver writes of the row

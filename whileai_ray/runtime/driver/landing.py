@@ -74,6 +74,7 @@ class Landing:
         # a sink that makes the Parquet copy in this process reads whole rows (a Driver's sends lines)
         self._whole_rows = getattr(sink, "parquet", None) is not None
         self.edge_texts = 0                     # rows spooled with their lane's text (never encoded here)
+        self.slim_rows = 0                      # of those, rows that came slim (a stub, never the row's dict)
         self.heap_trim = HeapTrim(clock=clock)  # what each batch freed, back to the system now and then
 
     def resumed(self, unit, row: dict) -> Outcome:
@@ -158,6 +159,7 @@ class Landing:
         out = [r if t is None else encoded_row(r, t) if f is None else slim_row(r, t, f)
                for r, t, f in zip(self.pending, texts, self.pending_facts)]
         self.edge_texts += sum(t is not None for t in texts)
+        self.slim_rows += sum(f is not None for f in self.pending_facts)
         return out
 
     def release(self, upto: int) -> None:

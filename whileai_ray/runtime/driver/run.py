@@ -249,7 +249,7 @@ class DriverRun:
             actor_nodes=list(rollouts.nodes), stuck_units=dict(loop.stuck),
             writer=writer, clock=loop.clock_summary(),
             data_plane=self.plane.figures() if self.plane is not None else None,
-            spool_edge_rows=landing.edge_texts)
+            spool_edge_rows=landing.edge_texts, spool_slim_rows=landing.slim_rows)
 
     @staticmethod
     def _leftover(rows, base: int, run_id: str, eval_run: int):

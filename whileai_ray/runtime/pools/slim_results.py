@@ -1,9 +1,12 @@
 """Which of a chunk's results a rollout lane sends slim (``store/parquet/slim_row.py``, issue 32).
 
-A run's lanes send slim results when the Driver changes nothing in a row but its landing time
-(``slim_lanes``): no judge grades in the loop (a verdict rewrites public fields), no lineage stamp
-(``runs=N``, ``tasks=``: stamped on the spool's copy), no shared storage (its rows cross as shard
-stubs already, ``pools/dataplane.py``). Of those, a result goes slim when the lane made its
+A run's lanes send slim results when its rows go to disk and the Driver changes nothing in a
+row but its landing time (``slim_lanes``): a budget past the spool's list (``spool_rows``: a
+smaller run's rows are handed to the caller as dicts while it runs, which the Driver would have
+to decode from each text: ~25 us a row in its loop, 1.5 points of a 50 ms agent's C/L measured),
+no judge grading in the loop (a verdict rewrites public fields), no lineage stamp (``runs=N``,
+``tasks=``: stamped on the spool's copy), no shared storage (its rows cross as shard stubs
+already, ``pools/dataplane.py``). Of those, a result goes slim when the lane made its
 checkpoint line, key digest and spool text (``rollout_worker.py``), and the row holds no
 ``_landed_s`` of its own (the Driver would encode that row itself); any other crosses whole, as
 before. The Driver treats the two alike (``driver/landing.py``), and decodes a slim result's row
@@ -23,7 +26,7 @@ __all__ = ["slim_lanes", "slimmed"]
 
 def slim_lanes(spec, plan) -> bool:
     """Whether ``spec``'s rollout lanes send slim results (``plan``: its ``PoolPlan``)."""
-    return not plan.graded and spec.lineage is None and not spec.shards
+    return spec.cap > spec.spool_rows and not plan.graded and spec.lineage is None and not spec.shards
 
 
 def slimmed(results: list[RolloutResult]) -> list[RolloutResult]:

@@ -142,3 +142,15 @@ def test_only_rows_the_driver_would_not_change_go_slim():
     no_text = RolloutResult(None, results[2].row, line=results[2].line, digest=results[2].digest)
     lost = RolloutResult.lost(None, "rollout_failed", "boom")
     assert [r.facts for r in slimmed([stamped, graded, no_text, lost])] == [None] * 4
+
+
+def test_a_runs_lanes_send_slim_rows_only_where_its_rows_go_to_disk_and_the_driver_changes_none():
+    from types import SimpleNamespace as NS
+
+    from whileai_ray.runtime.pools.slim_results import slim_lanes
+    big = dict(cap=20_000, spool_rows=10_000, lineage=None, shards=None)
+    assert slim_lanes(NS(**big), NS(graded=False))
+    assert not slim_lanes(NS(**{**big, "cap": 10_000}), NS(graded=False))     # its rows go to the caller as dicts
+    assert not slim_lanes(NS(**big), NS(graded=True))                          # verdicts rewrite rows on the Driver
+    assert not slim_lanes(NS(**{**big, "lineage": {"runs": 2}}), NS(graded=False))
+    assert not slim_lanes(NS(**{**big, "shards": "/shared"}), NS(graded=False))

@@ -8,7 +8,12 @@ own stretch of unigrams and one over its bigrams (a bigram never spans two texts
 
 The values are exactly ``sketch``'s: the same shingles (unigrams, then bigrams of neighbouring
 words; a text of one word has no bigram, a text of no word is ``"<empty>"``), the same
-permutations, the same minimum and top 32 bits. Texts are chunked, so memory stays bounded.
+permutations, the same minimum and top 32 bits.
+
+Texts go ``_CHUNK`` at a time: the lane writes asks on a thread beside the loop that plays its
+units, and a batch of 192 texts held the GIL long enough at once to cost a 50 ms agent's warm run
+2 points of C/L (89.0-89.6% vs 91.2%); 16 at a time is 10.9 us a text (one at a time 15.7, 192 at
+a time 8.5) and measured as one at a time (90.7-90.8% vs 90.8-91.2%).
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from .novelty import _A, _B, _BIGRAM, _HIGH, _WORD, _WORDS, K
 
 __all__ = ["sketch_many"]
 
-_CHUNK = 256                   # texts permuted at once at most (~2.5 MB of uint64 a hundred texts)
+_CHUNK = 16                    # texts permuted at once at most (see the module docstring)
 _NONE = np.iinfo(np.uint64).max
 
 

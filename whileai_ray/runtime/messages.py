@@ -25,8 +25,8 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-__all__ = ["pack_units", "unpack_units", "RolloutResult", "LostCause", "NODE_LOST", "WORKER_CRASHED", "UNSERIALIZABLE", "ROLLOUT_FAILED",
-           "TIMED_OUT", "ChunkKind", "PoolChunk", "PoolReply"]
+__all__ = ["pack_units", "unpack_units", "RolloutResult", "LostCause", "NODE_LOST", "WORKER_CRASHED",
+           "UNSERIALIZABLE", "ROLLOUT_FAILED", "TIMED_OUT", "ChunkKind", "PoolChunk", "PoolReply"]
 
 _LOADS = json.JSONDecoder().decode
 

@@ -110,9 +110,9 @@ class RolloutWorker:
 
     async def play_chunk(self, units: list | bytes) -> list[tuple] | bytes:
         """``run_chunk`` as a rollout actor serves the Driver: ``units`` may come pickled already
-        (``messages.pack_units``), and each result goes back
-        as its ``wire()`` tuple (the Driver puts the unit back by position), slim where the run's
-        lanes send slim results (``slim``: ``pools/slim_results.py``)."""
+        (``messages.pack_units``), and each result goes back as its ``wire()`` tuple (the Driver
+        puts the unit back by position), slim where the run's lanes send slim results (``slim``:
+        ``pools/slim_results.py``)."""
         results = await self.run_chunk(unpack_units(units))
         if isinstance(results, bytes):
             return results

@@ -49,3 +49,14 @@ def test_a_lost_unit_comes_back_on_the_wire_too():
     wire = asyncio.run(RolloutWorker(broken, META, concurrency=2, node_id="n").play_chunk(chunk))
     back = [RolloutResult.from_wire(u, w) for u, w in zip(chunk, wire)]
     assert [r.unit for r in back] == chunk and all(r.row is None and r.unusable for r in back)
+
+
+def test_a_result_with_every_field_set_comes_back_whole_from_its_wire_form():
+    from dataclasses import fields
+    unit = planned_units(1)[0]
+    res = RolloutResult(unit, {"prompt": "p"}, skipped=True, unusable="timed_out", timed_out=True, fault_parent=True,
+                        error="e", seconds=1.5, verdict={"reward": 1.0}, line=b"{}\n", digest=(1, 2, "k"),
+                        text="{}", facts=(1, "x"))
+    assert all(getattr(res, f.name) != f.default for f in fields(RolloutResult) if f.name not in ("unit", "row"))
+    wire = pickle.loads(pickle.dumps(res.wire()))
+    assert RolloutResult.from_wire(unit, wire) == res and len(wire) == len(fields(RolloutResult)) - 1

@@ -69,3 +69,19 @@ def test_golden_seed0_draw(ray_local, tools):
     # Moved from e483c3067f92e385 when novelty came to be decided per planner round (issue 32,
     # search/round_novelty.py): novelty scores, and so some of the 50 situations chosen, changed.
     assert _digest(rows) == "893cab86aeb19ff5"
+
+
+def test_rows_that_crossed_slim_are_the_rows_that_crossed_whole(ray_local, tools, tmp_path):
+    """A run whose rows go to disk (budget past ``spill_rows``) sends them slim: the Driver holds a
+    stub and the lane's text of each, never its dict (``runtime/pools/slim_results.py``). The same
+    run kept in memory sends them whole. Same rows, in the same order, and the same checkpoint."""
+    kw = dict(tools=tools, simulator=False, seed=4, budget=200, fault_rate=0.3)
+    whole = wai.simulate(wai.seeded_agent(tools), checkpoint=str(tmp_path / "whole.jsonl"), **kw)
+    slim = wai.simulate(wai.seeded_agent(tools), checkpoint=str(tmp_path / "slim.jsonl"),
+                        advanced={"spill_rows": 40}, **kw)
+    a, b = whole.rows(), slim.rows()
+    assert len(a) == len(b) == 200 and any(r.get("faults") for r in a)
+    for i, (x, y) in enumerate(zip(a, b)):
+        assert x == y, f"row {i} differs: {[k for k in set(x) | set(y) if x.get(k) != y.get(k)]}"
+    lines = [sorted((tmp_path / f"{name}.jsonl").read_bytes().splitlines()) for name in ("whole", "slim")]
+    assert lines[0] == lines[1] and len(lines[0]) == 200

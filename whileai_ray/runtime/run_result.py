@@ -56,7 +56,7 @@ class RunResult:
     last_poll: Poll | None = None               # the Driver's progress answer as the run ended (the last line's counts)
     kept_at: str | None = None                  # stopped because the caller was gone, no checkpoint: where its rows are
     spool_edge_rows: int = 0                    # landed rows spooled with their lane's row_json text (driver/landing.py)
-    spool_slim_rows: int = 0                    # of those, rows that crossed slim: a stub, never a dict (pools/slim_results.py)
+    spool_slim_rows: int = 0                    # of those, rows that crossed slim (pools/slim_results.py)
 
 
 def merge_results(results: list[RunResult]) -> RunResult:

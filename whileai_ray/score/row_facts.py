@@ -36,8 +36,8 @@ from ..situations.grid import cell_key
 from ..store.parquet.slim_row import SlimRow
 from ..store.parquet.spill_text import LANDED_KEY
 
-__all__ = ["row_facts", "fact_tuples", "facts_schema", "facts_table", "FACT_NAMES", "fact_spill_writer", "warm_facts_table",
-           "WARM_THREAD"]
+__all__ = ["row_facts", "fact_tuples", "facts_schema", "facts_table", "FACT_NAMES", "fact_spill_writer",
+           "warm_facts_table", "WARM_THREAD"]
 
 _REPORT_FACTS = (("prompt_sha", "string"), ("scenario_id", "string"), ("signature", "string"),
                  ("cell_json", "string"), ("cell_key", "string"), ("stance", "string"), ("tier", "string"),

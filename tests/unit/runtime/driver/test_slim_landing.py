@@ -89,7 +89,8 @@ def run_once(folder, slim, spool_rows, lane=LocalLane):
     lines = sorted((folder / "ck.jsonl").read_bytes().splitlines())
     t = plan.tracker
     return {"rows": [{k: v for k, v in r.items() if k != "_seconds"} for r in rows], "facts": facts,
-            "lines": lines, "parquet": sorted(json.dumps(r, sort_keys=True) for r in read_parquet(folder / "ck.parquet")),
+            "lines": lines,
+            "parquet": sorted(json.dumps(r, sort_keys=True) for r in read_parquet(folder / "ck.parquet")),
             "planner": (plan.landed, t.rows, dict(t.cells), dict(t.shapes), len(t.prompts), len(t.signatures),
                         plan.agent_errors), "metrics": metrics.totals, "landed": landing.landed,
             "edge_texts": landing.edge_texts}, pool.slim_answers

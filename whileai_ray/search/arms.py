@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.rng import draw
+from ..core.rng import KeyedDraw, draw
 from ..core.columns import State
 
 __all__ = ["ARMS", "DEFAULT_WEIGHTS", "DEFAULT_FLOORS", "ArmBandit", "validate_arm_weights"]
@@ -102,6 +102,7 @@ class ArmBandit:
             raise ValueError(f"unknown arm {unknown[0]!r}; arms are: {', '.join(ARMS)}")
         self.arms = arms
         self.seed = int(seed)
+        self._round_draw: tuple | None = None      # (round, its KeyedDraw) for peek
         self.rate = float(rate)
         self.bands = {a: DEFAULT_FLOORS[a] for a in arms}
         for name, band in (floors or {}).items():
@@ -153,7 +154,14 @@ class ArmBandit:
 
     def peek(self, *slot_key) -> str:
         """The arm ``choose`` would give this slot now, without counting it."""
-        u = draw(self.seed, "arm", *slot_key) * self._cum[-1][0]
+        if len(slot_key) == 2 and type(slot_key[0]) is int:    # (round, ordinal): the round's draws share a prefix
+            head = self._round_draw
+            if head is None or head[0] != slot_key[0]:
+                head = self._round_draw = (slot_key[0], KeyedDraw(self.seed, "arm", slot_key[0]))
+            u = head[1](slot_key[1])
+        else:
+            u = draw(self.seed, "arm", *slot_key)
+        u *= self._cum[-1][0]
         for edge, arm in self._cum:
             if u < edge:
                 break

@@ -16,7 +16,7 @@ import heapq
 
 import numpy as np
 
-from ..core.rng import draw
+from ..core.rng import KeyedDraw
 from ..situations.grid import HARD_TIERS, cell_key, tier_of
 from ..core.columns import State
 
@@ -27,6 +27,7 @@ class CellPicker:
         self.hard_share = float(hard_share)
         self.cells = cells
         self.keys = [cell_key(c) for c in cells]
+        self._ties: dict[int, KeyedDraw] = {}     # a cell's tie draws, its key's hash taken once
         self.opened = [0] * len(cells)          # situations opened per cell
         self._hard_debt = 0.0
         self.hard_picks = 0
@@ -48,7 +49,11 @@ class CellPicker:
             heapq.heapify(h)
 
     def _tie(self, index: int, opened: int) -> float:
-        return draw(self.seed, "cell-tie", self.keys[index], opened)
+        """``draw(seed, "cell-tie", cell key, opened)``."""
+        tie = self._ties.get(index)
+        if tie is None:
+            tie = self._ties[index] = KeyedDraw(self.seed, "cell-tie", self.keys[index])
+        return tie(opened)
 
     def _want_hard(self) -> bool:
         if not self.has_hard:

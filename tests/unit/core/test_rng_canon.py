@@ -68,3 +68,28 @@ def test_the_draws_built_on_it_are_unchanged():
     assert unit_rng(0, "world", "sc-1").random() == unit_rng(0, "world", "sc-1").random()
     assert draw(3, "fault-mode", "sc-9") == int.from_bytes(
         rng.hashlib.sha256(reference((3, "fault-mode", "sc-9"))).digest()[:7], "big") / float(1 << 56)
+
+
+def test_a_keyed_draw_is_draw_with_its_prefix_hashed_once():
+    """``KeyedDraw(*prefix)(last)`` (the cell picker's ties, the bandit's arms) is ``draw(*prefix, last)``."""
+    r = random.Random(7)
+    for _ in range(500):
+        seed = r.choice([0, 3, -5, 2**63, r.randrange(-10**15, 10**15)])
+        key = r.choice(TEXTS[:9])
+        last = r.choice([0, 1, -1, 2**64, r.randrange(10**9)])
+        assert rng.KeyedDraw(seed, "cell-tie", key)(last) == draw(seed, "cell-tie", key, last)
+        assert rng.KeyedDraw(seed, "arm", 4)(last) == draw(seed, "arm", 4, last)
+    for odd in ODD[:8]:                        # a part _canon hands to json.dumps: draw() whole
+        try:
+            want = draw(1, odd, 2)
+        except (TypeError, ValueError):
+            continue
+        assert rng.KeyedDraw(1, odd)(2) == want
+    assert rng.KeyedDraw(1, "x")(True) == draw(1, "x", True)
+    assert rng.KeyedDraw()(3) == draw(3)
+
+
+def test_weyl_keeps_its_sequence():
+    for seed, salt in [(0, ""), (5, "fault"), (-3, "x"), (2**70, "fault")]:
+        for i in (0, 1, 7, 10**6):
+            assert rng.weyl(seed, i, salt) == (draw(seed, "weyl", salt) + i * rng._GOLDEN) % 1.0

@@ -3,6 +3,7 @@ are", ``runtime/driver/edge_writing.py``): a run whose actors write the planner'
 exactly the rows, in the same order, and writes exactly the checkpoint lines of the same run with
 edge writing off, on 1 and on 2 actors, and a run cut in the middle resumes to the same lines."""
 import json
+import math
 
 import whileai_ray as wai
 from whileai_ray.store.schema import row_key
@@ -68,3 +69,22 @@ def test_the_callers_own_pool_writes_asks_too_and_lands_the_same_rows(ray_local,
     assert runs[True][2]["hits"] > 0 and runs[True][2]["failed_calls"] == 0, runs[True][2]
     assert runs[True][0] == runs[False][0] and len(runs[True][0]) == BUDGET
     assert runs[True][1] == runs[False][1]
+
+
+def test_the_lanes_write_no_more_asks_than_the_budget_can_use(ray_local, tools):
+    """A small run's lanes once wrote a whole window of asks (768 picks, two asks each) for a
+    300-row budget, and again the asks of the first rounds, which the Driver had written itself
+    before any lane answered: CPU for nothing, most of a cold run's. Now they write at most the
+    budget's picks (a quarter more for refused asks), and the run lands the same rows."""
+    agent = wai.seeded_agent(tools)
+    knobs = {"ray": {"rollout_actors": 2}}
+    data = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=8, advanced=knobs)
+    figures = data.search["edge_asks"]
+    assert len(data) == 300 and figures["hits"] > 0 and figures["failed_calls"] == 0, figures
+    per_pick = 2                                 # novelty_candidates: two competing instances a pick
+    assert figures["written"] <= (math.ceil(300 * 1.25) + 4) * per_pick, figures
+    taken = figures["hits"] + figures["misses"]
+    assert figures["written"] - figures["hits"] < taken, figures      # most of what they wrote was used
+    plain = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=8,
+                         advanced={"ray": {"rollout_actors": 2, "edge_writing": False}})
+    assert data.rows() == plain.rows()

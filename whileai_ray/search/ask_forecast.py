@@ -26,6 +26,7 @@ from .traces.steering import BACKGROUND_INSTANCE_OFFSET
 __all__ = ["AskForecast", "heap_shares"]
 
 SLACK = 8             # pairs kept ahead of each heap beyond its expected share of the window
+REFUSED = 0.25        # picks a new situation may take beyond its own (asks refused as copies or past the cap)
 
 
 def heap_shares(classes, hard_share: float, fault_rate: float) -> dict:
@@ -84,15 +85,43 @@ class AskForecast:
             for key, share in shares.items():
                 self.runs.append(_Run(part, key, offset, inst_off, share * mix))
 
+    def skip(self, picks: int) -> None:
+        """Run each heap's copy past its share of the next ``picks`` picks without naming their asks:
+        the ones the planner makes before any lane could answer (it writes those itself, and a
+        lane writing them too would write them for nothing)."""
+        for run in self.runs:
+            if run.share > 0:
+                for _ in range(math.ceil(max(0, picks) * run.share)):
+                    run.pop()
+
+    def picks_left(self) -> int:
+        """The most grid picks the planner can still make, near enough: a new situation for every
+        ``per`` units the budget still holds (and ``situations=`` allows), a quarter more for the
+        asks it refuses. Asks past it would be written and never used: a 1,000-row run's lanes
+        wrote three times its asks, most of a cold run's CPU."""
+        p, s = self.p, self.p.s
+        per = max(1, s.n * (min(s.k, s.probe) if p.book.adaptive else s.k))
+        new = -(-p.capacity() // per)
+        if s.situations is not None:
+            new = min(new, max(0, s.situations - p.situations_opened))
+        return math.ceil(new * (1 + REFUSED))
+
     def due(self, window: int) -> list[tuple[int, int, int]]:
         """The asks of the next ``window`` grid picks not named before, per heap its share plus
-        ``SLACK``; ``[]`` while every heap has at least half of that ahead (calls stay few)."""
+        ``SLACK``; ``[]`` while every heap has at least half of that ahead (calls stay few). The
+        window is cut to :meth:`picks_left` (then without the slack; ``[]`` once no pick is left)."""
+        left = self.picks_left()
+        slack = SLACK if left > window else 0        # (the cut window has its own margin: REFUSED)
+        window = min(int(window), left)
+        if window <= 0:
+            return []
         s = self.p.s
         per_pick = [(j * ALT_INSTANCE_STRIDE, ph) for j in range(max(1, s.novelty_candidates)) for ph in range(s.n)]
         plan = []
         low = False
         for run in self.runs:
-            want = math.ceil(window * run.share) + SLACK
+            # (a heap no pick goes to is asked nothing; none is asked past the window)
+            want = min(math.ceil(window * run.share) + slack, window) if run.share > 0 else 0
             have = run.ahead - run.taken()
             if have < 0:                              # the planner got past the copy: start again from its heap
                 run.heap, run.ahead = list(run.picker._heaps[run.key]), run.taken()

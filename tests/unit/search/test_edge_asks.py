@@ -75,8 +75,10 @@ def test_the_token_names_what_builds_the_writer():
 
 
 def _forecast_covers(picker, fault_rate, picks=600, novelty_candidates=2, n=1, seed=0):
-    planner = SimpleNamespace(picker=picker, pinned_mode=False,
-                              s=SimpleNamespace(fault_rate=fault_rate, novelty_candidates=novelty_candidates, n=n))
+    planner = SimpleNamespace(picker=picker, pinned_mode=False, situations_opened=0, capacity=lambda: 10**9,
+                              book=SimpleNamespace(adaptive=False),
+                              s=SimpleNamespace(fault_rate=fault_rate, novelty_candidates=novelty_candidates, n=n,
+                                                k=1, probe=1, situations=None))
     forecast, named, rnd = AskForecast(planner), set(), random.Random(seed)
     for i in range(picks):
         if i % 7 == 0:

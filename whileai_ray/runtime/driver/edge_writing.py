@@ -45,7 +45,7 @@ LANE_FAILURES = 8          # answers lost (lanes died, calls failed) before edge
 
 
 class EdgeWriting:
-    def __init__(self, planner, pool, builder: AskBuilder):
+    def __init__(self, planner, pool, builder: AskBuilder, first_units: int = 0):
         self.planner, self.pool = planner, pool
         s = planner.s
         per = max(1, s.n * (min(s.k, s.probe) if planner.book.adaptive else s.k))
@@ -53,6 +53,9 @@ class EdgeWriting:
         # asks kept at most: 4 windows' (one ask per competing instance and phrasing of each pick)
         self.asks = planner.asks = WrittenAsks(4 * self.window * max(1, s.novelty_candidates) * max(1, s.n) + 1024)
         self.forecast = AskForecast(planner)
+        # the first units are decided before a lane could answer (while the lanes start, or at once):
+        # the planner writes their asks itself, so the lanes start past them
+        self.forecast.skip(-(-max(0, first_units) // per))
         self.token, self.builder = builder.token(), builder
         # once per run: each actor reads it the first time; the caller's pool is handed it in its first call
         self.box: list = [ray.put(builder)] if pool.where == "actors" else [builder]
@@ -64,8 +67,10 @@ class EdgeWriting:
         self.closed = False
 
     @classmethod
-    def start(cls, spec, planner, pool) -> "EdgeWriting | None":
-        """Edge writing for this run, or None when it does not apply (see the module docstring)."""
+    def start(cls, spec, planner, pool, first_units: int = 0) -> "EdgeWriting | None":
+        """Edge writing for this run, or None when it does not apply (see the module docstring).
+        ``first_units``: the units the Driver decides before its first results (the loop's
+        ``ahead``): their asks are left to it."""
         recipe = spec.planner
         if (not getattr(spec, "edge_writing", True) or recipe.writer is not None or planner.picker is None
                 or planner.pinned_mode or not (hasattr(pool, "actors") or hasattr(pool, "outbox"))):
@@ -73,7 +78,7 @@ class EdgeWriting:
         builder = AskBuilder(list(recipe.tools or []), recipe.system_prompt or "", int(recipe.seed),
                              list(planner.picker.cells))
         try:
-            return cls(planner, pool, builder)
+            return cls(planner, pool, builder, first_units)
         except Exception as exc:             # (tools that cannot travel): the Driver writes every ask, as before
             planner.asks = None
             _log.info("whileai_ray: edge writing is off for this run: %s", exc)

@@ -7,9 +7,10 @@ say; each is tested alone (``tests/unit/test_driver_loop.py``).
 from __future__ import annotations
 
 from ...search.planner.clock import DRAINING, OVER, RUNNING
+from ...search.planner.rounds import round_room
 
 __all__ = ["stop_reason", "pick_lane", "may_decide", "may_start", "wait_s", "chunk_limit", "decide_target",
-           "local_deadline", "reserve", "WAIT_S", "RESERVE_SHARE"]
+           "local_deadline", "reserve", "first_units", "WAIT_S", "RESERVE_SHARE"]
 
 WAIT_S = 0.5            # the longest the loop waits for a result before it looks at the clock again
 
@@ -95,3 +96,15 @@ def wait_s(now: float, edge: float | None, longest: float = WAIT_S) -> float:
     if edge is None:
         return longest
     return max(0.0, min(longest, edge - now))
+
+
+def first_units(limit: int, reproducible: bool, next_round: int, lag: int, round_size: int) -> int:
+    """About how many units the loop decides before a first result can be observed: whole rounds
+    from ``next_round`` until the queue's ``limit`` (``decide_target``, plus the ``reserve`` when
+    not reproducible), and at most ``lag`` rounds when reproducible (the next waits for an
+    observed one). Edge writing leaves their asks to the planner (``driver/edge_writing.py``)."""
+    total, r = 0, next_round
+    while total < limit and (not reproducible or r < next_round + lag):
+        total += round_room(round_size, r)
+        r += 1
+    return total

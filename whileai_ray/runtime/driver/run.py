@@ -34,7 +34,7 @@ from .heap_trim import HeapTrim
 from ..job_spec import JobSpec
 from ..messages import PoolChunk, PoolReply
 from .landing import Landing
-from .rules import local_deadline
+from .rules import first_units, local_deadline
 from ..metrics.recorder import run_metrics
 from .progress_marks import ProgressMarks
 from ..pools.sizing import PoolPlan
@@ -145,7 +145,9 @@ class DriverRun:
                           unpack=plane.unpack if plane is not None else None,
                           deadline=local_deadline(spec.deadline_at, time.time(), time.monotonic()))
         self.loop = loop
-        self.edge = EdgeWriting.start(spec, opened.planner, rollouts)
+        first = first_units(loop.target if spec.reproducible else loop.ahead, spec.reproducible,
+                            loop.book.next_decide, loop.book.lag, loop.planner.s.round_size)
+        self.edge = EdgeWriting.start(spec, opened.planner, rollouts, first_units=first)
         if self.edge is not None:
             self.edge.tick(settled=False)  # the first asks are written while the lanes start
         starting = asyncio.ensure_future(rollouts.start())

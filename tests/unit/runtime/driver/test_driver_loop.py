@@ -440,3 +440,14 @@ def test_priming_decides_a_round_a_call_until_the_queue_would_keep_every_lane_bu
     asyncio.run(loop.run())
     _, unprimed = run(planner(), rollout_lanes(lanes=2, slots=4), lag=8)
     assert played(Landed(loop.landing)) == played(unprimed) and len(played(unprimed)) == 120
+
+
+def test_first_units_are_the_whole_rounds_decided_before_a_first_result():
+    """Rounds of 4, 4, 8, 8, 16, 16, 32, 32, then round_size: up to the queue's target, and no
+    more than ``lag`` rounds when reproducible (the next one waits for an observed round)."""
+    assert rules.first_units(96, True, 0, 8, 64) == 120         # 8 rounds (lag) = 120 units
+    assert rules.first_units(96, True, 0, 4, 64) == 24          # 4 + 4 + 8 + 8
+    assert rules.first_units(96, False, 0, 4, 64) == 120        # not reproducible: the target alone
+    assert rules.first_units(10, True, 0, 8, 64) == 16          # whole rounds: 4 + 4 + 8
+    assert rules.first_units(1000, True, 20, 8, 64) == 8 * 64   # a resume decides from its next round
+    assert rules.first_units(0, True, 0, 8, 64) == 0

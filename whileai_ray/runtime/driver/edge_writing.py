@@ -69,8 +69,8 @@ class EdgeWriting:
     @classmethod
     def start(cls, spec, planner, pool, first_units: int = 0) -> "EdgeWriting | None":
         """Edge writing for this run, or None when it does not apply (see the module docstring).
-        ``first_units``: the units the Driver decides before its first results (the loop's
-        ``ahead``): their asks are left to it."""
+        ``first_units``: the units the Driver decides before its first results
+        (``rules.first_units``): their asks are left to it."""
         recipe = spec.planner
         if (not getattr(spec, "edge_writing", True) or recipe.writer is not None or planner.picker is None
                 or planner.pinned_mode or not (hasattr(pool, "actors") or hasattr(pool, "outbox"))):

@@ -23,9 +23,11 @@ from __future__ import annotations
 import copy
 
 from ..core.rng import weyl
+from .edge_asks import PROBE
 from .novelty import sketch
 
-__all__ = ["prefetch_round", "write_ask", "written", "sketch_of", "ALT_INSTANCE_STRIDE", "RETRY_LOOKAHEAD"]
+__all__ = ["prefetch_round", "write_ask", "written", "probe_ask", "sketch_of", "ALT_INSTANCE_STRIDE",
+           "RETRY_LOOKAHEAD"]
 
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (write_ask)
@@ -82,6 +84,13 @@ def written(p, cell: dict, ci: int, instance, phrasing: int):
     asks = getattr(p, "asks", None)
     sit = asks.take(ci, instance, phrasing, p.family) if asks is not None else None
     return p.writer.write(cell, instance, phrasing) if sit is None else sit
+
+
+def probe_ask(p, index: int):
+    """Open-ended probe ``index``: written at an edge (``(PROBE, index, 0)``), else by the writer."""
+    asks = getattr(p, "asks", None)
+    sit = asks.take(PROBE, index, 0, p.family) if asks is not None else None
+    return p.writer.probe(index) if sit is None else sit
 
 
 def sketch_of(p, prompt: str):

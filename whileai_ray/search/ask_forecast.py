@@ -21,12 +21,14 @@ import heapq
 import math
 
 from .ask_batching import ALT_INSTANCE_STRIDE
+from .edge_asks import PROBE
 from .traces.steering import BACKGROUND_INSTANCE_OFFSET
 
 __all__ = ["AskForecast", "heap_shares"]
 
 SLACK = 8             # pairs kept ahead of each heap beyond its expected share of the window
 REFUSED = 0.25        # picks a new situation may take beyond its own (asks refused as copies or past the cap)
+PROBES_AHEAD = 32     # open-ended probes named ahead of the planner's next one (topped up when half are used)
 
 
 def heap_shares(classes, hard_share: float, fault_rate: float) -> dict:
@@ -70,6 +72,7 @@ class AskForecast:
     def __init__(self, planner):
         self.p = planner
         self.runs: list[_Run] = []
+        self.probes_named = 0                         # probes 0 .. probes_named - 1 were named
         picker = planner.picker
         if picker is None or planner.pinned_mode:
             return
@@ -84,6 +87,21 @@ class AskForecast:
             shares = heap_shares(list(part._heaps), part.hard_share, planner.s.fault_rate)
             for key, share in shares.items():
                 self.runs.append(_Run(part, key, offset, inst_off, share * mix))
+
+    def probes_due(self) -> list[tuple[int, int, int]]:
+        """The asks ``(PROBE, index, 0)`` of the next open-ended probes (the planner opens probe after
+        probe, in order, when the bandit's arm is ``open_ended``; only with one phrasing), named
+        ``PROBES_AHEAD`` ahead of its next one once fewer than half that are ahead, never past the
+        picks the budget holds; ``[]`` otherwise."""
+        p = self.p
+        if not self.runs or p.s.n != 1 or "open_ended" not in getattr(p.bandit, "arms", ()):
+            return []
+        nxt = p._probes
+        end = nxt + min(PROBES_AHEAD, self.picks_left())
+        if 2 * (self.probes_named - nxt) >= PROBES_AHEAD or end <= max(nxt, self.probes_named):
+            return []
+        first, self.probes_named = max(nxt, self.probes_named), end
+        return [(PROBE, i, 0) for i in range(first, end)]
 
     def skip(self, picks: int) -> None:
         """Run each heap's copy past its share of the next ``picks`` picks without naming their asks:

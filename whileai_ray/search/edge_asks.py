@@ -9,7 +9,8 @@ process can compute them and get the very same values. Here:
 * :class:`AskBuilder`: what rebuilds the run's template writer and its grid anywhere (shipped
   once per run to each rollout lane, never per call);
 * :class:`AskDesk`: the edge side. It keeps the writers it was shown, by token, and
-  ``write(token, requests)`` writes ``[(cell index, instance, phrasing)]`` into a
+  ``write(token, requests)`` writes ``[(cell index, instance, phrasing)]`` (an open-ended probe
+  as ``(PROBE, probe index, 0)``, also a pure function of the writer) into a
   :data:`Batch`: the situations as plain field tuples, their sketches as one array, their
   family keys;
 * :class:`WrittenAsks`: the Driver side. ``fill(batch)`` keeps what came back; the planner's
@@ -36,14 +37,15 @@ from .family_cap import family_key
 from .novelty import sketch
 from .sketch_batch import sketch_many
 
-__all__ = ["AskBuilder", "AskDesk", "WrittenAsks", "Batch", "write_batch", "FIELDS", "CACHE_ASKS"]
+__all__ = ["AskBuilder", "AskDesk", "WrittenAsks", "Batch", "write_batch", "FIELDS", "CACHE_ASKS", "PROBE"]
 
 FIELDS = Situation.__slots__         # a situation travels as the tuple of its fields, in this order
 CACHE_ASKS = 65_536                  # asks the Driver keeps at most (the oldest go first)
 HINTS = 16                           # sketches kept for the prompts just handed out
+PROBE = -1                           # the "cell index" of an open-ended probe's ask: (PROBE, probe index, 0)
 
 # (keys [(cell index, instance, phrasing)], situations as field tuples, sketches (n, K) uint32,
-#  family keys, seconds spent writing)
+#  family keys, CPU seconds spent writing)
 Batch = tuple[list[tuple[int, int, int]], list[tuple], np.ndarray, list[str], float]
 
 
@@ -66,17 +68,18 @@ class AskBuilder:
 
 
 def write_batch(writer, cells: list, requests: list) -> Batch:
-    """Write, sketch and family-key every ``(cell index, instance, phrasing)`` of ``requests``."""
-    t0 = time.perf_counter()
+    """Write, sketch and family-key every ``(cell index, instance, phrasing)`` of ``requests``
+    (``(PROBE, index, 0)``: open-ended probe ``index``, ``writer.probe(index)``)."""
+    t0 = time.thread_time()      # CPU of this thread: a lane's writer thread waits for the GIL too
     keys, rows, families, prompts = [], [], [], []
     for ci, instance, phrasing in requests:
-        sit = writer.write(cells[ci], instance, phrasing)
+        sit = writer.probe(instance) if ci == PROBE else writer.write(cells[ci], instance, phrasing)
         keys.append((int(ci), int(instance), int(phrasing)))
         rows.append(tuple(getattr(sit, f) for f in FIELDS))
         prompts.append(sit.prompt)
         families.append(family_key(sit.prompt))
     sketches = sketch_many(prompts)              # (each one's novelty.sketch, made in one batch)
-    return keys, rows, sketches, families, time.perf_counter() - t0
+    return keys, rows, sketches, families, time.thread_time() - t0
 
 
 class AskDesk:
@@ -103,7 +106,8 @@ class AskDesk:
         if got is None:
             return None
         writer, cells = got
-        return write_batch(writer, cells, [r for r in requests if 0 <= r[0] < len(cells)])
+        return write_batch(writer, cells, [r for r in requests if 0 <= r[0] < len(cells)
+                                           or (r[0] == PROBE and r[1] >= 0 and r[2] == 0)])
 
 
 class WrittenAsks:
@@ -174,7 +178,8 @@ class WrittenAsks:
         return sketch(prompt) if sk is None else sk
 
     def figures(self) -> dict:
-        """Hits, misses, hit rate, asks written at the edges, and those never used."""
+        """Hits, misses, hit rate, asks written at the edges, those never used, and the CPU seconds
+        the edges spent writing them (their writer threads' own, GIL waits not counted)."""
         taken = self.hits + self.misses
         return {"hits": self.hits, "misses": self.misses, "hit_rate": round(self.hits / taken, 4) if taken else 0.0,
                 "written": self.filled, "unused": self.unused + len(self._asks),

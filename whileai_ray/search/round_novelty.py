@@ -16,7 +16,8 @@ sees, so no two calls can be batched. Here the archive is frozen for the length 
 * at the start of a round (:meth:`RoundNovelty.begin`), when the asks come written from the edges
   with their sketches (``search/edge_asks.py``), the candidates of the round's likely grid picks
   (each cell heap's next picks, as ``search/ask_forecast.py`` runs them ahead) are scored against
-  the frozen archive in one vectorised call (``novelty_batch.similarity_many``) and the answers
+  the frozen archive in one vectorised call (``novelty_batch.similarity_many``), with the next
+  open-ended probes' when the edges wrote them too, and the answers
   kept for the round. A candidate without an answer is scored alone, to the same value (the
   archive is frozen), so which answers were there never changes a decision.
 
@@ -32,12 +33,14 @@ import numpy as np
 
 from .ask_batching import ALT_INSTANCE_STRIDE
 from .ask_forecast import AskForecast
+from .edge_asks import PROBE
 from .novelty import K, _stored, sketch
 from .novelty_batch import add_many, similarity_many
 
-__all__ = ["RoundNovelty", "BATCH_SLACK"]
+__all__ = ["RoundNovelty", "BATCH_SLACK", "PROBES_SCORED"]
 
 BATCH_SLACK = 2          # picks per cell heap scored ahead beyond its share of the round's new situations
+PROBES_SCORED = 6        # open-ended probes scored ahead (a round of 64 new situations opens ~4)
 
 
 class RoundNovelty:
@@ -73,6 +76,11 @@ class RoundNovelty:
                     sk = asks.peek_sketch(ci, instance + j * ALT_INSTANCE_STRIDE, 0)
                     if sk is not None:
                         sks.setdefault(sk.tobytes(), sk)
+        if s.n == 1:               # the next open-ended probes, when the edges wrote them (edge_asks.PROBE)
+            for j in range(min(PROBES_SCORED, new)):
+                sk = asks.peek_sketch(PROBE, p._probes + j, 0)
+                if sk is not None:
+                    sks.setdefault(sk.tobytes(), sk)
         if sks:
             _, sims = similarity_many(p.novelty, np.stack(list(sks.values())))
             self._answers = dict(zip(sks, sims.tolist()))

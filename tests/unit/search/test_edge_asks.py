@@ -9,7 +9,7 @@ import pytest
 
 from whileai_ray.search.ask_forecast import AskForecast, heap_shares
 from whileai_ray.search.cell_picker import CellPicker
-from whileai_ray.search.edge_asks import AskBuilder, AskDesk, WrittenAsks, write_batch
+from whileai_ray.search.edge_asks import PROBE, AskBuilder, AskDesk, WrittenAsks, write_batch
 from whileai_ray.search.family_cap import FamilyCap, family_key
 from whileai_ray.search.novelty import sketch
 from whileai_ray.search.traces.steering import SteeredPicker
@@ -35,14 +35,16 @@ def test_a_batch_is_what_the_planner_would_write_sketch_and_family_key():
     rnd = random.Random(1)
     requests = [(rnd.randrange(len(b.cells)), rnd.choice([0, 1, 7, 1_000_003, 500_000_000]), rnd.randrange(3))
                 for _ in range(120)]
-    keys, rows, sks, fams, seconds = desk.write(token, requests + [(len(b.cells), 0, 0), (-1, 0, 0)])
-    assert keys == requests and seconds > 0                     # (cells it does not have are left out)
+    probes = [(PROBE, i, 0) for i in (0, 3, 17)]               # open-ended probes: writer.probe(index)
+    odd = [(len(b.cells), 0, 0), (-2, 0, 0), (PROBE, -1, 0), (PROBE, 2, 1)]
+    keys, rows, sks, fams, seconds = desk.write(token, requests + probes + odd)
+    assert keys == requests + probes and seconds > 0            # (cells it does not have are left out)
     local = TemplateWriter(b.tools, b.system_prompt, b.seed)
     asks = WrittenAsks()
-    asks.fill((keys, rows, sks, fams, seconds), requests)
+    asks.fill((keys, rows, sks, fams, seconds), requests + probes)
     cap = FamilyCap(3)
-    for (ci, instance, phrasing) in requests:
-        mine = local.write(b.cells[ci], instance, phrasing)
+    for (ci, instance, phrasing) in requests + probes:
+        mine = local.probe(instance) if ci == PROBE else local.write(b.cells[ci], instance, phrasing)
         got = asks.take(ci, instance, phrasing, cap)
         if got is None:                                         # (a request repeated: taken once)
             continue

@@ -3,10 +3,11 @@
 Writing a new situation's ask, its MinHash sketch and its scenario family key were most of the
 Driver's planner time; they are pure functions of the run's template writer and ``(cell,
 instance, phrasing)`` (``search/edge_asks.py``), and the grid asks the planner will write next
-are known ahead (``search/ask_forecast.py``). So, after each chunk the Driver settles
-(``tick``), when fewer than half of a window's asks are ahead it names the next ones and asks the
-rollout lanes (``RolloutWorker.write_asks``, lanes in turn, three calls of 192 asks at most in
-flight) to write them: calls that are not awaited. (One call for a whole window came back too
+are known ahead (``search/ask_forecast.py``), as are its next open-ended probes (``(PROBE, index,
+0)``). So, after each chunk the Driver settles (``tick``), when fewer than half of a window's
+asks are ahead it names the next ones and asks the rollout lanes (``RolloutWorker.write_asks``,
+lanes in turn, three calls of 192 asks at most in flight) to write them: calls that are not
+awaited. (One call for a whole window came back too
 late for a fast run: at 1,300 rows/s without a checkpoint a fifth of the asks were written by the
 Driver meanwhile and again, unused, by a lane; in pieces, 98-99% arrive in time.) When the
 answer lands (on the Driver's event loop, between two steps of its loop, never inside a decision)
@@ -95,7 +96,7 @@ class EdgeWriting:
         if self.closed or self.failures >= LANE_FAILURES:
             return
         if not self.unsent:
-            need = self.forecast.due(self.window)
+            need = self.forecast.due(self.window) + self.forecast.probes_due()
             want = self.asks.wanted(need) if need else []
             self.unsent = [want[i:i + CALL_ASKS] for i in range(0, len(want), CALL_ASKS)]
         while self.unsent and len(self.flights) < (FLIGHTS if self.rolling else 1):

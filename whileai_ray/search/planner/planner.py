@@ -32,7 +32,7 @@ from ...core.unit import Unit
 from ...situations.grid import CONDITION_FAULT_MODE
 from ...situations.timed_writer import TimedWriter
 from ..arms import ArmBandit
-from ..ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, sketch_of, write_ask, written
+from ..ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, probe_ask, sketch_of, write_ask, written
 from .budget_bound import margin
 from ..coverage import CoverageTracker
 from ..family_cap import FamilyCap
@@ -252,7 +252,7 @@ class Planner(PlannerState, PlannerStatsReport):
                 return sit, None, None, ("mutation", pwid, self._mutations - 1)
         if arm == "open_ended" and self.s.n == 1 and ordinal > 0:
             self._probes += 1
-            sit = self.writer.probe(self._probes - 1)
+            sit = probe_ask(self, self._probes - 1)
             if self._fresh(sit.prompt):
                 return sit, None, None, ("probe", self._probes - 1, 0)
         if arm == "behavior_targeted" and self.shapes is not None and self.s.n == 1:

@@ -5,13 +5,15 @@ ahead. Asks past the budget, or for picks the planner makes before a lane could 
 written and never used: a 1,000-row run of the 50 ms agent had its lanes write 3,264 asks for
 1,760 taken (most of a cold run's CPU went there). These tests pin the three cuts: the window is
 cut to the picks the budget still allows (``picks_left``), a heap no pick goes to is asked
-nothing, and ``skip`` leaves the planner's first picks to the planner. Which asks are named
+nothing, and ``skip`` leaves the planner's first picks to the planner. The open-ended probes the
+planner opens in order are named ahead too (``probes_due``). Which asks are named
 never changes a plan (``search/planner/test_planner_edge_asks.py``)."""
 import math
 
 import test_planner_exact as exact
 
-from whileai_ray.search.ask_forecast import REFUSED, SLACK, AskForecast
+from whileai_ray.search.ask_forecast import PROBES_AHEAD, REFUSED, SLACK, AskForecast
+from whileai_ray.search.edge_asks import PROBE
 
 WINDOW = 768                       # the Driver's window for round_size 64 (driver/edge_writing.py)
 
@@ -96,3 +98,21 @@ def test_skip_leaves_the_first_picks_to_the_planner_and_names_the_next():
 
     plain = AskForecast(exact.build("explore", budget=1_000_000))
     assert set(made[:first]) <= _picks(plain.due(WINDOW), p)     # (without the skip they are named)
+
+
+def test_the_next_open_ended_probes_are_named_ahead_and_topped_up_at_half():
+    p = exact.build("explore", budget=1_000_000)
+    forecast = AskForecast(p)
+    assert forecast.probes_due() == [(PROBE, i, 0) for i in range(PROBES_AHEAD)]
+    assert forecast.probes_due() == []                       # named once
+    p._probes = PROBES_AHEAD // 2 - 1                         # (the planner opened 15 probes)
+    assert forecast.probes_due() == []                       # more than half still ahead
+    p._probes = PROBES_AHEAD // 2 + 1
+    assert forecast.probes_due() == [(PROBE, i, 0) for i in range(PROBES_AHEAD, p._probes + PROBES_AHEAD)]
+
+
+def test_probes_are_named_only_where_the_planner_opens_them_and_within_the_budget():
+    sft = exact.build("sft", budget=1_000_000, phrasings=3)
+    assert sft.s.n == 3 and AskForecast(sft).probes_due() == []         # several phrasings: no probes
+    small = exact.build("explore", budget=8)
+    assert len(AskForecast(small).probes_due()) == math.ceil(8 * (1 + REFUSED))

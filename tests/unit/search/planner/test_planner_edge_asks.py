@@ -34,7 +34,7 @@ def _edge_build(delay: int, drop_every: int, keep_share: float, seen: list):
         def deciding(r):
             while pending and pending[0][0] <= r:
                 asks.fill(*pending.popleft()[1:])
-            need = forecast.due(WINDOW)
+            need = forecast.due(WINDOW) + forecast.probes_due()      # (as driver/edge_writing.py names them)
             if need:
                 want = asks.wanted(need)
                 calls[0] += 1

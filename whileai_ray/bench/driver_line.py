@@ -10,6 +10,10 @@ class they host (``ray::Driver``, ``ray::ReusableRolloutWorker``, ``ray::JudgeWo
 how the processes are told apart here; the caller is this process. A small run first starts the
 Driver and its actors, so the measured run finds them warm and start-up is not counted.
 
+The line also says how the asks the lanes wrote for the planner served it (``search["edge_asks"]``:
+the share of the asks taken that came from the lanes, asks written a row, the share never used):
+asks written for nothing are lane CPU the ``all`` figure pays.
+
 Linux only (``/proc``); elsewhere the line says it cannot measure.
 """
 from __future__ import annotations
@@ -116,7 +120,8 @@ def bench_driver(rows: int = 30_000, mode: str = "explore", actors: int = 2) -> 
     per_row["caller"] = caller / landed * 1e6
     return {"mode": mode, "rows": len(data), "actors": actors, "wall_s": wall, "rows_s": len(data) / wall,
             "us_per_row": per_row, "all_us": sum(per_row.values()),
-            "ceiling_rows_s": 1e6 / per_row["driver"] if per_row.get("driver") else None}
+            "ceiling_rows_s": 1e6 / per_row["driver"] if per_row.get("driver") else None,
+            "edge_asks": data.search.get("edge_asks")}
 
 
 def format_driver_line(r: dict) -> str:
@@ -126,6 +131,12 @@ def format_driver_line(r: dict) -> str:
     parts = ", ".join(f"{role} {us[role]:,.0f}" for role in ("driver", "rollout", "parquet", "judge", "caller")
                       if role in us)
     ceiling = f"{r['ceiling_rows_s']:,.0f}" if r["ceiling_rows_s"] else "n/a"
-    return (f"driver         {r['mode']}, no-delay agent, {r['rows']:,} rows, checkpoint, {r['actors']} rollout actors: "
+    line = (f"driver         {r['mode']}, no-delay agent, {r['rows']:,} rows, checkpoint, {r['actors']} rollout actors: "
             f"CPU per landed row (us) {parts}, all {r['all_us']:,.0f} (targets: Driver <= 100, all <= 500); "
             f"{r['rows_s']:,.0f} rows/s wall; one Driver's ceiling ~{ceiling} rows/s")
+    edge = r.get("edge_asks")
+    if edge and edge.get("written"):    # asks the lanes wrote for the planner (driver/edge_writing.py)
+        per_row = edge["written"] / max(1, r["rows"])
+        line += (f"; asks from the lanes {edge['hit_rate']:.1%} of those taken, {per_row:.2f} written a row, "
+                 f"{edge['unused'] / edge['written']:.1%} of them unused")
+    return line

@@ -27,7 +27,16 @@ def test_the_line_states_the_targets_and_the_ceiling():
                                "us_per_row": {"driver": 1661.0, "rollout": 661.0, "caller": 147.0},
                                "ceiling_rows_s": 602.0})
     assert "driver 1,661, rollout 661, caller 147, all 2,469" in line and "Driver <= 100" in line
-    assert "ceiling ~602 rows/s" in line
+    assert "ceiling ~602 rows/s" in line and "asks from the lanes" not in line     # (edge writing off)
+
+
+def test_the_line_says_how_many_asks_the_lanes_wrote_and_how_many_went_unused():
+    line = format_driver_line({"mode": "explore", "rows": 30000, "actors": 2, "rows_s": 900.0, "all_us": 1100.0,
+                               "us_per_row": {"driver": 400.0, "rollout": 550.0, "caller": 150.0},
+                               "ceiling_rows_s": 2500.0,
+                               "edge_asks": {"hits": 53000, "misses": 500, "hit_rate": 0.9907, "written": 54600,
+                                             "unused": 1600, "edge_seconds": 4.0}})
+    assert "asks from the lanes 99.1% of those taken, 1.82 written a row, 2.9% of them unused" in line
 
 
 def test_the_parquet_writer_beside_the_driver_is_a_role_of_its_own_and_counts_in_all():

@@ -67,7 +67,7 @@ class KeyedDraw:
 
     def __init__(self, *prefix: object):
         self._prefix = prefix
-        head = _canon(prefix) if prefix else b"[]"
+        head = _canon(prefix)                        # b"[...]": the draw's bytes add ",last]" (or "last]")
         plain = all(type(p) is str or type(p) is int for p in prefix)
         self._state = hashlib.sha256(head[:-1] + (b"," if prefix else b"")) if plain else None
 
@@ -96,11 +96,11 @@ def weyl(seed: int, index: int, salt: str = "") -> float:
     a few counts of ``p * n``, which is what makes a requested rate deliver exactly.
     The sequence's start is a draw of ``(seed, salt)`` alone, kept once made.
     """
-    key = (seed, salt)
-    base = _WEYL_BASE.get(key) if type(seed) is int and type(salt) is str else None
+    key = (seed, salt) if type(seed) is int and type(salt) is str else None     # (plain keys only)
+    base = _WEYL_BASE.get(key) if key is not None else None
     if base is None:
         base = draw(seed, "weyl", salt)
-        if type(seed) is int and type(salt) is str:
+        if key is not None:
             if len(_WEYL_BASE) >= 256:
                 _WEYL_BASE.clear()
             _WEYL_BASE[key] = base

@@ -26,11 +26,18 @@ from ..core.rng import weyl
 from .edge_asks import PROBE
 from .novelty import sketch
 
-__all__ = ["prefetch_round", "write_ask", "written", "probe_ask", "sketch_of", "ALT_INSTANCE_STRIDE",
+__all__ = ["situation_units", "prefetch_round", "write_ask", "written", "probe_ask", "sketch_of", "ALT_INSTANCE_STRIDE",
            "RETRY_LOOKAHEAD"]
 
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (write_ask)
+
+
+def situation_units(p) -> int:
+    """Units planner ``p`` opens with each new situation (its phrasings times its first
+    rollouts: ``probe`` of them when k is adaptive), at least 1."""
+    s = p.s
+    return max(1, s.n * (min(s.k, s.probe) if p.book.adaptive else s.k))
 
 
 def prefetch_round(p, round_index: int, room: int) -> None:
@@ -40,7 +47,7 @@ def prefetch_round(p, round_index: int, room: int) -> None:
         return
     s = p.s
     free = room - len(p._rerolls) - len(p._backlog)
-    per = max(1, s.n * (min(s.k, s.probe) if p.book.adaptive else s.k))
+    per = situation_units(p)
     new = -(-max(0, free) // per) - len(p.seeds_left)
     if s.situations is not None:
         new = min(new, s.situations - p.situations_opened)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 
-from .ask_batching import ALT_INSTANCE_STRIDE
+from .ask_batching import ALT_INSTANCE_STRIDE, situation_units
 from .edge_asks import PROBE
 from .traces.steering import BACKGROUND_INSTANCE_OFFSET
 
@@ -118,8 +118,7 @@ class AskForecast:
         asks it refuses. Asks past it would be written and never used: a 1,000-row run's lanes
         wrote three times its asks, most of a cold run's CPU."""
         p, s = self.p, self.p.s
-        per = max(1, s.n * (min(s.k, s.probe) if p.book.adaptive else s.k))
-        new = -(-p.capacity() // per)
+        new = -(-p.capacity() // situation_units(p))
         if s.situations is not None:
             new = min(new, max(0, s.situations - p.situations_opened))
         return math.ceil(new * (1 + REFUSED))

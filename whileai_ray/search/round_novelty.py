@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from .ask_batching import ALT_INSTANCE_STRIDE
+from .ask_batching import ALT_INSTANCE_STRIDE, situation_units
 from .ask_forecast import AskForecast
 from .edge_asks import PROBE
 from .novelty import K, _stored, sketch
@@ -64,7 +64,7 @@ class RoundNovelty:
         if asks is None or p.picker is None or p.pinned_mode or room <= 0 or p.novelty._exact is not None:
             return
         s = p.s
-        per = max(1, s.n * (min(s.k, s.probe) if p.book.adaptive else s.k))
+        per = situation_units(p)
         new = -(-max(0, room - len(p._rerolls) - len(p._backlog)) // per)
         if new <= 0:
             return

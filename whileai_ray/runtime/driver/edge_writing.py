@@ -31,6 +31,7 @@ import logging
 
 import ray
 
+from ...search.ask_batching import situation_units
 from ...search.ask_forecast import AskForecast
 from ...search.edge_asks import AskBuilder, WrittenAsks
 from ..pools.actor_pool import await_ref
@@ -49,7 +50,7 @@ class EdgeWriting:
     def __init__(self, planner, pool, builder: AskBuilder, first_units: int = 0):
         self.planner, self.pool = planner, pool
         s = planner.s
-        per = max(1, s.n * (min(s.k, s.probe) if planner.book.adaptive else s.k))
+        per = situation_units(planner)
         self.window = max(16, WINDOW_ROUNDS * s.round_size // per)
         # asks kept at most: 4 windows' (one ask per competing instance and phrasing of each pick)
         self.asks = planner.asks = WrittenAsks(4 * self.window * max(1, s.novelty_candidates) * max(1, s.n) + 1024)

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import copy
 
+from ..core.columns import prompt_digest
 from ..core.rng import weyl
 from .edge_asks import PROBE
 from .novelty import sketch
 
-__all__ = ["situation_units", "prefetch_round", "write_ask", "written", "probe_ask", "sketch_of", "ALT_INSTANCE_STRIDE",
+__all__ = ["situation_units", "prefetch_round", "write_ask", "written", "probe_ask", "sketch_of", "digest_of", "ALT_INSTANCE_STRIDE",
            "RETRY_LOOKAHEAD"]
 
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
@@ -98,6 +99,12 @@ def probe_ask(p, index: int):
     asks = getattr(p, "asks", None)
     sit = asks.take(PROBE, index, 0, p.family) if asks is not None else None
     return p.writer.probe(index) if sit is None else sit
+
+
+def digest_of(p, prompt: str) -> int:
+    """``columns.prompt_digest(prompt)``: the one that came with an ask written at an edge, else computed."""
+    asks = getattr(p, "asks", None)
+    return prompt_digest(prompt) if asks is None else asks.digest(prompt)
 
 
 def sketch_of(p, prompt: str):

@@ -12,10 +12,12 @@ process can compute them and get the very same values. Here:
   ``write(token, requests)`` writes ``[(cell index, instance, phrasing)]`` (an open-ended probe
   as ``(PROBE, probe index, 0)``, also a pure function of the writer) into a
   :data:`Batch`: the situations as plain field tuples, their sketches as one array, their
-  family keys;
+  family keys and their prompts' digests (``columns.prompt_digest``, what the planner's
+  exact-copy table holds);
 * :class:`WrittenAsks`: the Driver side. ``fill(batch)`` keeps what came back; the planner's
   ``take(cell index, instance, phrasing, family)`` hands out the situation (and tells ``family``
-  its key, and keeps its sketch for :meth:`WrittenAsks.sketch`), or None: the planner then
+  its key, and keeps its sketch and digest for :meth:`WrittenAsks.sketch` and
+  :meth:`WrittenAsks.digest`), or None: the planner then
   writes it itself. Which asks came back, and when, can change only how much the Driver
   computes, never what it decides.
 
@@ -31,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.columns import prompt_digest
 from ..situations.situation import Situation
 from ..situations.template_writer import TemplateWriter
 from .family_cap import family_key
@@ -45,8 +48,8 @@ HINTS = 16                           # sketches kept for the prompts just handed
 PROBE = -1                           # the "cell index" of an open-ended probe's ask: (PROBE, probe index, 0)
 
 # (keys [(cell index, instance, phrasing)], situations as field tuples, sketches (n, K) uint32,
-#  family keys, CPU seconds spent writing)
-Batch = tuple[list[tuple[int, int, int]], list[tuple], np.ndarray, list[str], float]
+#  family keys, prompt digests (n,) uint64, CPU seconds spent writing)
+Batch = tuple[list[tuple[int, int, int]], list[tuple], np.ndarray, list[str], np.ndarray, float]
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class AskBuilder:
 
 
 def write_batch(writer, cells: list, requests: list) -> Batch:
-    """Write, sketch and family-key every ``(cell index, instance, phrasing)`` of ``requests``
+    """Write, sketch, family-key and digest every ``(cell index, instance, phrasing)`` of ``requests``
     (``(PROBE, index, 0)``: open-ended probe ``index``, ``writer.probe(index)``)."""
     t0 = time.thread_time()      # CPU of this thread: a lane's writer thread waits for the GIL too
     keys, rows, families, prompts = [], [], [], []
@@ -79,7 +82,8 @@ def write_batch(writer, cells: list, requests: list) -> Batch:
         prompts.append(sit.prompt)
         families.append(family_key(sit.prompt))
     sketches = sketch_many(prompts)              # (each one's novelty.sketch, made in one batch)
-    return keys, rows, sketches, families, time.thread_time() - t0
+    digests = np.fromiter((prompt_digest(t) for t in prompts), dtype=np.uint64, count=len(prompts))
+    return keys, rows, sketches, families, digests, time.thread_time() - t0
 
 
 class AskDesk:
@@ -117,6 +121,7 @@ class WrittenAsks:
         self.limit = int(limit)
         self._asks: OrderedDict[tuple[int, int, int], tuple[tuple, np.ndarray, str]] = OrderedDict()
         self._sketches: dict[str, np.ndarray] = {}
+        self._digests: dict[str, int] = {}
         self.asked: set[tuple[int, int, int]] = set()     # requested, answer not in yet
         self.hits = self.misses = self.filled = self.unused = 0
         self.edge_seconds = 0.0
@@ -137,13 +142,16 @@ class WrittenAsks:
             self.asked.difference_update(requests)
         if batch is None:
             return
-        keys, rows, sketches, families, seconds = batch
-        if not (len(keys) == len(rows) == len(sketches) == len(families)):
-            raise ValueError("an edge batch's keys, situations, sketches and families differ in length")
+        if len(batch) != 6:
+            raise ValueError(f"an edge batch has 6 parts (keys, situations, sketches, families, digests, "
+                             f"seconds), not {len(batch)}")
+        keys, rows, sketches, families, digests, seconds = batch
+        if not (len(keys) == len(rows) == len(sketches) == len(families) == len(digests)):
+            raise ValueError("an edge batch's keys, situations, sketches, families and digests differ in length")
         self.edge_seconds += float(seconds)
         asks = self._asks
-        for n, key in enumerate(keys):
-            asks[(int(key[0]), int(key[1]), int(key[2]))] = (rows[n], sketches[n], families[n])
+        for n, (key, d) in enumerate(zip(keys, np.asarray(digests, dtype=np.uint64).tolist())):
+            asks[(int(key[0]), int(key[1]), int(key[2]))] = (rows[n], sketches[n], families[n], d)
         self.filled += len(keys)
         while len(asks) > self.limit:
             asks.popitem(last=False)
@@ -151,17 +159,20 @@ class WrittenAsks:
 
     def take(self, ci: int, instance: int, phrasing: int, family=None) -> Situation | None:
         """The situation written for ``(ci, instance, phrasing)``, once; ``family`` (a FamilyCap)
-        is told its family key and :meth:`sketch` keeps its sketch. None when it was not written."""
+        is told its family key, :meth:`sketch` and :meth:`digest` keep its sketch and digest. None
+        when it was not written."""
         got = self._asks.pop((ci, instance, phrasing), None)
         if got is None:
             self.misses += 1
             return None
         self.hits += 1
-        row, sk, fam = got
+        row, sk, fam, d = got
         sit = Situation(*row)
         if len(self._sketches) >= HINTS:
             self._sketches.clear()
+            self._digests.clear()
         self._sketches[sit.prompt] = sk
+        self._digests[sit.prompt] = d
         if family is not None:
             family.known(sit.prompt, fam)
         return sit
@@ -176,6 +187,11 @@ class WrittenAsks:
         """``novelty.sketch(prompt)``: the one that came with an ask just handed out, else computed."""
         sk = self._sketches.get(prompt)
         return sketch(prompt) if sk is None else sk
+
+    def digest(self, prompt: str) -> int:
+        """``columns.prompt_digest(prompt)``: the one that came with an ask just handed out, else computed."""
+        d = self._digests.get(prompt)
+        return prompt_digest(prompt) if d is None else d
 
     def figures(self) -> dict:
         """Hits, misses, hit rate, asks written at the edges, those never used, and the CPU seconds

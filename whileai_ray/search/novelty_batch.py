@@ -53,14 +53,13 @@ def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = Non
         if not live.any():
             break
         steps.append(cur)
-        cur = np.where(live, links[np.where(live, cur, 0) * BANDS + _BAND], -1)
+        cur = np.where(live, np.take(links, np.where(live, cur, 0) * BANDS + _BAND), -1)
     if steps:
         cands = np.concatenate(steps, axis=1)                                   # (n, BANDS * steps)
         valid = cands >= 0
-        same = index._sk._a[np.where(valid, cands, 0)] == stored[:, None, :]    # (n, BANDS * steps, K) bool
-        # the equal values of each: K one-byte flags read as K/8 uint64 words, each word's bytes
-        # summed by one multiply (the top byte of x * 0x0101... is the sum of x's bytes)
-        eq = ((same.view(np.uint64) * _BYTES) >> np.uint64(56)).sum(axis=2).astype(np.int64)
+        # (n, BANDS * steps, K) bool; ``np.take`` gathers whole rows ~4x faster than ``a[idx]``
+        same = np.take(index._sk._a, np.where(valid, cands, 0), axis=0) == stored[:, None, :]
+        eq = _equal_counts(same)
         # the most equal values, then the smallest id (``similarity`` takes the first of its sorted ids)
         score = np.where(valid, (eq << 32) - cands, np.iinfo(np.int64).min)
         best = score.argmax(axis=1)
@@ -76,6 +75,18 @@ def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = Non
             if key in index._exact:
                 ids[i], sims[i] = int(np.flatnonzero(index._keys.view() == np.uint64(key))[0]), 1.0
     return ids, sims
+
+
+def _equal_counts(same: np.ndarray) -> np.ndarray:
+    """The True flags of each last-axis row of ``same`` (K bools), as int64: the K one-byte flags
+    read as K/8 uint64 words, the words added lane by lane (a byte lane holds at most K/8: no
+    carry), then the bytes of the sum added by one multiply (the top byte of x * 0x0101... is the
+    sum of x's bytes, at most K < 256). ~8x faster than a reduce over the words."""
+    words = same.view(np.uint64)
+    total = words[..., 0].copy()
+    for j in range(1, words.shape[-1]):
+        total += words[..., j]
+    return ((total * _BYTES) >> np.uint64(56)).astype(np.int64)
 
 
 def add_many(index: NoveltyIndex, sketches, texts: list[str] | None = None) -> list[int]:

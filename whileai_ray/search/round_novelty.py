@@ -19,7 +19,10 @@ sees, so no two calls can be batched. Here the archive is frozen for the length 
   the frozen archive in one vectorised call (``novelty_batch.similarity_many``), with the next
   open-ended probes' when the edges wrote them too, and the answers
   kept for the round. A candidate without an answer is scored alone, to the same value (the
-  archive is frozen), so which answers were there never changes a decision.
+  archive is frozen), so which answers were there never changes a decision. The round's picks
+  are compared with the batch as they are opened, one (batch, K) compare a pick, each batch
+  candidate keeping its largest count so far: scoring a batch candidate is then two look-ups, not
+  a (picks, K) compare a call (the same counts, so the same values).
 
 The planner's index keeps no text keys (``exact=False``: its own digest table knows exact copies),
 so an answer is a function of the sketch alone and is kept by the sketch's bytes.
@@ -50,7 +53,10 @@ class RoundNovelty:
         self.p = planner
         self._picks = np.zeros((64, K), dtype=np.uint16)      # stored sketches opened this round, in order
         self._texts: list[str] = []
-        self._answers: dict[bytes, float] = {}                # sketch (its bytes) -> similarity to the archive
+        self._answers: dict[bytes, int] = {}                  # sketch (its bytes) -> its row in the batch
+        self._sims: list[float] = []                          # a batch row's similarity to the archive
+        self._batch = np.zeros((0, K), dtype=np.uint16)       # the batch's stored sketches
+        self._most = np.zeros(0, dtype=np.int64)              # a batch row's most equal values with a pick
         self.batched = self.scored = self.answered = 0        # sketches scored in batches, alone, from a batch
 
     def __len__(self) -> int:
@@ -58,7 +64,7 @@ class RoundNovelty:
 
     def begin(self, room: int) -> None:
         """A round starts: score the sketches of its likely grid candidates in one call."""
-        self._answers = {}
+        self._drop_answers()
         p = self.p
         asks = getattr(p, "asks", None)
         if asks is None or p.picker is None or p.pinned_mode or room <= 0 or p.novelty._exact is not None:
@@ -82,25 +88,35 @@ class RoundNovelty:
                 if sk is not None:
                     sks.setdefault(sk.tobytes(), sk)
         if sks:
-            _, sims = similarity_many(p.novelty, np.stack(list(sks.values())))
-            self._answers = dict(zip(sks, sims.tolist()))
+            self._batch = _stored(np.stack(list(sks.values())))
+            _, sims = similarity_many(p.novelty, self._batch)
+            self._answers = dict(zip(sks, range(len(sks))))
+            self._sims = sims.tolist()
+            self._most = np.zeros(len(sks), dtype=np.int64)
             self.batched += len(sks)
+            for row in self._picks[:len(self._texts)]:      # (none: a round begins with no pick)
+                np.maximum(self._most, (self._batch == row).sum(axis=1), out=self._most)
+
+    def _drop_answers(self) -> None:
+        self._answers, self._sims = {}, []
+        self._batch, self._most = self._batch[:0], self._most[:0]
 
     def similarity(self, text: str, sk: np.ndarray) -> float:
         """The larger of ``text``'s similarity to the frozen archive and to this round's picks."""
         sk = np.asarray(sk, dtype=np.uint32)
+        row = self._answers.get(sk.tobytes()) if self._answers else None
+        if row is not None:                   # answered by the batch, its picks' counts kept by add()
+            self.answered += 1
+            s = self._sims[row]
+            return max(s, float(self._most[row]) / K) if self._texts else s
         stored = _stored(sk)                               # what the archive keeps of it
         picks = self._picks[:len(self._texts)]
-        s = self._answers.get(sk.tobytes()) if self._answers else None
-        if s is not None:
-            self.answered += 1
-        else:
-            self.scored += 1
-            index = self.p.novelty
-            if index._exact is None:     # the archive's candidates and the round's picks in one compare
-                rows = np.concatenate((index.ready()._sk._a[index._candidates(stored)], picks))
-                return float((rows == stored).sum(axis=1).max()) / K if len(rows) else 0.0
-            s = index.similarity(text, sk)[1]
+        self.scored += 1
+        index = self.p.novelty
+        if index._exact is None:         # the archive's candidates and the round's picks in one compare
+            rows = np.concatenate((index.ready()._sk._a[index._candidates(stored)], picks))
+            return float((rows == stored).sum(axis=1).max()) / K if len(rows) else 0.0
+        s = index.similarity(text, sk)[1]
         return max(s, float((picks == stored).sum(axis=1).max()) / K) if len(picks) else s
 
     def novelty(self, text: str, sk: np.ndarray) -> float:
@@ -113,12 +129,14 @@ class RoundNovelty:
         n = len(self._texts)
         if n == len(self._picks):
             self._picks = np.concatenate((self._picks, np.zeros_like(self._picks)))
-        self._picks[n] = _stored(sk)
+        self._picks[n] = stored = _stored(sk)
         self._texts.append(text)
+        if len(self._most):                   # each batch candidate's most equal values with a pick
+            np.maximum(self._most, (self._batch == stored).sum(axis=1), out=self._most)
 
     def end(self) -> None:
         """The round is over: its picks go into the archive, in order; its answers are dropped."""
-        self._answers = {}
+        self._drop_answers()
         if self._texts:
             texts, self._texts = self._texts, []
             index = self.p.novelty

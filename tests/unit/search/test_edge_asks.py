@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from whileai_ray.core.columns import prompt_digest
 from whileai_ray.search.ask_forecast import AskForecast, heap_shares
 from whileai_ray.search.cell_picker import CellPicker
 from whileai_ray.search.edge_asks import PROBE, AskBuilder, AskDesk, WrittenAsks, write_batch
@@ -37,11 +38,12 @@ def test_a_batch_is_what_the_planner_would_write_sketch_and_family_key():
                 for _ in range(120)]
     probes = [(PROBE, i, 0) for i in (0, 3, 17)]               # open-ended probes: writer.probe(index)
     odd = [(len(b.cells), 0, 0), (-2, 0, 0), (PROBE, -1, 0), (PROBE, 2, 1)]
-    keys, rows, sks, fams, seconds = desk.write(token, requests + probes + odd)
+    keys, rows, sks, fams, digests, seconds = desk.write(token, requests + probes + odd)
     assert keys == requests + probes and seconds > 0            # (cells it does not have are left out)
     local = TemplateWriter(b.tools, b.system_prompt, b.seed)
     asks = WrittenAsks()
-    asks.fill((keys, rows, sks, fams, seconds), requests + probes)
+    asks.fill((keys, rows, sks, fams, digests, seconds), requests + probes)
+    digest_of = dict(zip(keys, digests.tolist()))               # the digests the desk made
     cap = FamilyCap(3)
     for (ci, instance, phrasing) in requests + probes:
         mine = local.probe(instance) if ci == PROBE else local.write(b.cells[ci], instance, phrasing)
@@ -52,6 +54,7 @@ def test_a_batch_is_what_the_planner_would_write_sketch_and_family_key():
         assert np.array_equal(asks.sketch(got.prompt), sketch(mine.prompt))
         assert asks.sketch(got.prompt).dtype == sketch(mine.prompt).dtype
         assert cap.family(got.prompt) == family_key(mine.prompt)
+        assert digest_of[(ci, instance, phrasing)] == asks.digest(got.prompt) == prompt_digest(mine.prompt)
     assert asks.take(*requests[0]) is None                      # each ask is handed out once
 
 
@@ -67,7 +70,9 @@ def test_the_cache_is_bounded_and_says_what_it_did():
     assert (f["hits"], f["misses"], f["written"], f["unused"]) == (1, 1, 40, 39)
     asks.fill(None, [(1, 2, 3)])                                # a lost answer
     with pytest.raises(ValueError, match="differ in length"):
-        asks.fill(([(0, 0, 0)], [], np.zeros((0, 32), np.uint32), [], 0.0))
+        asks.fill(([(0, 0, 0)], [], np.zeros((0, 32), np.uint32), [], np.zeros(0, np.uint64), 0.0))
+    with pytest.raises(ValueError, match="6 parts"):           # (a batch without its digests)
+        asks.fill(([(0, 0, 0)], [()], np.zeros((1, 32), np.uint32), ["f"], 0.0))
     with pytest.raises(TypeError, match="AskBuilder"):
         AskDesk().learn("x", {"tools": []})
 

@@ -32,7 +32,7 @@ from ...core.unit import Unit
 from ...situations.grid import CONDITION_FAULT_MODE
 from ...situations.timed_writer import TimedWriter
 from ..arms import ArmBandit
-from ..ask_batching import ALT_INSTANCE_STRIDE, prefetch_round, probe_ask, sketch_of, write_ask, written
+from ..ask_batching import ALT_INSTANCE_STRIDE, digest_of, prefetch_round, probe_ask, sketch_of, write_ask, written
 from .budget_bound import margin
 from ..coverage import CoverageTracker
 from ..family_cap import FamilyCap
@@ -206,7 +206,7 @@ class Planner(PlannerState, PlannerStatsReport):
             faulted = weyl(self.s.seed, ordinal, "fault") < self.s.fault_rate
             base, cell, instance, recipe = self._draw_fresh(round_index, ordinal, faulted)
             faults = self._fault_plan(base, faulted)
-        again = not self._seen.add(digest := prompt_digest(base.prompt))     # a seed, task or fallback opened before
+        again = not self._seen.add(digest := digest_of(self, base.prompt))     # a seed, task or fallback opened before
         if self._scored[0] is base.prompt:          # scored while choosing between candidates
             _, sk, nov = self._scored
         else:
@@ -229,7 +229,7 @@ class Planner(PlannerState, PlannerStatsReport):
             for p in range(1, self.s.n):
                 sit = written(self, cell, a, instance, p)
                 if self._fresh(sit.prompt):          # two wordings that came out the same run once
-                    self._seen.add(digest := prompt_digest(sit.prompt))
+                    self._seen.add(digest := digest_of(self, sit.prompt))
                     wordings.append((sit, self.words.add(sit, "grid", a, b, p, -1, faults, digest)))
         for p, (sit, wid) in enumerate(wordings):
             for ri in self.book.open(wid, group_k):
@@ -295,11 +295,11 @@ class Planner(PlannerState, PlannerStatsReport):
         return sit, cell, instance, ("grid", ci, instance)
 
     def _fresh(self, prompt: str) -> bool:
-        if prompt_digest(prompt) in self._seen:
+        if (d := digest_of(self, prompt)) in self._seen:
             return False
         if self.s.trace_guard is not None and self.s.trace_guard.near(prompt)[0]:
             self.trace_near_copies += 1       # held-out traces stay out of the run (and of training)
-            self._seen.add(prompt_digest(prompt))
+            self._seen.add(d)
             return False
         return not self.s.avoid_prompt_shas or prompt_sha(prompt) not in self.s.avoid_prompt_shas
 

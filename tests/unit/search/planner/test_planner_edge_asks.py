@@ -40,9 +40,10 @@ def _edge_build(delay: int, drop_every: int, keep_share: float, seen: list):
                 calls[0] += 1
                 batch = None if drop_every and calls[0] % drop_every == 0 else desk.write(token, want)
                 if batch is not None and keep_share < 1.0:
-                    keys, rows, sks, fams, sec = batch
+                    keys, rows, sks, fams, digests, sec = batch
                     keep = [i for i in range(len(keys)) if rnd.random() < keep_share]
-                    batch = ([keys[i] for i in keep], [rows[i] for i in keep], sks[keep], [fams[i] for i in keep], sec)
+                    batch = ([keys[i] for i in keep], [rows[i] for i in keep], sks[keep], [fams[i] for i in keep],
+                             digests[keep], sec)
                 pending.append((r + delay, batch, want))
                 while pending and pending[0][0] <= r:
                     asks.fill(*pending.popleft()[1:])

@@ -96,15 +96,18 @@ class CoverageTracker:
         self._curve_logged = 0                   # points in it
 
     # ------------------------------------------------------------------ feeding
-    def observe(self, row: dict, arm_weights: dict | None = None) -> tuple[bool, bool]:
+    def observe(self, row: dict, arm_weights: dict | None = None, prompt_key: int | None = None) -> tuple[bool, bool]:
         """Count one landed row; returns ``(new_signature, new_cell)``.
 
         ``arm_weights`` (the bandit's current weights) goes into a curve point if this row
-        completes one.
+        completes one. ``prompt_key``: ``prompt_digest(row["prompt"])`` when the caller knows it
+        (the planner keeps each wording's).
         """
         self.rows += 1
-        prompt = row.get("prompt")
-        fresh = self.prompts.add(prompt_digest(prompt) if isinstance(prompt, str) else digest(prompt))
+        if prompt_key is None:
+            prompt = row.get("prompt")
+            prompt_key = prompt_digest(prompt) if isinstance(prompt, str) else digest(prompt)
+        fresh = self.prompts.add(prompt_key)
         self.scenario_ids.add(digest(row.get("scenario_id")))
         sig = row.get("behavior_signature")
         new_sig = sig is not None and self.signatures.add(digest(sig))

@@ -134,7 +134,8 @@ class Landing:
                        timed_out=res.timed_out, label=label,
                        fault_parent=res.fault_parent and row is not None,
                        graded_failure=verdict is not None and bool(verdict) and is_graded_failure(verdict),
-                       failed_markers=tuple(failed_markers(verdict)) if verdict else ())
+                       failed_markers=tuple(failed_markers(verdict)) if verdict else (),
+                       key_digest=res.digest if row is not None else None)   # (a verdict keeps the key)
 
     def flush(self) -> None:
         """Write the rows landed since the last flush: one batch to the checkpoint and the stream,

@@ -24,3 +24,4 @@ class Outcome:
     resumed: bool = False
     graded_failure: bool = False          # the judge scored it under the pass threshold
     failed_markers: tuple = ()
+    key_digest: tuple | None = None       # the row's ``identity.key_digest`` as its lane made it, if it did

@@ -334,10 +334,10 @@ class Planner(PlannerState, PlannerStatsReport):
                 self._landed_wid.append(wid)
                 self._landed_ri.append(u.rollout_index)
                 self._landed_ordinal.append(u.ordinal)
-                ka, kb, _ = key_digest(row_key(o.row))
+                ka, kb, _ = o.key_digest or key_digest(row_key(o.row))     # (its lane's, when it made one)
                 self._landed_ka.append(ka)
                 self._landed_kb.append(kb)
-                self.tracker.observe(o.row, None)
+                self.tracker.observe(o.row, None, int(self.words.digest[wid]))
                 if self.shapes is not None:
                     self.shapes.observe(o.row.get("tools_used"))
                 more = self.book.observe(wid, o.label)

@@ -37,6 +37,13 @@ class Situation:
         tool = self.dims.get("tool")
         return self.ask_family == "tool" and tool not in (None, "unrelated", "multi_tool")
 
+    def __reduce__(self):
+        # pickled as its class and its fields in order (a Ray message to a lane, ``messages.pack_units``):
+        # ~3x faster both ways than a slotted dataclass's default (a dict of its slots, names and all)
+        return (Situation, (self.scenario_id, self.prompt, self.phrasing_index, self.dims, self.tier, self.tags,
+                            self.ask_family, self.world_state, self.reference, self.ref_ids, self.arm,
+                            self.writer_model, self.selection_reason, self.parent_failure_id, self.extra))
+
     def to_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__slots__}
 

@@ -129,7 +129,8 @@ class RoundNovelty:
         n = len(self._texts)
         if n == len(self._picks):
             self._picks = np.concatenate((self._picks, np.zeros_like(self._picks)))
-        self._picks[n] = stored = _stored(sk)
+        row = self._answers.get(np.asarray(sk, dtype=np.uint32).tobytes()) if self._answers else None
+        self._picks[n] = stored = _stored(sk) if row is None else self._batch[row]     # (a batch row: stored)
         self._texts.append(text)
         if len(self._most):                   # each batch candidate's most equal values with a pick
             np.maximum(self._most, (self._batch == stored).sum(axis=1), out=self._most)

@@ -1,9 +1,11 @@
-"""``cell_key`` (one sorted-keys encoder made once) names a cell exactly as ``json.dumps(cell,
-sort_keys=True)`` did: the coverage report, the spill's fact columns and the planner key cells by it."""
+"""``cell_key`` (one sorted-keys encoder made once, string cells looked up by their items) names a
+cell exactly as ``json.dumps(cell, sort_keys=True)`` did: the coverage report, the spill's fact
+columns and the planner key cells by it."""
 import json
 
 import pytest
 
+from whileai_ray.situations import grid
 from whileai_ray.situations.grid import cell_key
 
 CELLS = [
@@ -25,3 +27,19 @@ def test_a_cell_of_no_json_type_is_refused_as_before():
         json.dumps({"s": {1}}, sort_keys=True)
     with pytest.raises(TypeError):
         cell_key({"s": {1}})
+
+
+def test_the_looked_up_keys_stay_json_dumps_in_any_order_and_past_the_table_size(monkeypatch):
+    monkeypatch.setattr(grid, "CELL_KEYS_KEPT", 8)
+    cells = [{"tool": f"t{i % 11}", "stance": "ordinary", "rule": "r\u00e9"} for i in range(40)]
+    cells += [dict(reversed(list(c.items()))) for c in cells]       # the same cells, keys in another order
+    for _ in range(2):                                              # (the second pass: from the table)
+        for c in cells:
+            assert cell_key(c) == json.dumps(c, sort_keys=True)
+    assert 0 < len(grid._CELL_KEYS) <= 8
+
+
+def test_equal_but_differently_typed_values_keep_their_own_json():
+    cells = [{"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}]
+    for _ in range(2):
+        assert [cell_key(c) for c in cells] == ['{"a": 1}', '{"a": 1.0}', '{"a": true}', '{"a": "1"}']

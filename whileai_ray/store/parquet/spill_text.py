@@ -21,6 +21,7 @@ No pyarrow here: the lanes import it.
 from __future__ import annotations
 
 import json
+import math
 
 __all__ = ["dump_row", "EncodedRow", "edge_text", "with_landed", "encoded_row", "LANDED_KEY"]
 
@@ -59,7 +60,9 @@ def edge_text(row: dict) -> str | None:
 def with_landed(text: str, landed: float) -> str:
     """``text`` (``dump_row`` of a dict without ``_landed_s``) with ``_landed_s: landed`` added
     last: ``dump_row`` of that dict once the Driver has stamped it."""
-    member = '"' + LANDED_KEY + '":' + dump_row(landed)
+    # a finite float is what json writes as its repr (its C encoder does just that): no encoder call a row
+    stamp = float.__repr__(landed) if type(landed) is float and math.isfinite(landed) else dump_row(landed)
+    member = '"' + LANDED_KEY + '":' + stamp
     return text[:-1] + ("," if len(text) > 2 else "") + member + "}"
 
 

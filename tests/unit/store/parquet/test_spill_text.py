@@ -61,5 +61,11 @@ def test_with_landed_is_dump_row_of_the_stamped_row(landed):
     assert math.isfinite(landed)
 
 
+@pytest.mark.parametrize("landed", [7, float("inf"), float("nan"), -0.0, 1e22, True])
+def test_an_odd_stamp_is_written_as_dump_row_writes_it(landed):
+    row = plain_rows()[0]
+    assert with_landed(edge_text(row), landed) == dump_row({**row, "_landed_s": landed})
+
+
 def test_the_spill_module_keeps_its_names():
     assert SpillEncodedRow is EncodedRow and spill_dump_row is dump_row

@@ -286,13 +286,14 @@ class JsonlCheckpoint:
                 return []
             chunks = [(lines[i] if lines is not None else None) or dump_line(rows[i]) for i, _d in pairs]
             start = self._size
-            self._write(b"".join(chunks))            # raises with nothing written and nothing marked
+            data = b"".join(chunks)
+            self._write(data)                        # raises with nothing written and nothing marked
             for _i, digest in pairs:
                 self._keys.add_digest(*digest)
             if self._ix is not None:             # after the fsync: the index is never ahead
                 try:
                     self._ix.write(records_for(chunks, start, [d[0] for _i, d in pairs],
-                                               [d[1] for _i, d in pairs]).tobytes())
+                                               [d[1] for _i, d in pairs], data).tobytes())
                     self._indexed += len(chunks)
                 except OSError:                  # an index behind its checkpoint is rebuilt on open
                     self._ix.close()

@@ -91,18 +91,23 @@ def group_records(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.nda
     return recs
 
 
-def records_for(lines: list[bytes], start: int, a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> np.ndarray:
+def records_for(lines: list[bytes], start: int, a: list[int] | np.ndarray, b: list[int] | np.ndarray,
+                data: bytes | None = None) -> np.ndarray:
     """The records of ``lines`` (bytes, each with its newline) written one after another from
     offset ``start``, with their keys' digests ``a``/``b``: groups of at most ``GROUP_MAX``. Each
-    line's CRC is taken here, where the line is written, in the same pass as its group's."""
-    lens = np.fromiter((len(line) for line in lines), dtype=np.int64, count=len(lines))
+    line's CRC is taken here, where the line is written, in the same pass as its group's.
+    ``data``: the lines already joined (what was written), read in place instead of joined again."""
     crc32 = zlib.crc32
-    rows = np.fromiter((crc32(line) for line in lines), dtype=np.uint32, count=len(lines))
+    lens = np.array([len(line) for line in lines], dtype=np.int64)
+    rows = np.array([crc32(line) for line in lines], dtype=np.uint32)
     ends = start + np.cumsum(lens) - 1
     starts = ends - lens + 1
     a, b = np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.int64)
+    view = memoryview(data) if data is not None else None
     parts = [group_records(starts[i:i + GROUP_MAX], ends[i:i + GROUP_MAX], a[i:i + GROUP_MAX], b[i:i + GROUP_MAX],
-                           b"".join(lines[i:i + GROUP_MAX]), rows[i:i + GROUP_MAX])
+                           b"".join(lines[i:i + GROUP_MAX]) if view is None else
+                           view[int(starts[i]) - start:int(ends[min(i + GROUP_MAX, len(lines)) - 1]) + 1 - start],
+                           rows[i:i + GROUP_MAX])
              for i in range(0, len(lines), GROUP_MAX)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD)
 

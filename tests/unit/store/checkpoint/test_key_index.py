@@ -162,3 +162,17 @@ def test_an_index_of_the_older_line_format_is_rebuilt_in_this_one(tmp_path):
     assert any("key index" in w and "rebuilt" in w for w in ck.warnings)
     ck.close()
     assert len(read_index(index_path(path), created)) == 8
+
+
+def test_records_read_from_the_written_bytes_are_the_records_of_the_lines():
+    from whileai_ray.store.checkpoint.key_index import GROUP_MAX, records_for
+    rng = np.random.default_rng(3)
+    n = 2 * GROUP_MAX + 17                                   # three groups, the last one short
+    lines = [b"x" * int(k) + b"\n" for k in rng.integers(0, 300, n)]
+    a = rng.integers(0, 2**63, n, dtype=np.uint64)
+    b = rng.integers(-2**62, 2**62, n, dtype=np.int64)
+    joined = records_for(lines, 12_345, a, b)
+    in_place = records_for(lines, 12_345, a, b, data=b"".join(lines))
+    assert in_place.dtype == RECORD and np.array_equal(joined, in_place)
+    assert joined["n"][GROUP_MAX - 1] == GROUP_MAX and joined["n"][-1] == 17
+    assert joined["start"][0] == 12_345 and joined["end"][-1] == 12_345 + sum(map(len, lines)) - 1

@@ -57,10 +57,9 @@ class RowKeySet:
 
     def add_digest(self, a: int, b: int, text: str) -> bool:
         """``add`` of a key whose ``key_digest`` is known."""
-        have = self._table.get(a)
-        if have is None:
-            self._table.add(a, b)
+        if self._table.add(a, b):           # (the usual case, a new key: one probe of the table)
             return True
+        have = self._table.get(a)
         if have == b or text in self._aside:
             return False
         self._aside.add(text)

@@ -28,7 +28,7 @@ class Unit:
     ordinal: int = 0                  # position in the run's schedule (deterministic)
     group: int = -1                   # the planner's id of the wording this unit plays (its group)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         # its class and its fields in order: what crosses to a lane per unit (``messages.pack_units``)
         return (Unit, (self.run_id, self.situation, self.rollout_index, self.eval_run, self.attempt, self.faults,
                        self.seed, self.ordinal, self.group))

@@ -119,7 +119,8 @@ class WrittenAsks:
 
     def __init__(self, limit: int = CACHE_ASKS):
         self.limit = int(limit)
-        self._asks: OrderedDict[tuple[int, int, int], tuple[tuple, np.ndarray, str]] = OrderedDict()
+        # (cell index, instance, phrasing) -> (situation fields, sketch, family key, prompt digest)
+        self._asks: OrderedDict[tuple[int, int, int], tuple[tuple, np.ndarray, str, int]] = OrderedDict()
         self._sketches: dict[str, np.ndarray] = {}
         self._digests: dict[str, int] = {}
         self.asked: set[tuple[int, int, int]] = set()     # requested, answer not in yet

@@ -37,7 +37,7 @@ class Situation:
         tool = self.dims.get("tool")
         return self.ask_family == "tool" and tool not in (None, "unrelated", "multi_tool")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         # pickled as its class and its fields in order (a Ray message to a lane, ``messages.pack_units``):
         # ~3x faster both ways than a slotted dataclass's default (a dict of its slots, names and all)
         return (Situation, (self.scenario_id, self.prompt, self.phrasing_index, self.dims, self.tier, self.tags,

@@ -23,7 +23,7 @@ from collections import deque
 
 import numpy as np
 
-from ...core.columns import Column, prompt_digest
+from ...core.columns import Column
 from ...core.digest_table import DigestTable
 from ...core.defaults import LOST_REASONS, POISON_REASONS, POISON_TRIES, TIMED_OUT
 from ...core.identity import key_digest, prompt_sha, row_key

@@ -151,8 +151,9 @@ class WrittenAsks:
             raise ValueError("an edge batch's keys, situations, sketches, families and digests differ in length")
         self.edge_seconds += float(seconds)
         asks = self._asks
-        for n, (key, d) in enumerate(zip(keys, np.asarray(digests, dtype=np.uint64).tolist())):
-            asks[(int(key[0]), int(key[1]), int(key[2]))] = (rows[n], sketches[n], families[n], d)
+        for key, row, sk, fam, d in zip(keys, rows, sketches, families, np.asarray(digests, dtype=np.uint64).tolist()):
+            # (a lane's keys are tuples of ints already: ``write_batch``)
+            asks[key if type(key) is tuple else (int(key[0]), int(key[1]), int(key[2]))] = (row, sk, fam, d)
         self.filled += len(keys)
         while len(asks) > self.limit:
             asks.popitem(last=False)

@@ -118,18 +118,19 @@ class RolloutWorker:
             return results
         return [r.wire() for r in (slimmed(results) if self.slim else results)]
 
-    async def write_asks(self, token: str, box: list, requests: list):
+    async def write_asks(self, token: str, box: list, requests: list | bytes):
         """Write, sketch and family-key the asks the Driver's planner will most likely need next
         (``search/edge_asks.py``), here beside the rollouts, so that the Driver only looks them up.
         ``box[0]``: the run's ``AskBuilder``, or a Ray reference to it, read the first time only
-        (None: the caller's pool was shown it already; None comes back if it was not)."""
+        (None: the caller's pool was shown it already; None comes back if it was not).
+        ``requests``: a list, or pickled by the Driver (``messages.pack_units``)."""
         desk = self.__dict__.setdefault("ask_desk", AskDesk())
         if not desk.knows(token):
             builder = box[0]
             if builder is None:
                 return None
             desk.learn(token, builder if isinstance(builder, AskBuilder) else await builder)
-        return await asyncio.to_thread(desk.write, token, requests)
+        return await asyncio.to_thread(desk.write, token, unpack_units(requests))
 
     def flush_shards(self) -> str | None:
         """The run is over: write the Parquet rows still buffered; returns the writer's token."""

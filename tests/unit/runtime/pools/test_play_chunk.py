@@ -60,3 +60,17 @@ def test_a_result_with_every_field_set_comes_back_whole_from_its_wire_form():
     assert all(getattr(res, f.name) != f.default for f in fields(RolloutResult) if f.name not in ("unit", "row"))
     wire = pickle.loads(pickle.dumps(res.wire()))
     assert RolloutResult.from_wire(unit, wire) == res and len(wire) == len(fields(RolloutResult)) - 1
+
+
+def test_an_asks_calls_requests_may_come_pickled_too():
+    from whileai_ray.search.edge_asks import AskBuilder
+    from whileai_ray.situations.covering import pairwise_cells
+    from whileai_ray.situations.grid import build_axes
+    cells = pairwise_cells(build_axes(META.tools, META.system_prompt))
+    builder = AskBuilder(META.tools, META.system_prompt, 5, cells)
+    requests = [(i % len(cells), 3 * i, 0) for i in range(40)] + [(-1, 2, 0)]      # grid asks and a probe
+    worker = RolloutWorker(odd_reply, META, concurrency=4, node_id="n")
+    plain = asyncio.run(worker.write_asks(builder.token(), [builder], requests))
+    packed = asyncio.run(worker.write_asks(builder.token(), [None], pack_units(requests)))   # (it knows the writer now)
+    assert plain[0] == packed[0] == requests and plain[1] == packed[1] and len(plain[1]) == len(requests)
+    assert (plain[2] == packed[2]).all() and plain[3] == packed[3] and (plain[4] == packed[4]).all()

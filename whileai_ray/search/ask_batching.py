@@ -27,8 +27,8 @@ from ..core.rng import weyl
 from .edge_asks import PROBE
 from .novelty import sketch
 
-__all__ = ["situation_units", "prefetch_round", "write_ask", "written", "probe_ask", "sketch_of", "digest_of", "ALT_INSTANCE_STRIDE",
-           "RETRY_LOOKAHEAD"]
+__all__ = ["situation_units", "prefetch_round", "write_ask", "written", "probe_ask", "sketch_of", "digest_of",
+           "ALT_INSTANCE_STRIDE", "RETRY_LOOKAHEAD"]
 
 ALT_INSTANCE_STRIDE = 1_000_003   # a competing candidate is another world of the same cell, far from the next ones
 RETRY_LOOKAHEAD = 3               # picks written ahead when a batching writer misses (write_ask)

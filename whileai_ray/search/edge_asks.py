@@ -121,8 +121,7 @@ class WrittenAsks:
         self.limit = int(limit)
         # (cell index, instance, phrasing) -> (situation fields, sketch, family key, prompt digest)
         self._asks: OrderedDict[tuple[int, int, int], tuple[tuple, np.ndarray, str, int]] = OrderedDict()
-        self._sketches: dict[str, np.ndarray] = {}
-        self._digests: dict[str, int] = {}
+        self._hints: dict[str, tuple[np.ndarray, int]] = {}   # prompt just handed out -> (sketch, digest)
         self.asked: set[tuple[int, int, int]] = set()     # requested, answer not in yet
         self.hits = self.misses = self.filled = self.unused = 0
         self.edge_seconds = 0.0
@@ -170,11 +169,9 @@ class WrittenAsks:
         self.hits += 1
         row, sk, fam, d = got
         sit = Situation(*row)
-        if len(self._sketches) >= HINTS:
-            self._sketches.clear()
-            self._digests.clear()
-        self._sketches[sit.prompt] = sk
-        self._digests[sit.prompt] = d
+        if len(self._hints) >= HINTS:
+            self._hints.clear()
+        self._hints[sit.prompt] = (sk, d)
         if family is not None:
             family.known(sit.prompt, fam)
         return sit
@@ -187,13 +184,13 @@ class WrittenAsks:
 
     def sketch(self, prompt: str) -> np.ndarray:
         """``novelty.sketch(prompt)``: the one that came with an ask just handed out, else computed."""
-        sk = self._sketches.get(prompt)
-        return sketch(prompt) if sk is None else sk
+        hint = self._hints.get(prompt)
+        return sketch(prompt) if hint is None else hint[0]
 
     def digest(self, prompt: str) -> int:
         """``columns.prompt_digest(prompt)``: the one that came with an ask just handed out, else computed."""
-        d = self._digests.get(prompt)
-        return prompt_digest(prompt) if d is None else d
+        hint = self._hints.get(prompt)
+        return prompt_digest(prompt) if hint is None else hint[1]
 
     def figures(self) -> dict:
         """Hits, misses, hit rate, asks written at the edges, those never used, and the CPU seconds

@@ -100,14 +100,12 @@ def records_for(lines: list[bytes], start: int, a: list[int] | np.ndarray, b: li
     crc32 = zlib.crc32
     lens = np.array([len(line) for line in lines], dtype=np.int64)
     rows = np.array([crc32(line) for line in lines], dtype=np.uint32)
-    ends = start + np.cumsum(lens) - 1
-    starts = ends - lens + 1
+    offsets = np.concatenate(([0], np.cumsum(lens))).tolist()     # each line's place in ``data``, and its end
+    starts, ends = start + np.asarray(offsets[:-1], dtype=np.int64), start + np.asarray(offsets[1:], dtype=np.int64) - 1
     a, b = np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.int64)
-    view = memoryview(data) if data is not None else None
+    view = memoryview(b"".join(lines) if data is None else data)
     parts = [group_records(starts[i:i + GROUP_MAX], ends[i:i + GROUP_MAX], a[i:i + GROUP_MAX], b[i:i + GROUP_MAX],
-                           b"".join(lines[i:i + GROUP_MAX]) if view is None else
-                           view[int(starts[i]) - start:int(ends[min(i + GROUP_MAX, len(lines)) - 1]) + 1 - start],
-                           rows[i:i + GROUP_MAX])
+                           view[offsets[i]:offsets[min(i + GROUP_MAX, len(lines))]], rows[i:i + GROUP_MAX])
              for i in range(0, len(lines), GROUP_MAX)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD)
 

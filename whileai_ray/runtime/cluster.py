@@ -7,7 +7,9 @@ Ray (a notebook that already called ``ray.init``, a Ray Job's driver), honours
 A local Ray we start preloads the Driver's and rollout actors' modules into its worker processes
 (``PRELOAD``, Ray's ``preload_python_modules``): the idle workers Ray starts beside it import
 whileai_ray while nothing waits, so the first run's actors start without paying for it (about
-half a second of CPU per actor, on the way to the first row).
+half a second of CPU per actor, on the way to the first row), and Ray's serializers
+(``serialization_warm.py``); once Ray is up, the caller's own serialization context is built
+there too, not by the run's first call.
 
 Locally Ray binds to the machine's outer address unless told otherwise; we bind it to a
 loopback address (``WHILEAI_RAY_NODE_IP``, default ``127.0.0.2`` on Linux, where the whole
@@ -22,9 +24,11 @@ import sys
 import ray
 
 from .pools.sizing import ClusterView
+from .serialization_warm import warm_serialization
 
 NAMESPACE = "whileai_ray"
-PRELOAD = ("whileai_ray.runtime.driver.actor",)   # imports the rollout actor's modules too
+PRELOAD = ("whileai_ray.runtime.driver.actor",    # imports the rollout actor's modules too
+           "whileai_ray.runtime.serialization_warm")
 
 
 def _local_node_ip() -> str | None:
@@ -35,8 +39,10 @@ def _local_node_ip() -> str | None:
 
 
 def ensure_ray(**overrides) -> None:
-    """Start or join Ray once per process; a no-op when Ray is already up."""
+    """Start or join Ray once per process; when Ray is already up, only its serialization context
+    is made sure of (``serialization_warm.py``)."""
     if ray.is_initialized():
+        warm_serialization()                 # (a Ray the user started: the context, once)
         return
     kwargs: dict = {"namespace": NAMESPACE, "log_to_driver": True, "ignore_reinit_error": True}
     address = os.environ.get("RAY_ADDRESS")
@@ -55,6 +61,7 @@ def ensure_ray(**overrides) -> None:
             kwargs["_node_ip_address"] = ip
     kwargs.update(overrides)
     ray.init(**kwargs)
+    warm_serialization()
 
 
 def local_node_id() -> str:

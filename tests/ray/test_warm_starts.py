@@ -253,3 +253,67 @@ def test_a_kept_driver_gets_a_new_pool_from_the_caller_and_the_same_rows(ray_loc
     assert b["driver"] == "reused" and b["rollouts"] == "started" and b["rollouts_started_by"] == "caller"
     assert set(b["rollout_ids"]).isdisjoint(a["rollout_ids"])
     assert _strip(first.rows()) == _strip(other.rows())
+
+
+class SlowSecondLane:
+    """A class agent (built once per rollout lane) whose second lane takes 1 s to build, as a
+    lane whose actor waits for a process of its own does; each call's start and end go to a file
+    of its process."""
+
+    def __init__(self, folder):
+        self.folder, self.inner = folder, wai.seeded_agent(TOOLS_FOR_INIT)
+        try:
+            os.close(os.open(os.path.join(folder, "first"), os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            time.sleep(1.0)
+
+    def __call__(self, message):
+        t0 = time.time()
+        time.sleep(0.05)
+        with open(os.path.join(self.folder, f"calls.{os.getpid()}"), "a") as f:
+            f.write(f"{t0} {time.time()}\n")
+        return self.inner(message)
+
+
+def _most_at_once(spans, before=float("inf")):
+    """The most calls in progress at once among ``spans`` ((start, end) pairs), counting starts before ``before``."""
+    edges = sorted([(s, 1) for s, e in spans if s < before] + [(e, -1) for s, e in spans if s < before])
+    now = most = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_a_lane_still_starting_lends_its_slots_and_no_more_than_concurrency_calls_run(ray_local, tmp_path):
+    """While the second lane is built, the first plays its own slots and the second's (lent), never
+    more calls at once than ``concurrency``; once up, the second lane plays too, and the rows are
+    those of the same run on lanes that were up from the start (the kept ones)."""
+    kw = dict(tools=TOOLS_FOR_INIT, simulator=False, budget=400, concurrency=8, seed=5,
+              advanced={"agent_args": [str(tmp_path)], "ray": {"rollout_actors": 2}})
+    cold = wai.simulate(SlowSecondLane, **kw)
+    calls = {name: [tuple(map(float, line.split())) for line in (tmp_path / name).read_text().splitlines()]
+             for name in os.listdir(tmp_path) if name.startswith("calls.")}
+    for name in calls:
+        (tmp_path / name).unlink()
+    warm = wai.simulate(SlowSecondLane, **kw)              # the kept lanes, renewed: both up at once
+    assert _warm(cold)["units_lent"] > 0 and _warm(warm)["units_lent"] == 0
+    assert len(calls) == 2 and sum(map(len, calls.values())) == 400
+    late = min(calls.values(), key=lambda spans: -min(s for s, _ in spans))     # the lane built last
+    early = next(spans for spans in calls.values() if spans is not late)
+    second_up = min(s for s, _ in late)
+    assert _most_at_once(early, before=second_up) > 4        # its 4 slots and some of the other's
+    assert _most_at_once([span for spans in calls.values() for span in spans]) <= 8
+    assert _strip(cold.rows()) == _strip(warm.rows())
+
+
+def test_a_lane_whose_slots_the_run_set_never_plays_more_than_them(ray_local, tmp_path):
+    """``concurrency_per_actor=`` is a limit of each actor (a model loaded once per actor may hold
+    only so many calls): while the second lane is built, the first plays its own slots, no more."""
+    kw = dict(tools=TOOLS_FOR_INIT, simulator=False, budget=200, concurrency=8, seed=5,
+              advanced={"agent_args": [str(tmp_path)], "ray": {"rollout_actors": 2, "concurrency_per_actor": 4}})
+    data = wai.simulate(SlowSecondLane, **kw)
+    calls = [[tuple(map(float, line.split())) for line in (tmp_path / name).read_text().splitlines()]
+             for name in os.listdir(tmp_path) if name.startswith("calls.")]
+    assert _warm(data)["units_lent"] == 0 and len(data.rows()) == 200
+    assert max(_most_at_once(spans) for spans in calls) <= 4

@@ -108,6 +108,8 @@ class Driver:
             self.collector.idle()                    # a resume froze its rows; they go with the run
         if rollouts is not None:
             warm["rollout_ids"] = [actor_id(a) for a in rollouts.actors]
+            if worker.loop is not None:       # units played in the slots of lanes still starting (driver/lending.py)
+                warm["units_lent"] = worker.loop.lending.units_lent
         if result.stopped_because == CALLER_GONE and not spec.checkpoint:
             result = await asyncio.to_thread(_keep_orphan_rows, result, spec.run_id)
         return dataclasses.replace(result, warm=warm, last_poll=self.last_poll), started_wall

@@ -5,7 +5,8 @@ One run, from the first decision to the stop:
 1. **decide** rounds (``Planner.decide``) as the ``RoundBook`` allows (``loop_rules.may_decide``);
    a unit whose row is already on disk (a resume) is settled from it, the others are queued;
 2. **dispatch** the queue in chunks to the rollout pool's least loaded lane, each lane filled to
-   its slots plus one chunk of prefetch (``loop_rules.pick_lane``);
+   its slots plus one chunk of prefetch (``loop_rules.pick_lane``); while a lane still starts,
+   its slots are lent to the lanes up (``driver/lending.py``);
 3. take the **next result** that comes back from any pool: a rollout chunk's rows go to the
    judge pool when the run is graded (in chunks, least loaded judge lane first), and land once
    their verdicts are in; ungraded rows land at once (``driver/landing.py``);
@@ -31,7 +32,6 @@ import asyncio
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Callable
 
 from ...search.planner.clock import RunClock
@@ -39,7 +39,9 @@ from ...search.planner.rounds import RoundBook
 from . import rules
 from .caller_watch import CALLER_GONE
 from .chunk_retry import ChunkRetry
+from .flights import STUCK_GRACE_S, Flight, stuck_units
 from .landing import Landing
+from .lending import OWN, Lending
 from .settings import LoopSettings
 from ..messages import RolloutResult
 from ..metrics.recorder import NoMetrics
@@ -49,17 +51,7 @@ __all__ = ["DriverLoop", "LoopSettings", "Flight", "STUCK_GRACE_S"]
 
 _log = logging.getLogger(__name__)   # a child of whileai_ray.runtime
 
-STUCK_GRACE_S = 30.0
 TURN_ROUNDS = 1        # rounds (~25 ms of planner each) decided per loop turn, each sent before the next is decided
-
-
-@dataclass
-class Flight:
-    """One chunk on its way: which pool and lane, its items ``(round, index, unit or result)``."""
-    kind: str              # "roll", "alone" (a suspect tried by itself) or "judge"
-    lane: int
-    items: list
-    sent_at: float
 
 
 def _say(line: str) -> None:
@@ -95,7 +87,8 @@ class DriverLoop:
         self.round_units: dict = {}               # round -> its units, until observed (snapshots)
         self.queue: deque = deque()               # (round, index, unit) ready to dispatch
         self.flights: dict[asyncio.Future, Flight] = {}
-        self.load = [0] * rollouts.lanes
+        self.load = [0] * rollouts.lanes          # a lane's own units out (lent ones: self.lending)
+        self.lending = Lending(rollouts.lanes, rollouts.slots, self.chunk, on=rollouts.lends)
         self.judge_load = [0] * (judges.lanes if judges is not None else 0)
         self.inflight = self.judging = 0          # units at rollout lanes, rows at judge lanes
         self.blocked = False                      # the planner had nothing to decide since the last observe
@@ -251,14 +244,16 @@ class DriverLoop:
 
     # ------------------------------------------------------------- dispatching
     def _dispatch(self) -> None:
-        """Fill every rollout lane up to its slots plus one chunk of prefetch."""
-        limit = rules.chunk_limit(self.rollouts.slots, self.chunk)
-        while self.queue:
-            lane = rules.pick_lane(self.load, limit)
-            if lane is None:
+        """Fill every rollout lane up to its slots plus one chunk of prefetch (a starting lane's
+        slots lent to the lanes up: ``driver/lending.py``)."""
+        lending, queue = self.lending, self.queue
+        up = self.rollouts.lanes_up() if lending.active else None
+        while queue:
+            step = lending.next_chunk(self.load, up, len(queue))
+            if step is None:
                 return
-            items = [self.queue.popleft() for _ in range(min(self.chunk, len(self.queue)))]
-            self._send("roll", lane, items)
+            lane, n, owner = step
+            self._send("roll", lane, [queue.popleft() for _ in range(n)], owner)
 
     def _dispatch_alone(self) -> None:
         """The quarantine lane: one suspect unit at a time, on a lane that plays nothing else, so
@@ -277,10 +272,15 @@ class DriverLoop:
             lane = min(range(len(self.judge_load)), key=self.judge_load.__getitem__)
             self._send("judge", lane, part)
 
-    def _send(self, kind: str, lane: int, items: list) -> None:
+    def _send(self, kind: str, lane: int, items: list, owner: int = OWN) -> None:
+        lent = False
         if kind == "roll":
             payload = [u for _, _, u in items]
-            self.load[lane] += len(items)
+            if owner == OWN:
+                self.load[lane] += len(items)
+            else:
+                self.lending.sent(lane, len(items), owner)
+                lent = True
             self.inflight += len(items)
             pool = self.rollouts
         else:
@@ -289,18 +289,21 @@ class DriverLoop:
             self.judging += len(items)
             assert self.judges is not None, "judge chunks go out only when the run has judges"
             pool = self.judges
-        task = asyncio.ensure_future(pool.submit(lane, payload))
-        self.flights[task] = Flight(kind, lane, items, self.clock())
+        task = asyncio.ensure_future(pool.submit(lane, payload, lent=True) if lent else pool.submit(lane, payload))
+        self.flights[task] = Flight(kind, lane, items, self.clock(), owner)
 
     # ---------------------------------------------------------------- results
     async def _next_done(self) -> list[tuple[Flight, list | None, BaseException | None]]:
         """The chunks that came back, from any pool (waits at most ``loop_rules.wait_s``)."""
         timeout = rules.wait_s(self.clock(), self.run_clock.edge())
-        done, _ = await asyncio.wait(list(self.flights), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        waits = [*self.flights, *self.rollouts.starting()] if self.lending.active else list(self.flights)
+        done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         self._watchdog()
         out = []
         for task in done:
-            flight = self.flights.pop(task)
+            flight = self.flights.pop(task, None)
+            if flight is None:                   # a starting lane came up: the next dispatch sends it work
+                continue
             error = task.exception()
             out.append((flight, None if error is not None else task.result(), error))
         return out
@@ -312,7 +315,9 @@ class DriverLoop:
             self.judging -= n
         else:
             self.inflight -= n
-            if flight.kind == "roll":
+            if flight.owner != OWN:
+                self.lending.back(flight.lane, n, flight.owner)
+            elif flight.kind == "roll":
                 self.load[flight.lane] -= n
             else:
                 self.alone = None
@@ -374,20 +379,12 @@ class DriverLoop:
         return [RolloutResult.lost(flight.items[0][2], settled, f"{settled}: {type(error).__name__}")]
 
     def _watchdog(self) -> None:
-        """Report units whose chunk has been in flight past the agent deadline plus a grace: a hung
-        lane or a node that died without Ray noticing yet. They stay in flight (re-issuing a unit
-        that may still land would break exactly-once); the report names them."""
+        """Report units in flight past the agent deadline plus a grace (``driver/flights.py``)."""
         limit = (self.s.timeout or 300.0) + STUCK_GRACE_S
-        now = self.clock()
-        for flight in self.flights.values():
-            if flight.kind == "judge" or now - flight.sent_at <= limit:
-                continue
-            for _r, _i, unit in flight.items:
-                key = "|".join(map(str, unit.key))
-                if key not in self.stuck:
-                    self.log(f"whileai_ray watchdog: unit {key} in flight for {now - flight.sent_at:.0f}s "
-                             f"(deadline {limit:.0f}s)")
-                self.stuck[key] = round(now - flight.sent_at, 1)
+        for key, age in stuck_units(self.flights.values(), self.clock(), limit):
+            if key not in self.stuck:
+                self.log(f"whileai_ray watchdog: unit {key} in flight for {age:.0f}s (deadline {limit:.0f}s)")
+            self.stuck[key] = round(age, 1)
 
     def _abandon(self) -> None:         # the run stopped: what is in flight is cut loose (never lands)
         cut = self.stopped_because == "time_budget"     # the clock stopped it: what is still out is cut

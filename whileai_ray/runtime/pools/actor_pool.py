@@ -7,15 +7,13 @@ for no resources are placed by us, deterministically: each new actor goes to the
 those the ``PoolPlan`` names (the alive nodes that have CPUs), that holds the fewest of ours per
 CPU. Ray's own SPREAD (and soft affinity) was measured to stack two of three actors on one node
 of a 3-node cluster. A lane whose actor is gone gets a fresh actor, placed by the same rule among
-the nodes still alive. An actor is gone in more ways than ``RayActorError`` says: Ray's memory
-monitor killing it raises ``OutOfMemoryError`` on that call *and every later one* (a lane never
-replaced failed ~250 chunks a second for good), a lost node ``NodeDiedError``; ``lane_is_dead``
-knows them all (``death_cause`` names why).
+the nodes still alive; ``pools/lane_death.py`` knows every way Ray says an actor is gone.
 
 The actors are made when the pool is made (they start while the Driver reads its checkpoint),
 or were made before it (``prebuilt``: by the caller, beside a kept Driver that needs a new pool,
 or kept from an earlier run by the Driver host, ``driver/actor.py``); ``start()`` waits until one answers
-``ping`` (the others are waited for while the run begins) and the run fails with a clear error
+``ping`` (the others are waited for while the run begins: ``lanes_up()``, and the Driver lends
+their slots to the lanes up meanwhile, ``driver/lending.py``) and the run fails with a clear error
 when the cluster cannot place them all. Rollout actors are
 ``ReusableRolloutWorker`` actors (``pools/warm_rollout.py``): a later run of the same process may renew them
 (``renew()``: asked before the Driver opens its run, settled by ``start()``; a renewed lane is up).
@@ -28,8 +26,9 @@ from typing import Callable
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ..messages import NODE_LOST, ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED, pack_units
+from ..messages import ROLLOUT_FAILED, UNSERIALIZABLE, WORKER_CRASHED, pack_units
 from .judge_worker import JudgeWorker
+from .lane_death import death_cause, lane_is_dead
 from .slim_results import slim_lanes
 from .warm_rollout import ReusableRolloutWorker
 
@@ -38,37 +37,6 @@ __all__ = ["start_rollout_actors", "ActorPool", "rollout_pool", "rollout_args", 
 
 PLACEMENT_TIMEOUT_S = 60.0
 FLUSH_TIMEOUT_S = 30.0
-
-_X = ray.exceptions
-# Every error by which Ray says a call's actor is gone (ray/exceptions.py, Ray 2.60): ActorDiedError
-# (ray.kill, os._exit, a segfault, its node gone) and ActorUnavailableError are RayActorErrors;
-# the memory monitor's kill is an OutOfMemoryError, a worker that died mid-call a
-# WorkerCrashedError, a node NodeDiedError or LocalRayletDiedError, a result that died with its
-# node an ObjectLostError (OwnerDiedError, ObjectReconstructionFailedError, ...).
-LANE_DEAD = (_X.RayActorError, _X.OutOfMemoryError, _X.WorkerCrashedError, _X.NodeDiedError,
-             _X.LocalRayletDiedError, _X.ObjectLostError)
-_NODE_GONE = (_X.NodeDiedError, _X.LocalRayletDiedError)
-
-
-def lane_is_dead(error: BaseException) -> bool:
-    """Whether ``error`` (what awaiting a chunk raised) says the lane's actor is gone, so the lane needs a
-    fresh one; False when the actor is alive and the chunk raised in our code (a ``RayTaskError``)."""
-    return isinstance(error, LANE_DEAD) and not isinstance(error, _X.RayTaskError)
-
-
-def death_cause(error: BaseException, node_alive: bool = True) -> str | None:
-    """Why a lane died, as ``chunk_retry`` names it, or None when it did not (``lane_is_dead``).
-
-    ``node_lost`` when its node went (the units are sent again as they are); ``worker_crashed``
-    otherwise: the actor's process died under a unit (an OOM kill, a segfault, ``os._exit``,
-    ``ray.kill``), whose units are then tried alone until the one that kills is found."""
-    if not lane_is_dead(error):
-        return None
-    if (isinstance(error, _NODE_GONE) or not node_alive or getattr(error, "preempted", False)
-            or "node has died" in str(error)):
-        return NODE_LOST
-    return WORKER_CRASHED
-
 
 async def await_ref(ref):
     """An ObjectRef as a coroutine (what asyncio.ensure_future and gather take)."""
@@ -89,6 +57,7 @@ def actor_options(ray_opts: dict) -> dict:
 
 class ActorPool:
     where = "actors"
+    lends = False               # rollout_pool says when a starting lane's slots may be lent (driver/lending.py)
 
     def __init__(self, make: Callable[[], tuple], lanes: int, slots: int, method: str, what: str,
                  options: dict, start_timeout_s: float = PLACEMENT_TIMEOUT_S, flush: bool = False,
@@ -108,6 +77,7 @@ class ActorPool:
         self._alone = self._spare = None           # the quarantine lane's actor, and the one readied after it
         self.nodes: list = []
         self._placing: asyncio.Future | None = None   # the lanes still starting after start() returned
+        self._starting: dict = {}                     # lane -> its ping task, for the lanes start() pinged
         self._unplaced: RuntimeError | None = None    # set when they were not placed in time
         self._renewing: list | None = None            # kept lanes becoming this run's (``renew``)
         self.placer: _Placer | None = None            # rollout_pool's _Placer, when it places the actors
@@ -178,9 +148,9 @@ class ActorPool:
             self.placer.placed[node] -= 1            # its replacement is placed as if it never was
 
     async def start(self) -> None:
-        """Return once one lane answers: the run may begin (a chunk sent to a lane still starting
-        waits at Ray until its actor is up, so the first row does not wait for the slowest actor
-        to start). The other lanes are waited for in the background; when they are not all
+        """Return once one lane answers: the run may begin (the first row does not wait for the
+        slowest actor to start: the Driver lends a starting lane's slots to the lanes up,
+        ``lanes_up()``). The other lanes are waited for in the background; when they are not all
         placed within ``start_timeout_s``, their chunks fail with the placement error and
         ``replace`` raises it (the run stops, saying what the cluster lacks). Renewed lanes
         (``renew``) answered already, but on shared storage (``flush``) they are pinged too: the
@@ -193,7 +163,9 @@ class ActorPool:
         if all(node is not None for node in known):
             return
         deadline = asyncio.get_running_loop().time() + self.start_timeout_s
-        pings = [asyncio.ensure_future(self._ping(i, a)) for i, a in enumerate(self.actors) if known[i] is None]
+        self._starting = {i: asyncio.ensure_future(self._ping(i, a)) for i, a in enumerate(self.actors)
+                          if known[i] is None}
+        pings = list(self._starting.values())
         done, pending = await asyncio.wait(pings, timeout=self.start_timeout_s, return_when=asyncio.FIRST_COMPLETED)
         if not done:
             for task in pending:
@@ -206,6 +178,19 @@ class ActorPool:
 
     async def _ping(self, lane: int, actor) -> None:
         self.nodes[lane] = await actor.ping.remote()
+
+    def lanes_up(self) -> list[bool]:
+        """Which lanes answered their ping (or were renewed, or replaced since: a replacement's
+        chunks wait at Ray while it starts). A lane whose constructor failed counts as up: its
+        first chunk says why (``replace``). Raises the placement error once it is known."""
+        if self._unplaced is not None:
+            raise self._unplaced
+        starting = self._starting
+        return [lane not in starting or starting[lane].done() for lane in range(len(self.actors))]
+
+    def starting(self) -> list:
+        """The pings of the lanes still starting (the loop wakes when one answers)."""
+        return [task for task in self._starting.values() if not task.done()]
 
     async def _place_rest(self, pending: set, deadline: float) -> None:
         done, late = await asyncio.wait(pending, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
@@ -224,10 +209,10 @@ class ActorPool:
             f"each asks for {opts}. The cluster lacks those resources: lower advanced={{'ray': {{...}}}} "
             "(num_cpus, num_gpus, resources, rollout_actors) or add nodes that have them.")
 
-    def submit(self, lane: int, payload: list):
+    def submit(self, lane: int, payload: list, lent: bool = False):
         if self.actors[lane] is None:            # replaced only when there is work for it
             self.actors[lane] = self._new()
-        return self._call(self.actors[lane], payload)
+        return self._call(self.actors[lane], payload, lent)
 
     def submit_alone(self, payload: list):
         if self._alone is None:                  # the spare, started while the last one worked, takes over
@@ -240,9 +225,13 @@ class ActorPool:
         if self._spare is None and self._alone is not None:
             self._spare = self._new()
 
-    async def _call(self, actor, payload: list):
+    async def _call(self, actor, payload: list, lent: bool = False):
         try:
-            ref = getattr(actor, self.method).remote(pack_units(payload) if self.what == "rollout" else payload)
+            method = getattr(actor, self.method)
+            if self.what != "rollout":
+                ref = method.remote(payload)
+            else:                                # (lent: played beyond the lane's slots, driver/lending.py)
+                ref = method.remote(pack_units(payload), True) if lent else method.remote(pack_units(payload))
             placing = self._placing
             if placing is None or placing.done() and self._unplaced is None:
                 return await ref
@@ -364,6 +353,10 @@ def rollout_pool(spec, plan, prebuilt: list | None = None) -> ActorPool:
     pool = ActorPool(make, plan.actors, plan.per_actor, "play_chunk", "rollout", opts, spec.start_timeout_s,
                      flush=bool(spec.shards), prebuilt=prebuilt)
     pool.placer = placer
+    # a lane's slots are ours to lend while another starts, unless they are a limit the run set for
+    # the lane itself: concurrency_per_actor=, or actors that reserve CPUs, GPUs or resources (a
+    # model loaded once per actor may hold only so many calls)
+    pool.lends = ours and not spec.concurrency_per_actor
     return pool
 
 

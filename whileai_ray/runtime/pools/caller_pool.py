@@ -85,6 +85,7 @@ class CallerOutbox:
 class CallerPool:
     where = "caller"
     lanes = 1
+    lends = False
 
     def __init__(self, outbox: CallerOutbox, kind: ChunkKind, slots: int, node: str | None):
         self.outbox, self.kind = outbox, kind
@@ -94,8 +95,14 @@ class CallerPool:
     async def start(self) -> None:
         """Nothing to wait for: the caller started its player before the Driver's loop."""
 
-    def submit(self, lane: int, payload: list):
+    def submit(self, lane: int, payload: list, lent: bool = False):
         return self.outbox.put(self.kind, payload)
+
+    def lanes_up(self) -> list[bool]:
+        return [True]               # the caller's own process: up since the run began
+
+    def starting(self) -> list:
+        return []
 
     def replace(self, lane: int, error: BaseException) -> str:
         """The caller's process is the lane: there is no other to put in its place. A chunk fails

@@ -18,8 +18,11 @@ each taking up to ``slots`` units at once plus one chunk of prefetch, and three 
 Suspects of a poison rollout are tried alone (``submit_alone``): on a lane that plays nothing
 else, so a crash there names its unit; ``alone_ok()`` says the last one came back.
 
-``start()`` waits until every lane can take work (actors placed and built) and ``nodes`` says
-where each lane runs; ``close()`` lets go of them. Implementations: ``actor_pool.ActorPool``
+``start()`` returns once a lane can take work (actors placed and built) and ``nodes`` says
+where each lane runs; ``lanes_up()`` says which lanes answered since, and ``starting()`` gives
+what to await to hear of the next one (the loop lends a starting lane's slots to those up:
+``driver/lending.py``; ``submit(..., lent=True)`` plays a chunk beyond the lane's slots);
+``close()`` lets go of them. Implementations: ``actor_pool.ActorPool``
 (Ray actors spread over the cluster's nodes) and ``caller_pool.CallerPool`` (the caller's own
 process pulls chunks: callables that cannot travel run as written); the unit tests drive the
 loop with an in-process pool of plain ``RolloutWorker``s.
@@ -45,13 +48,22 @@ class Pool(Protocol):
         """How many lanes (rollout or judge actors; 1 for the caller's own process)."""
 
     slots: int              # units each lane plays at once
+    lends: bool             # a starting lane's slots may play on the lanes up (driver/lending.py)
     nodes: list             # the node of each lane, known after start()
 
     async def start(self) -> None:
         """Wait until every lane can take work (or raise, saying what the cluster lacks)."""
 
-    def submit(self, lane: int, payload: list) -> Awaitable[list]:
-        """Send one chunk to ``lane``; await it for one result per item (raises if the lane failed)."""
+    def submit(self, lane: int, payload: list, lent: bool = False) -> Awaitable[list]:
+        """Send one chunk to ``lane``; await it for one result per item (raises if the lane failed).
+        ``lent``: the chunk plays in the slots of a lane still starting, beyond ``lane``'s own."""
+
+    def lanes_up(self) -> list[bool]:
+        """Which lanes can take work now (a lane still starting cannot yet); raises the placement
+        error when lanes could not be placed in time."""
+
+    def starting(self) -> list:
+        """Awaitables that finish as the lanes still starting come up (empty when none is)."""
 
     def replace(self, lane: int, error: BaseException) -> str:
         """``lane`` (-1: the lane for units alone) failed with ``error``: replace it if it died;

@@ -12,7 +12,9 @@ runs on a thread (never on the event loop), at most ``concurrency`` threads (mad
 the threads take the chunk's units themselves and build each whole result (row, stored line,
 spool text) there, and the loop hears of finished units in batches (``pools/pull_threads.py``).
 The driver sends more units than there are slots (one chunk of prefetch), so a slot that frees
-is refilled at once instead of waiting for the driver's next round trip. An agent call that runs
+is refilled at once instead of waiting for the driver's next round trip. While another lane of the
+pool is still starting, the Driver lends this one its slots: a chunk marked ``lent`` plays beyond
+``concurrency``, on threads of its own (``driver/lending.py`` keeps the run's total). An agent call that runs
 past ``timeout`` is cut: the unit comes back as an agent error marked timed out (lost as
 ``timed_out`` once its re-rolls are spent). A sync call's thread runs on (Python cannot kill
 it) but leaves the lane's threads, so hung calls never starve the others; an async call's task
@@ -28,6 +30,7 @@ The driver pings every actor before it sends work, so that time is spent before 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from ...agents.callable import agent_error
@@ -47,6 +50,7 @@ from .dataplane import pack
 from .slim_results import slimmed
 from ..metrics.recorder import run_metrics
 
+LENT_SLOTS = 1 << 20     # lent units a lane plays at once: as many as it is lent (the Driver bounds them)
 
 
 class RolloutWorker:
@@ -76,6 +80,9 @@ class RolloutWorker:
         self.slots = max(1, int(concurrency))
         self.sem = asyncio.Semaphore(self.slots)
         self.threads = PullThreads(self._play_sync, self._timed_out, self.slots, timeout)  # sync agents only
+        # units lent by a lane still starting (driver/lending.py), played beyond the slots: as many
+        # at once as the Driver lends, which the starting lanes' slots bound
+        self.lent_threads = PullThreads(self._play_sync, self._timed_out, LENT_SLOTS, timeout, prefix="lent")
         self.node_id = node_id or _ray_node_id()
         self.deadline_at = deadline_at      # time_budget= (wall clock): past it, units not started are skipped
         self.played = 0
@@ -86,6 +93,7 @@ class RolloutWorker:
     def shutdown(self) -> None:
         """Let the idle threads go (a sync agent's; one still in a call ends when the call does)."""
         self.threads.shutdown()
+        self.lent_threads.shutdown()
 
     def ping(self) -> str:
         if self.build_error is not None:      # a class whose __init__ raised: said once, at start
@@ -94,26 +102,29 @@ class RolloutWorker:
             check_probe(self.shards.folder, self.meta.run_id, self.node_id)
         return self.node_id
 
-    async def run_chunk(self, units: list) -> list[RolloutResult] | bytes:
+    async def run_chunk(self, units: list, lent: bool = False) -> list[RolloutResult] | bytes:
         """Play ``units``; past the run's ``deadline_at`` (wall clock, ``time_budget=``) a unit not yet
         started comes back ``RolloutResult.not_started`` unplayed (search/planner/clock.py). On shared storage the
-        rows go to a shard and the Driver gets keys and outcomes (pools/dataplane.py)."""
+        rows go to a shard and the Driver gets keys and outcomes (pools/dataplane.py). ``lent``: the
+        units play in the slots of a lane still starting, beyond this lane's (driver/lending.py)."""
         if self.model is None and self.build_error is None and not self.is_async:
-            results = await self.threads.run(units)        # sync agent: its threads pull the units
+            threads = self.lent_threads if lent else self.threads
+            results = await threads.run(units)             # sync agent: its threads pull the units
         else:
-            results = list(await asyncio.gather(*(self._one(u, self.deadline_at) for u in units)))
+            sem = contextlib.nullcontext() if lent else self.sem
+            results = list(await asyncio.gather(*(self._one(u, self.deadline_at, sem) for u in units)))
         self.played += sum(1 for r in results if not r.skipped)
         self.metrics.rollout_seconds([r.seconds for r in results if not r.skipped])    # metrics: once per chunk
         if self.shards is not None:          # the rows to a shard, keys and outcomes to the Driver
             return await asyncio.to_thread(pack, results, self.shards, self.node_id)
         return results
 
-    async def play_chunk(self, units: list | bytes) -> list[tuple] | bytes:
+    async def play_chunk(self, units: list | bytes, lent: bool = False) -> list[tuple] | bytes:
         """``run_chunk`` as a rollout actor serves the Driver: ``units`` may come pickled already
         (``messages.pack_units``), and each result goes back as its ``wire()`` tuple (the Driver
         puts the unit back by position), slim where the run's lanes send slim results (``slim``:
         ``pools/slim_results.py``)."""
-        results = await self.run_chunk(unpack_units(units))
+        results = await self.run_chunk(unpack_units(units), lent)
         if isinstance(results, bytes):
             return results
         return [r.wire() for r in (slimmed(results) if self.slim else results)]
@@ -136,9 +147,10 @@ class RolloutWorker:
         """The run is over: write the Parquet rows still buffered; returns the writer's token."""
         return self.shards.flush() if self.shards is not None else None
 
-    async def _one(self, unit, deadline_at: float | None = None) -> RolloutResult:
-        """One unit of a model-backed or async agent (or of a class that failed to build), on the loop."""
-        async with self.sem:
+    async def _one(self, unit, deadline_at: float | None = None, slot=None) -> RolloutResult:
+        """One unit of a model-backed or async agent (or of a class that failed to build), on the loop,
+        in one of the lane's slots (``slot``: the lane's semaphore by default; a lent unit's is free)."""
+        async with self.sem if slot is None else slot:
             if deadline_at is not None and time.time() >= deadline_at:
                 return RolloutResult.not_started(unit)
             t0 = time.monotonic()

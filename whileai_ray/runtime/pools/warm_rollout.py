@@ -30,13 +30,13 @@ class ReusableRolloutWorker(RolloutWorker):
         self._chunks: set = set()            # run_chunk tasks in progress (cancelled by renew)
         self.collector = Collector()         # full collections while no chunk plays (pools/collector.py)
 
-    async def run_chunk(self, units: list) -> list[RolloutResult] | bytes:
+    async def run_chunk(self, units: list, lent: bool = False) -> list[RolloutResult] | bytes:
         task = asyncio.current_task()
         if not self._chunks:
             self.collector.busy()
         self._chunks.add(task)
         try:
-            return await super().run_chunk(units)
+            return await super().run_chunk(units, lent)
         finally:
             self._chunks.discard(task)
             if not self._chunks:
@@ -49,9 +49,10 @@ class ReusableRolloutWorker(RolloutWorker):
         writes it when it opens the run, after this is asked (``ActorPool.start`` pings then)."""
         for task in list(self._chunks):
             task.cancel()                    # the agent's thread runs on (Python cannot stop it)
-        old_threads, old_clients = self.threads, self.clients
+        old_threads, old_lent, old_clients = self.threads, self.lent_threads, self.clients
         RolloutWorker.__init__(self, *args, **{**kwargs, "node_id": self.node_id})
         old_threads.shutdown()
+        old_lent.shutdown()
         if old_clients is not None:
             for client in list(getattr(old_clients, "_clients", {}).values()):
                 try:

@@ -32,14 +32,20 @@ META = RunMeta(run_id="r", seed=3, tools=TOOLS, system_prompt=SYSTEM, model_vers
 
 class InProcessPool:
     """Lanes are plain workers in this process. ``delay(lane, n)`` seconds before the ``n``-th chunk
-    sent plays; ``fail(lane, n)`` True makes that chunk fail as a dead actor's would."""
+    sent plays; ``fail(lane, n)`` True makes that chunk fail as a dead actor's would; ``up_after``:
+    ``{lane: seconds}`` a lane takes to start (its actor's process), counted from the loop's first look;
+    ``unplaced``: those lanes never come up, and at that time the pool says so (as Ray's placement timeout does)."""
     where = "actors"
+    lends = True
 
-    def __init__(self, make_lane, lanes=1, slots=8, delay=None, fail=None, on_submit=None, poison=None):
+    def __init__(self, make_lane, lanes=1, slots=8, delay=None, fail=None, on_submit=None, poison=None,
+                 up_after=None, unplaced=False):
         self.make_lane, self.slots = make_lane, slots
         self.workers = [make_lane(i) for i in range(lanes)]
         self.delay, self.fail, self.on_submit, self.poison = delay, fail, on_submit, poison
         self.sent, self.replaced, self.nodes, self.played_alone = 0, [], [], []
+        self.up_after, self._starting, self.unplaced = up_after or {}, None, unplaced
+        self.chunks = []                  # (lane, units, lent, that lane was up when it was sent)
 
     @property
     def lanes(self):
@@ -48,13 +54,28 @@ class InProcessPool:
     async def start(self):
         self.nodes = [getattr(w, "node_id", "judge") for w in self.workers]
 
-    def submit(self, lane, payload):
+    def _started(self):
+        if self._starting is None:
+            self._starting = {lane: asyncio.ensure_future(asyncio.sleep(s)) for lane, s in self.up_after.items()}
+        return self._starting
+
+    def lanes_up(self):
+        starting = self._started()
+        if self.unplaced and any(t.done() for t in starting.values()):
+            raise RuntimeError("1 of the 2 rollout actor(s) could not be placed within 0s")
+        return [lane not in starting or starting[lane].done() for lane in range(self.lanes)]
+
+    def starting(self):
+        return [t for t in self._started().values() if not t.done()]
+
+    def submit(self, lane, payload, lent=False):
         n, self.sent = self.sent, self.sent + 1
+        self.chunks.append((lane, len(payload), lent, self.unplaced or self.lanes_up()[lane]))
         if self.on_submit is not None:
             self.on_submit(lane, payload)
-        return self._play(lane, n, payload)
+        return self._play(lane, n, payload, lent) if lent else self._play(lane, n, payload)
 
-    async def _play(self, lane, n, payload):
+    async def _play(self, lane, n, payload, lent=False):
         await asyncio.sleep(self.delay(lane, n) if self.delay else 0)
         if self.fail is not None and self.fail(lane, n):
             raise LaneFailed(f"lane {lane} died on chunk {n}")
@@ -63,7 +84,7 @@ class InProcessPool:
         worker = self.workers[lane]
         if isinstance(worker, JudgeWorker):
             return await worker.judge_chunk(payload)
-        return await worker.run_chunk(payload)
+        return await worker.run_chunk(payload, lent)
 
     def replace(self, lane, error):
         """A dead actor's lane: its units are sent again as they are when its node was lost; a worker
@@ -451,3 +472,55 @@ def test_first_units_are_the_whole_rounds_decided_before_a_first_result():
     assert rules.first_units(10, True, 0, 8, 64) == 16          # whole rounds: 4 + 4 + 8
     assert rules.first_units(1000, True, 20, 8, 64) == 8 * 64   # a resume decides from its next round
     assert rules.first_units(0, True, 0, 8, 64) == 0
+
+
+class _Peak:
+    """The seeded agent behind a 20 ms wait, with the most calls in progress at once, before and
+    after ``split`` seconds."""
+
+    def __init__(self, split: float):
+        import threading
+        self.inner, self.lock = seeded_agent(TOOLS, rate=0.35, seed=3), threading.Lock()
+        self.now, self.peak, self.early_peak, self.split, self.t0 = 0, 0, 0, split, None
+        self.__name__ = "seeded_agent"
+
+    def __call__(self, message):
+        import time
+        with self.lock:
+            self.t0 = self.t0 or time.monotonic()
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            if time.monotonic() - self.t0 < self.split:
+                self.early_peak = max(self.early_peak, self.now)
+        time.sleep(0.02)
+        with self.lock:
+            self.now -= 1
+        return self.inner(message)
+
+
+def test_a_lane_still_starting_lends_its_slots_and_the_run_keeps_its_concurrency():
+    """Lane 1 takes 0.3 s to start: meanwhile lane 0 plays its slots and lane 1's (chunks marked
+    lent); nothing is sent to lane 1 before it is up; at no instant do more than ``concurrency``
+    calls run; lane 1 plays its share once up; and the rows are those of a run whose lanes were
+    all up at once (which lane plays a unit never changes the plan)."""
+    agent = _Peak(split=0.25)
+    lanes = rollout_lanes(lanes=2, slots=4, agent=agent, up_after={1: 0.3})
+    loop, landed = run(planner(budget=240), lanes, concurrency=8, lag=8)
+    _, plain = run(planner(budget=240), rollout_lanes(lanes=2, slots=4), concurrency=8, lag=8)
+    assert played(landed) == played(plain) and loop.stopped_because == "budget"
+    lent = [c for c in lanes.chunks if c[2]]
+    assert lent and all(lane == 0 for lane, _, _, _ in lent)
+    assert all(was_up for lane, _, _, was_up in lanes.chunks)
+    assert agent.peak <= 8 and agent.early_peak > 4, (agent.peak, agent.early_peak)
+    assert {r["_node"] for r in landed.rows} == {"lane-0", "lane-1"}
+    assert loop.lending.units_lent == sum(n for _, n, _, _ in lent) and not any(loop.lending.lent)
+
+
+def test_a_lane_that_is_never_placed_stops_the_run_with_the_placement_error():
+    """Its slots were lent meanwhile, but the run does not go on without it for good: the pool's
+    placement error (``ActorPool.lanes_up``) ends the run, as a chunk waiting for it used to."""
+    lanes = rollout_lanes(lanes=2, slots=4, up_after={1: 0.2}, unplaced=True,
+                          delay=lambda lane, n: 0.01)
+    with pytest.raises(RuntimeError, match="could not be placed"):
+        run(planner(budget=100_000), lanes, concurrency=8, lag=8)
+    assert any(lent for _, _, lent, _ in lanes.chunks) and all(lane == 0 for lane, _, _, _ in lanes.chunks)

@@ -52,7 +52,8 @@ class Pool(Protocol):
     nodes: list             # the node of each lane, known after start()
 
     async def start(self) -> None:
-        """Wait until every lane can take work (or raise, saying what the cluster lacks)."""
+        """Wait until a lane can take work (or raise, saying what the cluster lacks); the others
+        come up meanwhile (``lanes_up``)."""
 
     def submit(self, lane: int, payload: list, lent: bool = False) -> Awaitable[list]:
         """Send one chunk to ``lane``; await it for one result per item (raises if the lane failed).

@@ -53,7 +53,7 @@ def format_line(b: dict) -> str:
     first, *rest = b["runs"]
     line = (f"warm second run 50ms agent C={b['concurrency']} {b['rows']} rows, wall time vs C/L {b['ideal']:.0f} "
             f"rows/s: first run {first['wall_rows_s']:.0f} rows/s = {first['share']:.0%} (first row "
-            f"{first['first_row_s']:.2f}s after the call, {first['lent'] or 0} units lent while a lane started)")
+            f"{first['first_row_s']:.2f}s after the call, {first.get('lent') or 0} units lent while a lane started)")
     if rest:
         second, shares = rest[0], sorted(r["share"] for r in rest)
         line += (f", second run {second['wall_rows_s']:.0f} rows/s = {second['share']:.1%} ({second['driver']} "

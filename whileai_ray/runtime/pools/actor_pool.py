@@ -151,15 +151,18 @@ class ActorPool:
         """Return once one lane answers: the run may begin (the first row does not wait for the
         slowest actor to start: the Driver lends a starting lane's slots to the lanes up,
         ``lanes_up()``). The other lanes are waited for in the background; when they are not all
-        placed within ``start_timeout_s``, their chunks fail with the placement error and
-        ``replace`` raises it (the run stops, saying what the cluster lacks). Renewed lanes
+        placed within ``start_timeout_s``, ``lanes_up`` (and their chunks, through ``replace``)
+        raises the placement error (the run stops, saying what the cluster lacks). Renewed lanes
         (``renew``) answered already, but on shared storage (``flush``) they are pinged too: the
         ping checks the folder's probe, which the Driver writes when it opens the run."""
         known = await self._settle_renewals() if self._renewing is not None else [None] * len(self.actors)
         if self.flush:          # shared storage: every lane's ping checks the probe the Driver wrote since
             known = [None] * len(self.actors)
         self.actors = [a if a is not None else self._new() for a in self.actors]
-        self.nodes = list(known)
+        # a lane not up yet is where we placed it (a lent pool's lanes are ours: a hard node
+        # affinity); its ping says so when it answers, and a run may end before it does
+        self.nodes = [node if node is not None else self._node_of.get(id(actor))
+                      for node, actor in zip(known, self.actors)]
         if all(node is not None for node in known):
             return
         deadline = asyncio.get_running_loop().time() + self.start_timeout_s

@@ -41,12 +41,14 @@ OWN = -1        # a chunk of a lane's own units (not lent)
 
 
 class Lending:
+    """One run's ledger of lent slots (see the module doc); inactive for good once lending is over."""
+
     def __init__(self, lanes: int, slots: int, chunk: int, on: bool = True):
         self.slots, self.chunk = max(1, int(slots)), max(1, int(chunk))
         self.lent = [0] * lanes           # units of lane j's slots playing on other lanes now
         self.hosted = [0] * lanes         # units lane i plays for lanes still starting
         self.active = on and lanes > 1    # until every lane is up and nothing is lent
-        self.units_lent = 0               # units sent lent in the whole run (``search["lanes"]``)
+        self.units_lent = 0               # units sent lent in the run (report()["placement"]["warm"]["units_lent"])
 
     def next_chunk(self, load: list[int], up: list[bool] | None, queued: int) -> tuple[int, int, int] | None:
         """``(lane, units, owner)`` of the next chunk to send, or None when no lane can take one.

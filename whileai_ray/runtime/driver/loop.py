@@ -289,7 +289,7 @@ class DriverLoop:
             self.judging += len(items)
             assert self.judges is not None, "judge chunks go out only when the run has judges"
             pool = self.judges
-        task = asyncio.ensure_future(pool.submit(lane, payload, lent=True) if lent else pool.submit(lane, payload))
+        task = asyncio.ensure_future(pool.submit(lane, payload, lent))
         self.flights[task] = Flight(kind, lane, items, self.clock(), owner)
 
     # ---------------------------------------------------------------- results

@@ -92,7 +92,7 @@ class Driver:
                 rollouts, warm["rollouts"] = self._rollouts(spec, plan, key, prebuilt)
                 if warm["rollouts"] == "started":
                     warm["rollouts_started_by"] = "caller" if prebuilt is not None else "driver"
-                worker.rollouts = rollouts
+                worker.rollouts, worker.kept_pool = rollouts, warm["rollouts"] == "reused"
             result = await worker.run()
         finally:
             try:

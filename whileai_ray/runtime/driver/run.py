@@ -43,12 +43,33 @@ from .setup import OpenedRun, close_run, make_spool, open_run
 from .parquet_writer import parquet_lane
 
 POLL_ROWS = 20_000          # released rows one progress poll carries at most
+# A kept pool's actors renew themselves while the run opens (~5 ms; ActorPool.renew), and their
+# answers take a few turns of the event loop to settle. Deciding a round a turn meanwhile held the
+# first chunk back ~15-20 ms (five rounds decided, ~400 us a unit before the lanes' asks come) with
+# every lane idle; a warm run now waits up to this long for them, and its first round goes out as
+# soon as it is decided (the rounds after it are decided a round a turn, each sent before the next).
+KEPT_WAIT_S = 0.02
+
+
+async def prime_while_starting(loop, starting: asyncio.Future, kept: bool) -> None:
+    """Decide the first rounds while the rollout actors start, a round a turn (``loop.prime()``);
+    return once a lane can take work (``starting``: the pool's ``start()``). Once a lane answers,
+    ``loop.run()`` sends what is decided and decides the rest a round at a time, each sent before
+    the next. A pool ``kept`` from the last run renews itself while the run opens: its answers are
+    in, or due within milliseconds, so they are awaited first (``KEPT_WAIT_S`` at most) and the
+    first round goes out as soon as it is decided, not after the rounds decided meanwhile."""
+    if kept:
+        await asyncio.wait([starting], timeout=KEPT_WAIT_S)
+    while loop.prime() and not starting.done():
+        await asyncio.sleep(0)
+    await starting
 
 
 class DriverRun:
     def __init__(self, spec: JobSpec, plan: PoolPlan, caller_node: str | None = None, rollouts=None):
         self.spec, self.plan, self.caller_node = spec, plan, caller_node
         self.rollouts = rollouts        # the rollout pool, made before the run (driver/actor.py), or None: made here
+        self.kept_pool = False          # that pool's actors were kept from the last run (renewing themselves)
         self.judges: Pool | None = None
         self.t0 = time.monotonic()
         calls_home = plan.where == "caller" or (plan.graded and plan.judges_where == "caller")
@@ -152,12 +173,7 @@ class DriverRun:
             self.edge.tick(settled=False)  # the first asks are written while the lanes start
         starting = asyncio.ensure_future(rollouts.start())
         try:
-            # the first rounds are decided while the actors start (or, kept from the last run, renew
-            # themselves: ActorPool.renew), a round a turn: once a lane answers, what is decided goes
-            # out and the rest is decided a round at a time, each sent before the next (loop.run)
-            while loop.prime() and not starting.done():
-                await asyncio.sleep(0)
-            await starting
+            await prime_while_starting(loop, starting, kept=self.kept_pool)
             if judges is not None:
                 await judges.start()
         except BaseException:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from whileai_ray.runtime.driver.caller_watch import CallerWatch, process_stopped
+from whileai_ray.runtime.driver.caller_watch import LOOK_S, CallerWatch, process_stopped
 from whileai_ray.store.checkpoint.lock import caller_identity
 
 
@@ -53,12 +53,15 @@ def test_a_stopped_caller_is_gone_once_silent_past_the_timeout(child):
     child.send_signal(signal.SIGCONT)
 
 
-def test_an_exited_caller_is_gone_at_once(child):
-    watch = CallerWatch(caller_identity(child.pid), timeout_s=60.0, clock=Clock())
+def test_an_exited_caller_is_gone_within_a_look(child):
+    clock = Clock()
+    watch = CallerWatch(caller_identity(child.pid), timeout_s=60.0, clock=clock)
     assert watch.gone() is None
     child.kill()
     child.wait()
+    clock.now += LOOK_S                     # its process is looked at once a LOOK_S (the loop asks every turn)
     assert "exited" in (watch.gone() or "")
+    assert "exited" in (watch.gone() or "")  # and stays gone
 
 
 def test_a_remote_callers_heartbeats_keep_it_there_and_silence_ends_it():

@@ -151,6 +151,7 @@ class DriverLoop:
                 self.on_settled()              # progress marks after each chunk, not each turn
             if rules.may_start(self.run_clock.phase()):    # freed slots take what is decided before more is
                 self._dispatch()
+            self._land()                    # then the turn's rows go to disk (the lanes play meanwhile)
             await asyncio.sleep(0)          # and those chunks leave (their calls are made) before the planner decides
             more = self._pump(self.turn_rounds)
             self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
@@ -352,10 +353,16 @@ class DriverLoop:
                 self.book.record(r, i, o)
             else:
                 batch.append(o)
-        self.metrics.landed(self.landing.pending)      # metrics: once per landed batch
-        self.landing.flush()
         if batch:
             self._observe(batch)
+
+    def _land(self) -> None:
+        """Write the rows the turn's chunks brought (``_settle``): one batch to the checkpoint (one
+        write and fsync) and the stream, then the spool. Before the planner observes a round
+        (``_pump``): a round's rows are in the spool before it releases them."""
+        if self.landing.pending:
+            self.metrics.landed(self.landing.pending)  # metrics: once per landed batch
+            self.landing.flush()
 
     def _failed(self, flight: Flight, error: BaseException) -> list | None:
         """A chunk came back as an error. Its lane is replaced when it died; a judge chunk goes

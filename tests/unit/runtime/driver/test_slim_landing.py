@@ -8,6 +8,7 @@ import asyncio
 import json
 import pickle
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,6 +21,7 @@ from whileai_ray.runtime.pools.rollout_worker import RolloutWorker
 from whileai_ray.runtime.pools.slim_results import slimmed
 from whileai_ray.score.row_facts import FACT_NAMES, fact_spill_writer, row_facts
 from whileai_ray.store.checkpoint.jsonl import JsonlCheckpoint
+from whileai_ray.store.checkpoint.key_index import RECORD
 from whileai_ray.store.checkpoint.resume import ResumeIndex
 from whileai_ray.store.checkpoint.sink import CheckpointSink
 from whileai_ray.store.parquet.folder import read_parquet
@@ -135,6 +137,17 @@ def test_row_facts_of_slim_rows_mixed_with_whole_rows_are_row_facts_of_the_whole
     assert [list(plain_row(r)) for r in spooled] == [list(r) for r in whole]     # key order too
 
 
+def test_row_facts_of_slim_rows_only_are_row_facts_of_the_whole_rows():
+    results = asyncio.run(RolloutWorker(agent, META, concurrency=4, node_id="n").run_chunk(planned_units(5)))
+    whole = [{**full.row, "_landed_s": 2.25 + n} for n, full in enumerate(results)]
+    spooled = [slim_row({**s.row, "_landed_s": 2.25 + n}, full.text, s.facts)
+               for n, (full, s) in enumerate(zip(results, slimmed(results)))]
+    assert all(type(r) is SlimRow for r in spooled)
+    facts = row_facts(spooled)
+    assert facts == row_facts(whole)
+    assert facts["landed_s"] == [2.25, 3.25, 4.25, 5.25, 6.25]      # the Driver's stamp, not the lane's
+
+
 def test_only_rows_the_driver_would_not_change_go_slim():
     results = asyncio.run(RolloutWorker(agent, META, concurrency=4, node_id="n").run_chunk(planned_units(3)))
     stamped = RolloutResult(None, {**results[0].row, "_landed_s": 3.0}, line=results[0].line,
@@ -155,3 +168,16 @@ def test_a_runs_lanes_send_slim_rows_only_where_its_rows_go_to_disk_and_the_driv
     assert not slim_lanes(NS(**big), NS(graded=True))                          # verdicts rewrite rows on the Driver
     assert not slim_lanes(NS(**{**big, "lineage": {"runs": 2}}), NS(graded=False))
     assert not slim_lanes(NS(**{**big, "shards": "/shared"}), NS(graded=False))
+
+
+def test_the_rows_of_the_chunks_back_in_one_turn_reach_the_checkpoint_in_one_write(tmp_path):
+    """One write and fsync a turn of the loop, not one a chunk: the key index beside the checkpoint
+    keeps a group of records per write (``checkpoint/key_index.py``), so its groups are the writes."""
+    out, _ = run_once(tmp_path / "run", slim=True, spool_rows=10_000)
+    index = (tmp_path / "run" / "ck.jsonl.keys").read_bytes()
+    head, body = index.split(b"\n", 1)
+    recs = np.frombuffer(body[:len(body) - len(body) % RECORD.itemsize], dtype=RECORD)
+    writes = recs["n"][recs["n"] > 0]
+    assert int(writes.sum()) == len(out["lines"]) == out["landed"] == 96
+    assert writes.max() > 4                  # a write held the rows of more than one 4-unit chunk
+    assert len(writes) < 96 // 4             # fewer writes than chunks played

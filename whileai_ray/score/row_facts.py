@@ -48,6 +48,7 @@ _REPORT_FACTS = (("prompt_sha", "string"), ("scenario_id", "string"), ("signatur
                  ("usage_note", "string"), ("invalid_calls", "int64"))
 _FACTS = PASS_AT_FACTS + _REPORT_FACTS
 FACT_NAMES = tuple(name for name, _ in _FACTS)
+_LANDED = FACT_NAMES.index("landed_s")      # the one fact a slim row's lane cannot know (the Driver stamps it)
 
 
 def _text(value):
@@ -83,9 +84,12 @@ def row_facts(rows: list) -> dict:
     slim = [type(r) is SlimRow for r in rows]
     if not any(slim):
         return _read_facts(rows)
+    if all(slim):                    # (a large run's rows: all slim) the lanes' values, column by column
+        columns = [list(column) for column in zip(*[r.facts for r in rows])]
+        columns[_LANDED] = [_number(r.get(LANDED_KEY, 0.0)) for r in rows]
+        return dict(zip(FACT_NAMES, columns))
     read = iter(zip(*_read_facts([r for r, s in zip(rows, slim) if not s]).values()))
-    landed = FACT_NAMES.index("landed_s")
-    made = [r.facts[:landed] + (_number(r.get(LANDED_KEY, 0.0)),) + r.facts[landed + 1:] if s else next(read)
+    made = [r.facts[:_LANDED] + (_number(r.get(LANDED_KEY, 0.0)),) + r.facts[_LANDED + 1:] if s else next(read)
             for r, s in zip(rows, slim)]
     return {name: list(column) for name, column in zip(FACT_NAMES, zip(*made))}
 

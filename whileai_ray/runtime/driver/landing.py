@@ -137,11 +137,13 @@ class Landing:
                        failed_markers=tuple(failed_markers(verdict)) if verdict else (),
                        key_digest=res.digest if row is not None else None)   # (a verdict keeps the key)
 
-    def flush(self) -> None:
+    def flush(self, on_batch: Callable[[list], None] | None = None) -> None:
         """Write the rows landed since the last flush: one batch to the checkpoint and the stream,
-        then into the spool."""
+        then into the spool; ``on_batch(rows)`` hears the batch first (the run's metrics)."""
         if not self.pending:
             return
+        if on_batch is not None:
+            on_batch(self.pending)
         lines = self.pending_lines if any(line is not None for line in self.pending_lines) else None
         if self.sink is not None:
             self.sink.append(self.pending, lines, self.pending_digests)

@@ -9,7 +9,7 @@ One run, from the first decision to the stop:
    its slots are lent to the lanes up (``driver/lending.py``);
 3. take the **next result** that comes back from any pool: a rollout chunk's rows go to the
    judge pool when the run is graded (in chunks, least loaded judge lane first), and land once
-   their verdicts are in; ungraded rows land at once (``driver/landing.py``);
+   their verdicts are in; ungraded rows land at once, a turn's in one batch (``driver/landing.py``);
 4. **observe** what landed: in reproducible mode one complete round at a time, in round order,
    each round's unlocked decisions taken before the next is observed, so the planner sees the
    same history whatever the completion order; otherwise as it lands;
@@ -151,7 +151,9 @@ class DriverLoop:
                 self.on_settled()              # progress marks after each chunk, not each turn
             if rules.may_start(self.run_clock.phase()):    # freed slots take what is decided before more is
                 self._dispatch()
-            self._land()                    # then the turn's rows go to disk (the lanes play meanwhile)
+            # then the turn's rows go to disk in one batch, the lanes playing meanwhile (metrics hear each
+            # batch), before the planner observes: a round's rows are in the spool before it releases them
+            self.landing.flush(self.metrics.landed)
             await asyncio.sleep(0)          # and those chunks leave (their calls are made) before the planner decides
             more = self._pump(self.turn_rounds)
             self.metrics.inflight(self.inflight, len(self.queue), self.judging)   # metrics: once a turn
@@ -355,14 +357,6 @@ class DriverLoop:
                 batch.append(o)
         if batch:
             self._observe(batch)
-
-    def _land(self) -> None:
-        """Write the rows the turn's chunks brought (``_settle``): one batch to the checkpoint (one
-        write and fsync) and the stream, then the spool. Before the planner observes a round
-        (``_pump``): a round's rows are in the spool before it releases them."""
-        if self.landing.pending:
-            self.metrics.landed(self.landing.pending)  # metrics: once per landed batch
-            self.landing.flush()
 
     def _failed(self, flight: Flight, error: BaseException) -> list | None:
         """A chunk came back as an error. Its lane is replaced when it died; a judge chunk goes

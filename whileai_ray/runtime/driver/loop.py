@@ -82,7 +82,7 @@ class DriverLoop:
             deadline = self.t0 + settings.time_budget
         self.deadline = deadline
         self.run_clock = RunClock(deadline, settings.timeout, now=clock)
-        self.chunk = max(1, min(settings.chunk_size, rollouts.slots))
+        self.chunk = rules.chunk_units(settings.chunk_size, rollouts.slots)
         self.book = RoundBook(settings.lag)
         self.round_units: dict = {}               # round -> its units, until observed (snapshots)
         self.queue: deque = deque()               # (round, index, unit) ready to dispatch

@@ -9,11 +9,11 @@ No Ray here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from .lending import OWN
 
-__all__ = ["Flight", "stuck_units", "STUCK_GRACE_S"]
+__all__ = ["Flight", "stuck_units", "watch_stuck", "STUCK_GRACE_S"]
 
 STUCK_GRACE_S = 30.0
 
@@ -35,3 +35,14 @@ def stuck_units(flights: Iterable[Flight], now: float, limit: float) -> Iterator
             continue
         for _r, _i, unit in flight.items:
             yield "|".join(map(str, unit.key)), now - flight.sent_at
+
+
+def watch_stuck(flights: Iterable[Flight], now: float, timeout: float | None, stuck: dict,
+                log: Callable[[str], None]) -> None:
+    """The watchdog's look: every unit in flight past the agent's ``timeout`` (300 s when none) plus
+    ``STUCK_GRACE_S`` goes into ``stuck`` (unit key -> seconds), said once in the ``log``."""
+    limit = (timeout or 300.0) + STUCK_GRACE_S
+    for key, age in stuck_units(flights, now, limit):
+        if key not in stuck:
+            log(f"whileai_ray watchdog: unit {key} in flight for {age:.0f}s (deadline {limit:.0f}s)")
+        stuck[key] = round(age, 1)

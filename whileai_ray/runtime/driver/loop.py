@@ -39,7 +39,8 @@ from ...search.planner.rounds import RoundBook
 from . import rules
 from .caller_watch import CALLER_GONE
 from .chunk_retry import ChunkRetry
-from .flights import STUCK_GRACE_S, Flight, stuck_units
+from .chunk_sizing import ChunkSizing
+from .flights import STUCK_GRACE_S, Flight, watch_stuck
 from .landing import Landing
 from .lending import OWN, Lending
 from .settings import LoopSettings
@@ -82,7 +83,8 @@ class DriverLoop:
             deadline = self.t0 + settings.time_budget
         self.deadline = deadline
         self.run_clock = RunClock(deadline, settings.timeout, now=clock)
-        self.chunk = rules.chunk_units(settings.chunk_size, rollouts.slots)
+        self.sizing = ChunkSizing(settings.chunk_size, rollouts.slots)     # (driver/chunk_sizing.py)
+        self.chunk = self.sizing.units
         self.book = RoundBook(settings.lag)
         self.round_units: dict = {}               # round -> its units, until observed (snapshots)
         self.queue: deque = deque()               # (round, index, unit) ready to dispatch
@@ -301,7 +303,7 @@ class DriverLoop:
         timeout = rules.wait_s(self.clock(), self.run_clock.edge())
         waits = [*self.flights, *self.rollouts.starting()] if self.lending.active else list(self.flights)
         done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        self._watchdog()
+        watch_stuck(self.flights.values(), self.clock(), self.s.timeout, self.stuck, self.log)
         out = []
         for task in done:
             flight = self.flights.pop(task, None)
@@ -322,6 +324,8 @@ class DriverLoop:
                 self.lending.back(flight.lane, n, flight.owner)
             elif flight.kind == "roll":
                 self.load[flight.lane] -= n
+                if error is None and self.sizing.came_back(self.clock() - flight.sent_at):
+                    self._resized()
             else:
                 self.alone = None
         if error is not None:
@@ -358,6 +362,12 @@ class DriverLoop:
         if batch:
             self._observe(batch)
 
+    def _resized(self) -> None:
+        """A call to a lane carries more (or fewer) units from now on (``driver/chunk_sizing.py``)."""
+        self.chunk = self.lending.chunk = self.sizing.units
+        self.target = rules.decide_target(self.s.concurrency, self.chunk, self.rollouts.lanes)
+        self.ahead = self.target + rules.reserve(self.s.concurrency)
+
     def _failed(self, flight: Flight, error: BaseException) -> list | None:
         """A chunk came back as an error. Its lane is replaced when it died; a judge chunk goes
         to the judges again; a rollout chunk is sent again as it is (its node was lost) or its
@@ -378,14 +388,6 @@ class DriverLoop:
         if settled is None:
             return None
         return [RolloutResult.lost(flight.items[0][2], settled, f"{settled}: {type(error).__name__}")]
-
-    def _watchdog(self) -> None:
-        """Report units in flight past the agent deadline plus a grace (``driver/flights.py``)."""
-        limit = (self.s.timeout or 300.0) + STUCK_GRACE_S
-        for key, age in stuck_units(self.flights.values(), self.clock(), limit):
-            if key not in self.stuck:
-                self.log(f"whileai_ray watchdog: unit {key} in flight for {age:.0f}s (deadline {limit:.0f}s)")
-            self.stuck[key] = round(age, 1)
 
     def _abandon(self) -> None:         # the run stopped: what is in flight is cut loose (never lands)
         cut = self.stopped_because == "time_budget"     # the clock stopped it: what is still out is cut

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ...search.planner.clock import DRAINING, OVER, RUNNING
 from ...search.planner.rounds import round_room
 
-__all__ = ["stop_reason", "pick_lane", "may_decide", "may_start", "wait_s", "chunk_units", "chunk_limit",
-           "decide_target", "local_deadline", "reserve", "first_units", "WAIT_S", "RESERVE_SHARE", "CHUNK_SLOTS"]
+__all__ = ["stop_reason", "pick_lane", "may_decide", "may_start", "wait_s", "chunk_limit", "decide_target",
+           "local_deadline", "reserve", "first_units", "WAIT_S", "RESERVE_SHARE"]
 
 WAIT_S = 0.5            # the longest the loop waits for a result before it looks at the clock again
 
@@ -53,20 +53,6 @@ def pick_lane(load: list[int], limit: int) -> int | None:
         return None
     lane = min(range(len(load)), key=load.__getitem__)
     return lane if load[lane] < limit else None
-
-
-CHUNK_SLOTS = 2         # a chunk holds up to this many times a lane's slots (and at most chunk_size)
-
-
-def chunk_units(chunk_size: int, slots: int) -> int:
-    """Units one call to a lane carries: ``chunk_size`` (``advanced={"chunk_size": ...}``), at most
-    ``CHUNK_SLOTS`` times the lane's slots. Up to twice its slots: a lane holds its slots plus one
-    chunk (``chunk_limit``), so its threads or tasks find their next units there as they free, and
-    each call (its submit, its reply, the Driver's turn that settles it) carries twice the units
-    of a chunk of the lane's slots. Measured on 2 cores (16 slots a lane): the Driver's CPU a row
-    3-11% lower on the no-delay agent, and a warm 50 ms run +1.5-2 points of C/L (its lanes never
-    wait for the Driver's next chunk). A lane's slots still bound what plays on it at once."""
-    return max(1, min(int(chunk_size), CHUNK_SLOTS * int(slots)))
 
 
 def chunk_limit(slots: int, chunk: int) -> int:

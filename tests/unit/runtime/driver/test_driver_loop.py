@@ -15,6 +15,7 @@ from whileai_ray.core.rows import export_row
 from whileai_ray.core.unit import RunMeta
 from whileai_ray.runtime.driver import rules
 from whileai_ray.runtime.driver.chunk_retry import NODE_LOST, WORKER_CRASHED
+from whileai_ray.runtime.driver.chunk_sizing import SLOW_S
 from whileai_ray.runtime.driver.loop import DriverLoop, LoopSettings
 from whileai_ray.runtime.pools.judge_worker import JudgeWorker
 from whileai_ray.runtime.driver.landing import Landing
@@ -171,10 +172,6 @@ def test_dispatch_goes_to_the_least_loaded_lane_until_every_lane_is_full():
     assert rules.pick_lane([4, 1, 1], limit=8) == 1                    # ties: the lowest index
     assert rules.pick_lane([8, 8], limit=8) is None
     assert rules.chunk_limit(slots=16, chunk=4) == 20                  # slots plus one chunk of prefetch
-    assert rules.chunk_units(chunk_size=32, slots=16) == 32            # up to twice a lane's slots
-    assert rules.chunk_units(chunk_size=32, slots=4) == 8
-    assert rules.chunk_units(chunk_size=32, slots=500) == 32           # and never past chunk_size
-    assert rules.chunk_units(chunk_size=1, slots=1) == 1
     assert rules.wait_s(now=10.0, edge=10.2) == pytest.approx(0.2)
     assert rules.wait_s(now=11.0, edge=10.0) == 0.0
     assert rules.wait_s(now=11.0, edge=None) == rules.WAIT_S
@@ -530,14 +527,25 @@ def test_a_lane_that_is_never_placed_stops_the_run_with_the_placement_error():
     assert any(lent for _, _, lent, _ in lanes.chunks) and all(lane == 0 for lane, _, _, _ in lanes.chunks)
 
 
-def test_a_chunk_carries_up_to_twice_a_lanes_slots_and_no_more_than_its_slots_play_at_once():
-    """``chunk_size=32`` on lanes of 4 slots: each call carries up to 8 units (``rules.chunk_units``),
-    the lane plays 4 at a time, the run never has more than ``concurrency`` calls in progress, and
-    its rows are those of a run sent in chunks of 4."""
+def test_a_fast_agents_chunks_carry_twice_a_lanes_slots_and_no_more_than_its_slots_play_at_once():
+    """``chunk_size=32`` on lanes of 4 slots: the first calls carry 4 units; once a chunk comes
+    back fast (a 20 ms agent) they carry 8 (``driver/chunk_sizing.py``), the lane still plays 4 at a
+    time, the run never has more than ``concurrency`` calls in progress, and its rows are those
+    of a run sent in chunks of 4."""
     agent = _Peak(split=0.0)
     lanes = rollout_lanes(lanes=2, slots=4, agent=agent)
     loop, landed = run(planner(budget=120), lanes, concurrency=8, chunk_size=32)
     _, small = run(planner(budget=120), rollout_lanes(lanes=2, slots=4), concurrency=8, chunk_size=4)
     assert played(landed) == played(small) and loop.stopped_because == "budget"
-    assert loop.chunk == 8 and max(n for _, n, _, _ in lanes.chunks) == 8
+    sizes = [n for _, n, _, _ in lanes.chunks]
+    assert sizes[0] == 4 and loop.chunk == 8 and max(sizes) == 8
     assert agent.peak <= 8, agent.peak
+
+
+def test_a_slow_agents_chunks_stay_a_lanes_slots():
+    """Chunks that come back after ``SLOW_S`` (a model agent's seconds-long calls) never grow: its
+    rows land after one call, not two."""
+    lanes = rollout_lanes(lanes=2, slots=4, delay=lambda lane, n: SLOW_S + 0.05)
+    loop, landed = run(planner(budget=24), lanes, concurrency=8, chunk_size=32)
+    assert len(landed.rows) == 24 and loop.chunk == 4
+    assert max(n for _, n, _, _ in lanes.chunks) == 4

@@ -10,10 +10,10 @@ So a run starts with chunks of a lane's slots (``chunk_size`` at most, ``advance
 ...}``); once a rollout chunk comes back within ``FAST_S`` of being sent, the next ones carry up to
 ``CHUNK_SLOTS`` times the slots, and a chunk slower than ``SLOW_S`` brings them back to the slots
 (a model agent's seconds-long calls never leave chunks of its slots: its first rows land after one
-call, not two). Measured on 2 cores at concurrency 32 (16 slots a lane): the no-delay agent's
-Driver CPU a row 3-11% lower, a warm 50 ms run +1.5-2 points of C/L. A lane's slots still bound
-what plays on it at once, and which units travel together never changes the plan (rows are keyed
-by unit). Plain logic, no Ray.
+call, not two). Measured on 2 cores at concurrency 32 (16 slots a lane), against chunks of the
+slots: the no-delay agent's Driver CPU a row 3-11% lower (warm 50 ms runs: no change seen in
+three pairs). A lane's slots still bound what plays on it at once, and which units travel
+together never changes the plan (rows are keyed by unit). Plain logic, no Ray.
 """
 from __future__ import annotations
 

@@ -123,11 +123,23 @@ class AskForecast:
             new = min(new, max(0, s.situations - p.situations_opened))
         return math.ceil(new * (1 + REFUSED))
 
-    def due(self, window: int) -> list[tuple[int, int, int]]:
+    def taken(self) -> int:
+        """Grid picks the planner has made so far (all heaps): how far it got."""
+        return sum(run.taken() for run in self.runs)
+
+    def due(self, window: int, lead: int = 0, most: int | None = None) -> list[tuple[int, int, int]]:
         """The asks of the next ``window`` grid picks not named before, per heap its share plus
         ``SLACK``; ``[]`` while every heap has at least half of that ahead (calls stay few). The
-        window is cut to :meth:`picks_left` (then without the slack; ``[]`` once no pick is left)."""
-        left = self.picks_left()
+        window is cut to :meth:`picks_left` (then without the slack; ``[]`` once no pick is left).
+
+        ``lead``: the picks the planner will likely make before asks named now could come back
+        (a lane's answer takes time, and the planner does not wait for it): each heap's copy is
+        run past its share of them without naming their asks (the planner writes those itself),
+        and the window is what is left after them. ``most``: name at most this many picks now,
+        the nearest first (in the order the planner will reach them across the heaps); the rest
+        of the window is named by the next calls, each with the lead known then."""
+        lead = max(0, int(lead))
+        left = self.picks_left() - lead
         slack = SLACK if left > window else 0        # (the cut window has its own margin: REFUSED)
         window = min(int(window), left)
         if window <= 0:
@@ -137,19 +149,27 @@ class AskForecast:
         plan = []
         low = False
         for run in self.runs:
-            # (a heap no pick goes to is asked nothing; none is asked past the window)
-            want = min(math.ceil(window * run.share) + slack, window) if run.share > 0 else 0
+            if run.share <= 0:                        # (a heap no pick goes to is asked nothing)
+                continue
+            want = min(math.ceil(window * run.share) + slack, window)     # (none is asked past the window)
             have = run.ahead - run.taken()
             if have < 0:                              # the planner got past the copy: start again from its heap
                 run.heap, run.ahead = list(run.picker._heaps[run.key]), run.taken()
                 have = 0
-            plan.append((run, want - have))
-            low = low or 2 * have < want
+            passed = math.ceil(lead * run.share)      # reached before an answer could come back: not named
+            for _ in range(passed - have):
+                run.pop()
+            have = max(have, passed)
+            plan.append((run, have, want - (have - passed)))
+            low = low or 2 * (have - passed) < want
         if not low:
             return []
+        # the nearest picks first: a heap's k-th pick ahead comes at about k / share picks from now
+        order = sorted(((have + k) / run.share, n) for n, (run, have, more) in enumerate(plan) for k in range(max(0, more)))
+        if most is not None:
+            order = order[:max(0, int(most))]
         out = []
-        for run, more in plan:
-            for _ in range(max(0, more)):
-                ci, instance = run.pop()
-                out += [(ci, instance + step, ph) for step, ph in per_pick]
+        for _, n in order:
+            ci, instance = plan[n][0].pop()
+            out += [(ci, instance + step, ph) for step, ph in per_pick]
         return out

@@ -116,3 +116,35 @@ def test_probes_are_named_only_where_the_planner_opens_them_and_within_the_budge
     assert sft.s.n == 3 and AskForecast(sft).probes_due() == []         # several phrasings: no probes
     small = exact.build("explore", budget=8)
     assert len(AskForecast(small).probes_due()) == math.ceil(8 * (1 + REFUSED))
+
+
+def test_a_lead_leaves_the_picks_made_before_an_answer_to_the_planner():
+    """The lanes' answer takes time and the planner does not wait: asks named for the picks it
+    makes meanwhile were written twice (a 300-row run on a loaded machine: 604 asks written by
+    its lanes, none used). With ``lead`` the forecast names past them."""
+    lead = 100
+    made = _grid_picks(exact.build("explore", budget=1_000_000), rounds=12)
+    p = exact.build("explore", budget=1_000_000)
+    named = _picks(AskForecast(p).due(WINDOW, lead=lead), p)
+    early, later = set(made[:lead * 3 // 4]), set(made[lead + 4 * SLACK:WINDOW])
+    assert not named & early, "asks of picks the planner makes before an answer were named"
+    assert len(named & later) >= 0.9 * len(later), "the picks after the lead were not named"
+
+
+def test_a_lead_past_the_picks_left_names_nothing():
+    p = exact.build("explore", budget=200)
+    forecast = AskForecast(p)
+    assert forecast.due(WINDOW, lead=forecast.picks_left()) == []       # none could come back in time
+    assert forecast.due(WINDOW, lead=forecast.picks_left() - 40)         # the last picks can
+
+
+def test_most_names_the_nearest_picks_first_and_the_next_call_the_ones_after():
+    made = _grid_picks(exact.build("explore", budget=1_000_000), rounds=12)
+    p = exact.build("explore", budget=1_000_000)
+    forecast = AskForecast(p)
+    first = _picks(forecast.due(WINDOW, most=96), p)
+    assert len(first) == 96
+    assert len(first & set(made[:96])) >= 80, "the first call did not name the picks the planner makes first"
+    second = _picks(forecast.due(WINDOW, most=96), p)
+    assert len(second) == 96 and not first & second
+    assert len(second & set(made[96:192])) >= 70, "the second call did not name the picks after the first's"

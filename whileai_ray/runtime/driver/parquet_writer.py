@@ -32,6 +32,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from ...core.strict_json import gc_paused
 from ...store.parquet.lane_protocol import Loose, SendWindow
 
 __all__ = ["ParquetWriter", "RemoteLane", "ParquetWriterError", "parquet_lane", "SEND_ROWS", "WINDOW"]
@@ -70,13 +71,17 @@ class ParquetWriter:
         return self.lane
 
     def take(self, blob: bytes, dicts: list[Loose]) -> int:
-        return self._lane().take(blob, dicts)
+        # (a message's rows decoded into dicts, in no cycle, gone once in the table: the collector
+        # rescanning them cost the writer ~0.65 s of a 30,000-row run, a sixth of its CPU)
+        with gc_paused():
+            return self._lane().take(blob, dicts)
 
     def missing(self, keys: Sequence[str] | None = None) -> list[int] | None:
         return self._lane().missing(keys)
 
     def fill(self, rows: list[dict]) -> int:
-        return self._lane().fill(rows)
+        with gc_paused():
+            return self._lane().fill(rows)
 
     def close(self, compact: bool) -> list[str]:
         lane, self.lane = self._lane(), None

@@ -4,7 +4,7 @@ import asyncio
 import gc
 import weakref
 
-from whileai_ray.runtime.pools.collector import Collector
+from whileai_ray.runtime.pools.collector import BUSY_GEN0, Collector
 
 
 class Node:
@@ -60,4 +60,24 @@ def test_work_that_starts_again_before_idle_s_puts_the_collection_off():
         asyncio.run(main())
     finally:
         gc.enable()
+        gc.unfreeze()
+
+
+def test_busy_collects_the_young_generation_less_often_and_idle_gives_the_thresholds_back():
+    async def main():
+        before = gc.get_threshold()
+        c = Collector(idle_s=0.05)
+        c.busy()
+        assert gc.get_threshold() == (max(BUSY_GEN0, before[0]), *before[1:])
+        c.busy()                                        # (a lane's next chunk: still busy)
+        c.idle()
+        assert gc.get_threshold() == before
+        await asyncio.sleep(0.1)
+        assert gc.get_threshold() == before
+        gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    try:
+        asyncio.run(main())
+    finally:
+        gc.set_threshold(700, 10, 10)
         gc.unfreeze()

@@ -33,6 +33,7 @@ from .core.identity import new_run_id
 from .core.progress import ProgressDict
 from .core.rows import stored_row
 from .core.run_warning import raised
+from .core.strict_json import gc_paused
 from .core.unit import RunMeta
 from .result.data import SimulationData
 from .result import loading as _loading
@@ -44,6 +45,7 @@ from .result.progress.display import choose_display
 from .result.grading.run_judge import with_run_cache
 from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
+from .result.report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS
 from .result.role_notes import add_role_notes
 from .result.row_store import adopt_spilled, grader_note_rows, land_runs, row_store
 from .result.warnings_text import rubric_unused_note
@@ -181,7 +183,7 @@ def _run(cfg: RunConfig, dims, roles, keep_fault_cells: bool = False, started: f
     for eval_run in range(cfg.runs):
         settings = plan_settings(cfg, run_id, seeds, k, pinned, eval_run, axes, roles.writer is not None, traces,
                              pinned_k)
-        result, rows = _run_once(cfg, settings, cells, run_id, eval_run, roles,
+        result, rows, facts = _run_once(cfg, settings, cells, run_id, eval_run, roles,
                                  started if eval_run == 0 and started is not None else time.time())
         results.append(result)
         run_rows.append(rows)
@@ -204,7 +206,7 @@ def _run(cfg: RunConfig, dims, roles, keep_fault_cells: bool = False, started: f
     _k_cfg = cfg if k == cfg.repeats else _with_repeats(cfg, k)
     notes, tally = build_report(data, _k_cfg, result, axes=axes, cells=cells, seeds=seeds, dropped=dropped,
                                 fault_rate=traces.fault_rate_or(resolve_fault_rate(cfg)), run_id=run_id,
-                                t_start=t_start)
+                                t_start=t_start, facts=facts if cfg.runs == 1 and not leaked else None)
     apply_trace_plan(data, cfg, traces, leaked)
     add_resume_and_replay_notes(data, cfg, result, pinned_info, results, tally)
     first = results[0]
@@ -244,10 +246,11 @@ def _parquet_path(output: str) -> str:
     return (output[:-6] if output.endswith(".jsonl") else output) + ".parquet"
 
 
-def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any]:
-    """Play one evaluation run; return its ``RunResult`` and its rows (a list, or ``ArrowRows``
-    over the Driver's spill, whose folder this process now owns). ``started``: when simulate()
-    was called (wall clock)."""
+def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started: float | None = None) -> tuple[RunResult, Any, Any]:
+    """Play one evaluation run; return its ``RunResult``, its rows (a list, or ``ArrowRows``
+    over the Driver's spill, whose folder this process now owns) and, when a spill became that
+    list unchanged, the report's fact columns read from it (else None). ``started``: when
+    simulate() was called (wall clock)."""
     from .runtime.caller.run import execute_job   # lazy: ray (~1 s), loaded when a run starts, not on import
     spec = _job_spec(cfg, settings, cells, run_id, eval_run, roles, started)
     regraded = _regrade_on_disk(spec)
@@ -267,12 +270,16 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
     except BaseException:
         reporter.close()
         raise
-    rows = result.rows if result.spilled is None else adopt_spilled(result.spilled)
+    rows, facts = (result.rows if result.spilled is None else adopt_spilled(result.spilled)), None
     if result.spilled is not None and cfg.runs == 1 and result.row_count <= knobs.spill_rows:
-        rows = list(rows)                    # a run under spill_rows is a list, as it always was
+        # the report's columns, as the spill holds them (computing them again from the list: ~1 s of 20,000 rows)
+        facts = row_store(rows).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS)
+        with gc_paused():
+            rows = list(rows)                # a run under spill_rows is a list, as it always was
     if result.spilled is not None and (spec.shards or spec.checkpoint and shards_of(spec.checkpoint)):
         # shared storage: the spill holds stubs; the rows they point at are read here, a batch at a time
         row_store(rows).update(partial(fill_stubs, folder=spec.shards, checkpoint=spec.checkpoint))
+        facts = None                         # (the spill held stubs)
     result = dataclasses.replace(result, rows=[], spilled=None,
                                  checkpoint_warnings=[*([regraded] if regraded else []), *result.checkpoint_warnings])
     cut = {tuple(g) for g in result.planner.group_cut}
@@ -282,13 +289,14 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
                 if (r.get("scenario_id"), r["_key"][2]) in cut:
                     r["group_cut"] = True
         row_store(rows).update(mark)         # rows on disk: rewritten a batch at a time
+        facts = None
     n, resumed = result.row_count, result.resumed_count
     final = last.copy()                      # the last line says it ended, and why
     final.update({"rows": n, "landed": n - resumed, "resumed": resumed, "inflight": 0, "cap": max(0, cfg.budget),
                   "elapsed_s": round(result.elapsed_s, 1), "stopped_because": result.stopped_because})
     reporter.emit(final)
     reporter.close(final)
-    return result, rows
+    return result, rows, facts
 
 
 def _job_spec(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started: float | None = None) -> JobSpec:

@@ -154,9 +154,9 @@ def test_the_driver_hands_back_files_not_rows_and_a_resume_keeps_the_order(ray_l
     real = simulation._run_once
 
     def spy(*args, **kwargs):
-        result, rows = real(*args, **kwargs)
+        result, rows, facts = real(*args, **kwargs)
         kept.append(result)
-        return result, rows
+        return result, rows, facts
 
     simulation._run_once = spy
     try:
@@ -195,3 +195,23 @@ def test_runs_and_tasks_stamp_lineage_on_rows_on_disk(ray_local):
     replay = wai.simulate(wai.seeded_agent(TOOLS), **{**RUN, "budget": 64}, tasks=mem,
                           advanced={**QUIET, "spill_rows": 40})
     assert is_arrow(replay.trajectories) and all(r["lineage"]["replayed"] for r in replay)
+
+
+def test_a_spilled_run_read_back_as_a_list_reports_from_the_spills_columns(ray_local, monkeypatch):
+    """A run of 10,000 to 50,000 rows spills on the Driver and comes back as a list. Its report
+    once computed every row's fact columns again from that list: ~1 s of a 20,000-row run, after
+    its last row had landed. It reads them from the spill now, and says what the list says."""
+    from whileai_ray import simulation
+    from whileai_ray.result import row_store
+    run = dict(tools=TOOLS, simulator=False, seed=5, budget=160, grader=truthful)
+    plain = wai.simulate(wai.seeded_agent(TOOLS), **run, advanced=QUIET)
+    monkeypatch.setattr(simulation, "DRIVER_LIST_ROWS", 50)       # the Driver spills past 50 rows
+    computed, real = [], row_store.facts_table
+    monkeypatch.setattr(row_store, "facts_table", lambda rows: computed.append(len(rows)) or real(rows))
+    spilled = wai.simulate(wai.seeded_agent(TOOLS), **run, advanced=QUIET)
+    assert type(spilled.trajectories) is list and len(spilled) == 160
+    assert computed == []                                         # the report read the spill's columns
+    assert [_stable(r) for r in spilled] == [_stable(r) for r in plain]
+    same = lambda rep: {k: v for k, v in rep.items() if k not in ("run_id", "knobs")}   # noqa: E731
+    assert same(spilled.report()) == same(plain.report()) and str(spilled.pass_at) == str(plain.pass_at)
+    assert [str(w) for w in spilled.warnings] == [str(w) for w in plain.warnings]

@@ -24,9 +24,9 @@ def test_a_spilled_run_writes_the_drivers_encoding_from_lane_texts(ray_local, to
     real = simulation._run_once
 
     def spy(*args, **kwargs):
-        result, rows = real(*args, **kwargs)
+        result, rows, facts = real(*args, **kwargs)
         kept.append((result, rows))
-        return result, rows
+        return result, rows, facts
 
     def go():
         done["data"] = wai.simulate(wai.seeded_agent(tools), tools=tools, simulator=False, budget=BUDGET, seed=5,

@@ -34,9 +34,10 @@ def _tier_mix(tally, cfg) -> dict:
             "counts": dict(sorted(tally.tier_counts.items())), "rows": n}
 
 
-def run_tally(data) -> ReportTally:
-    """The run's ``ReportTally``: Arrow compute over its rows' fact columns."""
-    return report_tally(row_store(data.trajectories).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS))
+def run_tally(data, facts=None) -> ReportTally:
+    """The run's ``ReportTally``: Arrow compute over its rows' fact columns (``facts``: those
+    columns already read, from the spill its list was decoded from)."""
+    return report_tally(facts if facts is not None else row_store(data.trajectories).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS))
 
 
 # the arguments the docs say are "None unless you set it" (simulate.md, concurrency ... max_turns)
@@ -57,11 +58,11 @@ def asked_and_resolved(cfg, fault_rate: float) -> dict:
 
 
 def build_report(data, cfg: RunConfig, result: RunResult, *, axes, cells, seeds, dropped, fault_rate, run_id,
-                 t_start) -> tuple[list[RunWarning], ReportTally]:
+                 t_start, facts=None) -> tuple[list[RunWarning], ReportTally]:
     """Fill ``data``'s report, search figures and warnings; return every note of the run (those
     raised as ``UserWarning`` included: ``core/run_warning.raised``) and the rows' tally (for
-    the notes ``simulate()`` adds)."""
-    tally = run_tally(data)
+    the notes ``simulate()`` adds). ``facts``: the rows' report columns when already read (``run_tally``)."""
+    tally = run_tally(data, facts)
     stats = result.planner
     n = tally.n
     tool_names = [t.get("function", t).get("name") for t in cfg.tools]

@@ -47,7 +47,7 @@ from .result.run_notes import add_resume_and_replay_notes
 from .result.report import build_report
 from .result.report_tally import DICTIONARY_COLUMNS, REPORT_COLUMNS
 from .result.role_notes import add_role_notes
-from .result.row_store import adopt_spilled, grader_note_rows, land_runs, row_store
+from .result.row_store import adopt_spilled, grader_note_rows, is_arrow, land_runs, row_store
 from .result.warnings_text import rubric_unused_note
 from .runtime.data.services import RayCluster
 from .runtime.job_spec import JobSpec
@@ -273,7 +273,8 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
     rows, facts = (result.rows if result.spilled is None else adopt_spilled(result.spilled)), None
     if result.spilled is not None and cfg.runs == 1 and result.row_count <= knobs.spill_rows:
         # the report's columns, as the spill holds them (computing them again from the list: ~1 s of 20,000 rows)
-        facts = row_store(rows).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS)
+        if is_arrow(rows) and rows.has_columns(REPORT_COLUMNS):
+            facts = row_store(rows).facts(REPORT_COLUMNS, DICTIONARY_COLUMNS)
         with gc_paused():
             rows = list(rows)                # a run under spill_rows is a list, as it always was
     if result.spilled is not None and (spec.shards or spec.checkpoint and shards_of(spec.checkpoint)):

@@ -37,7 +37,7 @@ class Collector:
 
     def busy(self) -> None:
         """Work starts: freeze what exists now, collect the young generation less often
-(``BUSY_GEN0``); a collection scheduled by ``idle()`` is not needed yet."""
+        (``BUSY_GEN0``); a collection scheduled by ``idle()`` is not needed yet."""
         if self._tidy is not None:
             self._tidy.cancel()
             self._tidy = None

@@ -124,8 +124,10 @@ class AskForecast:
         return math.ceil(new * (1 + REFUSED))
 
     def taken(self) -> int:
-        """Grid picks the planner has made so far (all heaps): how far it got."""
-        return sum(run.taken() for run in self.runs)
+        """Grid picks the planner has made so far: how far it got (the picker's own count, not a
+        walk of its heaps: the Driver asks after every chunk it settles)."""
+        picker = self.p.picker
+        return int(picker.picks) if picker is not None else 0
 
     def due(self, window: int, lead: int = 0, most: int | None = None) -> list[tuple[int, int, int]]:
         """The asks of the next ``window`` grid picks not named before, per heap its share plus

@@ -34,6 +34,8 @@ _DATE = re.compile(r"\b(?:j(?:an(?:uary)?|un(?:e)?|ul(?:y)?)|feb(?:ruary)?|ma(?:
 # starts with one of their first letters, which a lookahead checks before the word boundary
 _DATE_LOWER = re.compile(r"(?=[jfmasond])" + _DATE.pattern)
 _IDS = re.compile(r"\b[\w-]*?\d[\w-]*\b")                               # ids, numbers
+_DIGIT = re.compile(r"\d")
+_WORDISH = re.compile(r"[\w-]*")                                          # a run of word characters and "-"
 _TOKEN = re.compile(r"[A-Za-z'#$@]+|[.!?]")
 _STOPS = frozenset(".!?")
 _BLANKED = frozenset(("#", "$", "@", "D"))
@@ -46,7 +48,7 @@ def skeleton(prompt: str) -> str:
         text = _EMAIL.sub(" @ ", text)
     if "$" in text:
         text = _AMOUNT.sub(" $ ", text)
-    text = _IDS.sub(" # ", _dates_blanked(text))
+    text = _ids_blanked(_dates_blanked(text))
     out: list[str] = []
     append = out.append
     start = True                       # a capitalised word that starts a sentence is not a name
@@ -82,6 +84,30 @@ def _dates_blanked(text: str) -> str:
         out.append(text[at:start])
         out.append(" D ")
         at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _ids_blanked(text: str) -> str:
+    """``_IDS.sub(" # ", text)``, run only on the stretches of word characters and "-" that hold a
+    digit. An id is made of such characters and its ``\\b`` edges look at one on each side, so a
+    stretch (bounded by neither kind) matches alone exactly as it does in the text; the others
+    cannot match (no digit). Python's ``re`` tries ``_IDS`` at every position of the text
+    (~40 ns each); a prompt has a few digits: a third of the cost."""
+    m = _DIGIT.search(text)
+    if m is None:
+        return text
+    out, at = [], 0
+    while m is not None:
+        start = m.start()
+        while start > at and (text[start - 1].isalnum() or text[start - 1] in "_-"):   # re's \w: isalnum or _
+            start -= 1
+        run = _WORDISH.match(text, m.end())            # (always matches: the run may be empty)
+        end = run.end() if run is not None else m.end()
+        out.append(text[at:start])
+        out.append(_IDS.sub(" # ", text[start:end]))
+        at = end
+        m = _DIGIT.search(text, end)
     out.append(text[at:])
     return "".join(out)
 

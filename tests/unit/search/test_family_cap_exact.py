@@ -73,3 +73,15 @@ def test_the_cap_decides_as_before_on_near_copies():
     asks = [f"Check order ORD-{n} for Maria Lopez, paid ${n % 97} on March {1 + n % 27}." for n in range(10)]
     assert [cap.admit(a) for a in asks] == [True, True] + [False] * 8
     assert cap.stats()["refused"] == 8 and cap.family(asks[0]) == short_hash("family", old_skeleton(asks[0]))
+
+
+def test_ids_are_blanked_as_the_one_pattern_blanks_them_on_any_text():
+    """The ids pass runs ``_IDS`` only on the stretches of word characters and "-" that hold a
+    digit: on text of every character kind that bounds or joins them (unicode letters and digits,
+    "_", "-", "'", stops, spaces) it gives what ``_IDS.sub`` gives on the whole text."""
+    r = random.Random(45)
+    alphabet = ["a", "Z", "1", "0", "٣", "²", "é", "_", "-", "--", "'", ".", " ", "\n", "$", "#", "x9", "ORD-", "-7"]
+    texts = ["", "-", "1", "-1-", "_1_", "a-", "²", "٣x", "ORD-41087 and 5th, -12 x_1 a-1-b 1-- --2"]
+    texts += ["".join(r.choice(alphabet) for _ in range(r.randrange(0, 30))) for _ in range(20_000)]
+    for t in texts:
+        assert fc._ids_blanked(t) == fc._IDS.sub(" # ", t), repr(t)

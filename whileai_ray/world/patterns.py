@@ -2,8 +2,10 @@
 
 ``^W\\d{7}$``, ``^[A-Z]{3}-\\d{4}$``, ``^(economy|business)$``, ``^#?[0-9a-f]{6}$``: literals,
 classes, ranges, ``\\d \\w \\s``, repeats, groups and alternation. The pattern is parsed with
-Python's own regex parser (``re._parser``) and walked once; anything it does not know
-(lookarounds, backreferences) gives None and the caller falls back to other hints. The result
+Python's own regex parser (``re._parser``) and compiled once into a program of plain tuples
+(``_compile``: a class's characters listed, each node's kind decided), which each draw runs;
+anything it does not know (lookarounds, backreferences) gives None and the caller falls back to
+other hints. The result
 is checked with ``re.search`` before it is returned, so a None is the only way to be wrong.
 """
 from __future__ import annotations
@@ -30,22 +32,27 @@ class _Unsupported(Exception):
     pass
 
 
+# the compiled program's steps (see ``_compile``)
+_LIT, _PICK, _REPEAT, _BRANCH, _SEQ, _BAD = range(6)
+
+
 @lru_cache(maxsize=512)
 def _parsed(pattern: str):
+    """``(program, compiled regex)`` of ``pattern``, or ``(None, None)`` when it does not parse."""
     try:
-        return _sre.parse(pattern), re.compile(pattern)
-    except (re.error, TypeError, ValueError, OverflowError):
+        return _compile(_sre.parse(pattern)), re.compile(pattern)
+    except (re.error, TypeError, ValueError, OverflowError, RecursionError):
         return None, None
 
 
 def string_for_pattern(pattern: str, rnd, tries: int = 4) -> str | None:
     """A string ``re.search(pattern, s)`` accepts, drawn with ``rnd``; None when not simple."""
-    tree, compiled = _parsed(pattern)
-    if tree is None:
+    program, compiled = _parsed(pattern)
+    if program is None:
         return None
     for _ in range(tries):
         try:
-            out = _walk(tree, rnd)
+            out = _run(program, rnd.random)
         except _Unsupported:
             return None
         if compiled.search(out):
@@ -53,46 +60,49 @@ def string_for_pattern(pattern: str, rnd, tries: int = 4) -> str | None:
     return None
 
 
-def _walk(items, rnd) -> str:
-    out = []
+def _compile(items) -> tuple:
+    """The parse tree ``items`` as a program of plain tuples, made once per pattern: what a draw
+    does at each node is decided here (a class's characters listed, an operator's name read), so
+    a draw only runs it. A node a draw cannot make is kept as ``(_BAD, name)`` where it stands and
+    raises only when a draw reaches it (a branch not taken, a repeat of zero never does), after
+    the very draws the walk of the tree made before it: the strings drawn, and the draws left for
+    the caller's fallbacks, are the same."""
+    steps: list = []
     for op, av in items:
         name = str(op)
         if name == "LITERAL":
-            out.append(chr(av))
+            steps.append((_LIT, chr(av)))
         elif name == "NOT_LITERAL":
-            out.append("x" if chr(av) != "x" else "y")
+            steps.append((_LIT, "x" if chr(av) != "x" else "y"))
         elif name == "ANY":
-            out.append(_PRINT[int(rnd.random() * len(_PRINT))])
+            steps.append((_PICK, _PRINT))
         elif name == "IN":
-            out.append(_one_of(av, rnd))
+            steps.append(_class(av))
         elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             lo, hi, sub = av
             hi = lo + 3 if hi == _sre.MAXREPEAT else hi
-            n = lo + int(rnd.random() * (min(hi, lo + 3) - lo + 1))
-            out.append("".join(_walk(sub, rnd) for _ in range(n)))
+            steps.append((_REPEAT, lo, min(hi, lo + 3) - lo + 1, _compile(sub)))
         elif name == "SUBPATTERN":
-            out.append(_walk(av[-1], rnd))
+            steps.append((_SEQ, _compile(av[-1])))
         elif name == "BRANCH":
-            branches = av[1]
-            out.append(_walk(branches[int(rnd.random() * len(branches))], rnd))
+            steps.append((_BRANCH, tuple(_compile(b) for b in av[1])))
         elif name == "AT":
             continue
         elif name == "CATEGORY":
             chars = _CATEGORY.get(str(av))
-            if chars is None:
-                raise _Unsupported(name)
-            out.append(chars[int(rnd.random() * len(chars))])
+            steps.append((_PICK, chars) if chars is not None else (_BAD, name))
         else:
-            raise _Unsupported(name)
-    return "".join(out)
+            steps.append((_BAD, name))
+    return tuple(steps)
 
 
-def _one_of(av, rnd) -> str:
-    chars = []
+def _class(av) -> tuple:
+    """A character class as ``(_PICK, its characters)``, or ``(_BAD, why)``."""
+    chars: list[str] = []
     for op, val in av:
         name = str(op)
         if name == "NEGATE":
-            raise _Unsupported("negated class")
+            return (_BAD, "negated class")
         if name == "LITERAL":
             chars.append(chr(val))
         elif name == "RANGE":
@@ -101,7 +111,31 @@ def _one_of(av, rnd) -> str:
         elif name == "CATEGORY":
             chars.extend(_CATEGORY.get(str(val), ""))
         else:
-            raise _Unsupported(name)
+            return (_BAD, name)
     if not chars:
-        raise _Unsupported("empty class")
-    return chars[int(rnd.random() * len(chars))]
+        return (_BAD, "empty class")
+    return (_PICK, "".join(chars))
+
+
+def _run(program: tuple, r) -> str:
+    """One string of ``program``, drawn with ``r`` (``rnd.random``), node by node in order."""
+    out = []
+    for step in program:
+        kind = step[0]
+        if kind == _LIT:
+            out.append(step[1])
+        elif kind == _PICK:
+            chars = step[1]
+            out.append(chars[int(r() * len(chars))])
+        elif kind == _REPEAT:
+            n = step[1] + int(r() * step[2])
+            sub = step[3]
+            out.append("".join([_run(sub, r) for _ in range(n)]))
+        elif kind == _SEQ:
+            out.append(_run(step[1], r))
+        elif kind == _BRANCH:
+            branches = step[1]
+            out.append(_run(branches[int(r() * len(branches))], r))
+        else:
+            raise _Unsupported(step[1])
+    return "".join(out)

@@ -33,7 +33,7 @@ class _Unsupported(Exception):
 
 
 # the compiled program's steps (see ``_compile``)
-_LIT, _PICK, _REPEAT, _BRANCH, _SEQ, _BAD = range(6)
+_LIT, _PICK, _REPEAT, _BRANCH, _SEQ, _BAD, _PICKS = range(7)
 
 
 @lru_cache(maxsize=512)
@@ -81,7 +81,11 @@ def _compile(items) -> tuple:
         elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             lo, hi, sub = av
             hi = lo + 3 if hi == _sre.MAXREPEAT else hi
-            steps.append((_REPEAT, lo, min(hi, lo + 3) - lo + 1, _compile(sub)))
+            sub = _compile(sub)
+            if len(sub) == 1 and sub[0][0] == _PICK:        # \d{7}: n characters of one class
+                steps.append((_PICKS, lo, min(hi, lo + 3) - lo + 1, sub[0][1]))
+            else:
+                steps.append((_REPEAT, lo, min(hi, lo + 3) - lo + 1, sub))
         elif name == "SUBPATTERN":
             steps.append((_SEQ, _compile(av[-1])))
         elif name == "BRANCH":
@@ -127,6 +131,11 @@ def _run(program: tuple, r) -> str:
         elif kind == _PICK:
             chars = step[1]
             out.append(chars[int(r() * len(chars))])
+        elif kind == _PICKS:
+            n = step[1] + int(r() * step[2])
+            chars = step[3]
+            size = len(chars)
+            out.append("".join([chars[int(r() * size)] for _ in range(n)]))
         elif kind == _REPEAT:
             n = step[1] + int(r() * step[2])
             sub = step[3]

@@ -56,20 +56,17 @@ def _walk(items, rnd):
 
 
 def _one_of(av, rnd):
-    chars = []
+    chars = ""
     for op, val in av:
-        name = str(op)
-        if name == "NEGATE":
-            raise _Unsupported("negated class")
-        if name == "LITERAL":
-            chars.append(chr(val))
-        elif name == "RANGE":
-            lo, hi = val
-            chars.extend(chr(c) for c in range(lo, min(hi, lo + 200) + 1))
-        elif name == "CATEGORY":
-            chars.extend(patterns._CATEGORY.get(str(val), ""))
-        else:
-            raise _Unsupported(name)
+        kind = str(op)
+        if kind == "RANGE":
+            chars += "".join(map(chr, range(val[0], min(val[1], val[0] + 200) + 1)))
+        elif kind == "LITERAL":
+            chars += chr(val)
+        elif kind == "CATEGORY":
+            chars += patterns._CATEGORY.get(str(val), "")
+        else:                                   # NEGATE, or a node no draw can make
+            raise _Unsupported(kind)
     if not chars:
         raise _Unsupported("empty class")
     return chars[int(rnd.random() * len(chars))]

@@ -18,6 +18,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from .hand_check import flat_ok, flat_rules
+
 __all__ = ["argument_errors", "validator_for", "refusal", "ToolValidator", "INVALID"]
 
 INVALID = "invalid_arguments"
@@ -47,22 +49,23 @@ def _format_checker():
 
 
 class ToolValidator:
-    """One tool's check. A schema of flat typed properties (``{"order_id": {"type": "string"}}``,
-    required, maybe closed) is checked by hand, in a microsecond; anything else, and every call
-    the hand check doubts, goes to jsonschema, built on first need (its errors are the answer)."""
+    """One tool's check. A flat schema (typed properties, required, maybe closed, each property's
+    rules among those real tools write: ``hand_check.py``) is checked by hand, in a microsecond
+    (jsonschema: 10-18 us a call on the retail tools); anything else, and every call the hand
+    check doubts, goes to jsonschema, built on first need (its errors are the answer)."""
     __slots__ = ("parameters", "flat", "_full")
     _full: Any          # jsonschema's validator (an untyped package) once built; False: none can be; None: not yet
 
     def __init__(self, parameters: dict):
         self.parameters = parameters
-        self.flat = _flat(parameters)
+        self.flat = flat_rules(parameters)
         self._full = None
 
     def __getstate__(self):          # picklable: jsonschema's validator is rebuilt where it is needed
         return self.parameters
 
     def __setstate__(self, parameters):
-        self.parameters, self.flat, self._full = parameters, _flat(parameters), None
+        self.parameters, self.flat, self._full = parameters, flat_rules(parameters), None
 
     def full(self):
         if self._full is None:
@@ -75,7 +78,7 @@ class ToolValidator:
     def errors(self, arguments, limit: int) -> list:
         """jsonschema's errors (at most ``limit``); a schema it cannot follow (a ``$ref`` to
         nothing) refuses nothing, from then on."""
-        if self.flat is not None and _flat_ok(self.flat, arguments):
+        if self.flat is not None and flat_ok(self.flat, arguments):
             return []
         full = self.full()
         out: list = []
@@ -90,46 +93,6 @@ class ToolValidator:
             self._full = False
             return []
         return out
-
-
-_TOP = frozenset(("type", "properties", "required", "additionalProperties", "description", "title", "$schema"))
-_LEAF = frozenset(("type", "description", "title", "examples", "default"))
-_TYPES = frozenset(("string", "boolean", "integer", "number"))
-
-
-def _typed(kind: str, value) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if isinstance(value, bool):
-        return kind == "boolean"
-    return kind == "integer" and isinstance(value, int) or kind == "number" and isinstance(value, (int, float))
-
-
-def _flat(params: dict):
-    """``(types, required, closed)`` when every rule of the schema is a property's plain type."""
-    if set(params) - _TOP or params.get("type", "object") != "object" \
-            or params.get("additionalProperties", True) not in (True, False):
-        return None
-    props, required = params.get("properties") or {}, params.get("required") or []
-    if not isinstance(props, dict) or not isinstance(required, list):
-        return None
-    types = {}
-    for key, sub in props.items():
-        if not isinstance(sub, dict) or set(sub) - _LEAF or sub.get("type") not in _TYPES:
-            return None
-        types[key] = sub["type"]
-    return types, tuple(required), params.get("additionalProperties") is False
-
-
-def _flat_ok(flat, arguments) -> bool:
-    types, required, closed = flat
-    if not isinstance(arguments, dict) or any(r not in arguments for r in required):
-        return False
-    for key, value in arguments.items():
-        kind = types.get(key)
-        if kind is None and closed or kind is not None and not _typed(kind, value):
-            return False
-    return True
 
 
 def validator_for(parameters):

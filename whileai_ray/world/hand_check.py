@@ -20,7 +20,8 @@ __all__ = ["flat_rules", "flat_ok"]
 _TOP = frozenset(("type", "properties", "required", "additionalProperties", "description", "title", "$schema"))
 _LEAF = frozenset(("type", "description", "title", "examples", "default"))
 # the rules a property may carry and still be checked by hand (each as jsonschema applies it)
-_RULES = _LEAF | {"pattern", "enum", "minLength", "maxLength", "minimum", "maximum", "items", "minItems", "maxItems"}
+_RULES = _LEAF | {"pattern", "enum", "minLength", "maxLength", "minimum", "maximum", "items", "minItems", "maxItems",
+                  "uniqueItems"}
 _TYPES = frozenset(("string", "boolean", "integer", "number"))
 
 
@@ -71,6 +72,10 @@ def _leaf(sub, depth: int = 0):
         if items is None:
             return None
         rules["items"] = items
+        if "uniqueItems" in sub:            # of strings only: their equality is ==, as jsonschema's
+            if sub["uniqueItems"] is not True and sub["uniqueItems"] is not False or items[0] != "string":
+                return None
+            rules["uniqueItems"] = sub["uniqueItems"]
         for key in ("minItems", "maxItems"):
             if key in sub:
                 if not _size(sub[key]):
@@ -109,7 +114,9 @@ def _leaf_ok(leaf, value) -> bool:
         if not rules.get("minItems", 0) <= len(value) <= rules.get("maxItems", len(value)):
             return False
         items = rules["items"]
-        return all(_leaf_ok(items, v) for v in value)
+        if not all(_leaf_ok(items, v) for v in value):
+            return False
+        return not rules.get("uniqueItems") or len(set(value)) == len(value)
     return rules.get("minimum", value) <= value <= rules.get("maximum", value)
 
 

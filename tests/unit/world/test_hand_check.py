@@ -10,6 +10,7 @@ the retail and airline tool sets); here it meets, for every tool of the three to
 value drawer makes and thousands of broken ones, and every call it passes must be one jsonschema
 passes too.
 """
+import copy
 import json
 import random
 from pathlib import Path
@@ -31,7 +32,7 @@ EDGES = [
         "n": {"type": "integer", "minimum": 1, "maximum": 9},
         "x": {"type": "number", "minimum": -1.5, "maximum": 2.5},
         "ids": {"type": "array", "items": {"type": "string", "pattern": "^[0-9]{3}$"},
-                "minItems": 1, "maxItems": 3},
+                "minItems": 1, "maxItems": 3, "uniqueItems": True},
         "any": {"type": "array"},
         "flag": {"type": "boolean"}},
      "required": ["code", "n"], "additionalProperties": False},
@@ -43,8 +44,12 @@ EDGES = [
 ]
 
 ODD = [None, True, False, 0, 1, -1, 1.0, 1.5, float("inf"), "", "a", "#W1234567", "#W123456", "economy", "ECONOMY",
-       "Economy", "123", "12a", "ab", "abcdef", "x" * 300, [], ["123"], ["123", "456", "789", "012"], ["12"], [1],
+       "Economy", "123", "12a", ["123", "123"], ["456", "123", "456"], "ab", "abcdef", "x" * 300, [], ["123"], ["123", "456", "789", "012"], ["12"], [1],
        [None], {}, {"a": 1}, 10, 9, 0.0, -1.5, 2.5, 2.6, -2, 10 ** 20, "\u00e9\u00e9"]
+
+
+def _odd(rnd):
+    return copy.deepcopy(rnd.choice(ODD))     # (a list of ODD put in arguments may be changed there)
 
 
 def _schemas():
@@ -55,29 +60,38 @@ def _schemas():
     return out
 
 
-def _arguments(params, rnd):
+def _arguments(params, rnd, flat, single=False):
     """Drawn arguments (the world's own drawer), then broken: a value swapped for an odd one, a
-    property dropped, one added, list items changed."""
+    property dropped, one added, list items changed. ``single``: from drawn arguments the hand
+    check passes, each property given each odd value alone (so each rule meets each one)."""
     base = draw_value(params, rnd, params)
+    for _ in range(50 if single else 0):
+        if _flat_ok(flat, base):
+            break
+        base = draw_value(params, rnd, params)
     yield base
     if not isinstance(base, dict):
         return
     keys = list((params.get("properties") or {}).keys())
+    if single:                                   # each property given each odd value, alone
+        for key in keys:
+            for value in ODD:
+                yield {**base, key: copy.deepcopy(value)}
     for _ in range(40):
         args = json.loads(json.dumps(base))
         for _ in range(rnd.randint(1, 3)):
             move = rnd.random()
             key = rnd.choice(keys) if keys else "k"
             if move < 0.6:
-                args[key] = rnd.choice(ODD)
+                args[key] = _odd(rnd)
             elif move < 0.75:
                 args.pop(key, None)
             elif move < 0.85:
-                args["unexpected_" + str(rnd.randint(0, 3))] = rnd.choice(ODD)
+                args["unexpected_" + str(rnd.randint(0, 3))] = _odd(rnd)
             elif isinstance(args.get(key), list) and args[key]:
-                args[key][rnd.randrange(len(args[key]))] = rnd.choice(ODD)
+                args[key][rnd.randrange(len(args[key]))] = _odd(rnd)
             else:
-                args[key] = [rnd.choice(ODD) for _ in range(rnd.randint(0, 4))]
+                args[key] = [_odd(rnd) for _ in range(rnd.randint(0, 4))]
         yield args
 
 
@@ -89,8 +103,8 @@ def test_what_the_hand_check_passes_jsonschema_passes(name, params):
         return                                   # jsonschema alone decides: nothing to compare
     rnd = random.Random(name)
     passed = 0
-    for _ in range(25):
-        for args in _arguments(params, rnd):
+    for i in range(25):
+        for args in _arguments(params, rnd, flat, single=i < 3):
             if _flat_ok(flat, args):
                 passed += 1
                 assert not list(full.iter_errors(args)), (name, args)

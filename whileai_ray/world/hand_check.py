@@ -3,8 +3,8 @@
 ``validation.ToolValidator`` checks a call against the tool's JSON Schema with jsonschema, which
 costs 10-70 us a call. Most tools' schemas are flat: typed properties, some required, maybe no
 others allowed, each property's rules among a pattern, an enum of strings, lengths, bounds, and
-arrays of such items with item counts. ``flat_rules(schema)`` reads such a schema once (None for
-any other: nesting, references, combinations, ``format``, ``uniqueItems``...), and
+arrays of such items with item counts (and unique strings). ``flat_rules(schema)`` reads such a
+schema once (None for any other: nesting, references, combinations, ``format``, ``const``...), and
 ``flat_ok(rules, arguments)`` says whether the arguments keep every rule, each rule read as
 jsonschema reads it (a pattern is ``re.search``, a length counts code points, a bound applies to
 numbers, ``true`` is no integer). It only ever answers "valid": a False is a doubt, and jsonschema

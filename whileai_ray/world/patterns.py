@@ -5,8 +5,8 @@ classes, ranges, ``\\d \\w \\s``, repeats, groups and alternation. The pattern i
 Python's own regex parser (``re._parser``) and compiled once into a program of plain tuples
 (``_compile``: a class's characters listed, each node's kind decided), which each draw runs;
 anything it does not know (lookarounds, backreferences) gives None and the caller falls back to
-other hints. The result
-is checked with ``re.search`` before it is returned, so a None is the only way to be wrong.
+other hints. The result is checked with ``re.search`` before it is returned, so a None is the
+only way to be wrong.
 """
 from __future__ import annotations
 

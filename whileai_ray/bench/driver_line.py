@@ -10,6 +10,10 @@ class they host (``ray::Driver``, ``ray::ReusableRolloutWorker``, ``ray::JudgeWo
 how the processes are told apart here; the caller is this process. A small run first starts the
 Driver and its actors, so the measured run finds them warm and start-up is not counted.
 
+A third run plays the 13-tool retail set of the repository's corpus (``tests/data/tools_retail.json``,
+as the ``schema`` line does) in explore mode: a user's tools cost the lanes more than the demo's one
+(ids drawn from schema patterns, arguments checked against richer schemas).
+
 The line also says how the asks the lanes wrote for the planner served it (``search["edge_asks"]``:
 the share of the asks taken that came from the lanes, asks written a row, the share never used):
 asks written for nothing are lane CPU the ``all`` figure pays.
@@ -18,6 +22,7 @@ Linux only (``/proc``); elsewhere the line says it cannot measure.
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -26,6 +31,7 @@ from pathlib import Path
 from ..agents.seeded import seeded_agent
 from ..simulation import simulate
 from ..testing.seeded_rows import TOOLS
+from .schema_line import CORPUS_DIR
 
 __all__ = ["bench_driver", "format_driver_line", "cpu_by_role", "ROLES"]
 
@@ -99,26 +105,36 @@ def _spent(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, flo
     return spent
 
 
-def bench_driver(rows: int = 30_000, mode: str = "explore", actors: int = 2) -> dict:
+def bench_driver(rows: int = 30_000, mode: str = "explore", actors: int = 2, tools: str | None = None) -> dict:
     """Play ``rows`` rows of the no-delay agent with a checkpoint on ``actors`` rollout actors and
-    return the CPU per landed row (µs) of the Driver, the rollout actors, the caller and all."""
+    return the CPU per landed row (µs) of the Driver, the rollout actors, the caller and all.
+    ``tools``: a tool set of the repository's corpus (``"retail"``: ``tests/data/tools_retail.json``)
+    instead of the demo's one tool (a user's tools cost the lanes more: ids drawn from schema
+    patterns, arguments checked against richer schemas)."""
     if not Path("/proc/self/stat").exists():
         return {"mode": mode, "rows": 0, "error": "no /proc: the driver line measures on Linux only"}
+    tool_set = TOOLS
+    if tools is not None:
+        path = CORPUS_DIR / f"tools_{tools}.json"
+        if not path.is_file():
+            return {"mode": mode, "rows": 0, "tools": tools, "error": f"corpus not found ({path})"}
+        tool_set = json.loads(path.read_text())
     knobs = {"ray": {"rollout_actors": actors}, "progress_every_s": 3600.0, "progress_every_rows": 10**6}
     with tempfile.TemporaryDirectory(prefix="wai-bench-driver-") as folder:
-        simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=200, seed=1, mode=mode,
+        simulate(seeded_agent(tool_set), tools=tool_set, simulator=False, budget=200, seed=1, mode=mode,
                  checkpoint=os.path.join(folder, "warm.jsonl"), advanced=knobs)     # Driver and actors up
         # this process's Ray (started by the first simulate) only; all of them when it joined one
         root = os.getpid() if any(r == "driver" for r, _ in cpu_by_role(os.getpid()).values()) else None
         before, caller0, t0 = cpu_by_role(root), time.process_time(), time.monotonic()
-        data = simulate(seeded_agent(TOOLS), tools=TOOLS, simulator=False, budget=rows, seed=2, mode=mode,
+        data = simulate(seeded_agent(tool_set), tools=tool_set, simulator=False, budget=rows, seed=2, mode=mode,
                         checkpoint=os.path.join(folder, "run.jsonl"), advanced=knobs)
         wall, caller = time.monotonic() - t0, time.process_time() - caller0
         spent = _spent(before, cpu_by_role(root))
     landed = max(1, len(data))
     per_row = {role: seconds / landed * 1e6 for role, seconds in spent.items()}
     per_row["caller"] = caller / landed * 1e6
-    return {"mode": mode, "rows": len(data), "actors": actors, "wall_s": wall, "rows_s": len(data) / wall,
+    return {"mode": mode, "rows": len(data), "actors": actors, "tools": tools, "wall_s": wall,
+            "rows_s": len(data) / wall,
             "us_per_row": per_row, "all_us": sum(per_row.values()),
             "ceiling_rows_s": 1e6 / per_row["driver"] if per_row.get("driver") else None,
             "edge_asks": data.search.get("edge_asks")}
@@ -126,12 +142,13 @@ def bench_driver(rows: int = 30_000, mode: str = "explore", actors: int = 2) -> 
 
 def format_driver_line(r: dict) -> str:
     if r.get("error"):
-        return f"driver         {r['mode']}: {r['error']}"
+        return f"driver         {r['mode']}{' (' + r['tools'] + ' tools)' if r.get('tools') else ''}: {r['error']}"
     us = r["us_per_row"]
     parts = ", ".join(f"{role} {us[role]:,.0f}" for role in ("driver", "rollout", "parquet", "judge", "caller")
                       if role in us)
     ceiling = f"{r['ceiling_rows_s']:,.0f}" if r["ceiling_rows_s"] else "n/a"
-    line = (f"driver         {r['mode']}, no-delay agent, {r['rows']:,} rows, checkpoint, {r['actors']} rollout actors: "
+    agent = "no-delay agent" + (f" on the {r['tools']} tools" if r.get("tools") else "")
+    line = (f"driver         {r['mode']}, {agent}, {r['rows']:,} rows, checkpoint, {r['actors']} rollout actors: "
             f"CPU per landed row (us) {parts}, all {r['all_us']:,.0f} (targets: Driver <= 100, all <= 500); "
             f"{r['rows_s']:,.0f} rows/s wall; one Driver's ceiling ~{ceiling} rows/s")
     edge = r.get("edge_asks")

@@ -185,6 +185,8 @@ def _line_driver(quick: bool, out) -> None:
     from .driver_line import bench_driver, format_driver_line
     for mode in ("explore", "rl"):
         out(format_driver_line(bench_driver(rows=3000 if quick else 30_000, mode=mode)))
+    # a user's tools (the 13-tool retail set): what their worlds cost the lanes
+    out(format_driver_line(bench_driver(rows=2000 if quick else 10_000, mode="explore", tools="retail")))
 
 
 # name -> line, in the order a full bench prints them (``whileai-ray bench --only async,cpu``)

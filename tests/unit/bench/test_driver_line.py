@@ -59,3 +59,14 @@ def test_only_the_processes_a_bench_started_are_counted_when_it_says_so():
     finally:
         child.kill()
         child.wait(10)
+
+
+def test_the_line_of_a_corpus_tool_set_names_it_and_a_missing_corpus_is_said_before_any_run():
+    from whileai_ray.bench.driver_line import bench_driver
+    line = format_driver_line({"mode": "explore", "rows": 10000, "actors": 2, "rows_s": 1300.0, "all_us": 1200.0,
+                               "tools": "retail", "us_per_row": {"driver": 350.0, "rollout": 700.0, "caller": 50.0},
+                               "ceiling_rows_s": 2857.0})
+    assert line.startswith("driver         explore, no-delay agent on the retail tools, 10,000 rows")
+    missing = bench_driver(rows=10, tools="no_such_domain")        # (returns before Ray starts)
+    assert missing["error"].startswith("corpus not found") and "tools_no_such_domain.json" in missing["error"]
+    assert format_driver_line(missing).startswith("driver         explore (no_such_domain tools): corpus not found")

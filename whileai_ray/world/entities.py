@@ -53,22 +53,32 @@ def entity_kind(name: str) -> str | None:
 
 class _Stream:
     """``random()`` cut from sha256 blocks of one key: a world's ids are drawn for every situation
-    written, and seeding a ``random.Random`` per id would cost more than the rest of the ask."""
-    __slots__ = ("key", "block", "buf", "pos")
+    written, and seeding a ``random.Random`` per id would cost more than the rest of the ask.
+    Each block gives four draws, its bytes 0-6, 7-13, 14-20 and 21-27 read as 56-bit integers
+    over 2**56; they are cut from the block at once when it is made (a draw is then a pop)."""
+    __slots__ = ("key", "block", "left")
 
     def __init__(self, key: str):
         self.key = key.encode()
-        self.block, self.pos = 0, 0
-        self.buf = hashlib.sha256(self.key).digest()
+        self.block = 0
+        self.left = _draws(hashlib.sha256(self.key).digest())
 
     def random(self) -> float:
-        if self.pos > 25:
+        left = self.left
+        if not left:
             self.block += 1
-            self.buf = hashlib.sha256(self.key + b"#%d" % self.block).digest()
-            self.pos = 0
-        v = int.from_bytes(self.buf[self.pos:self.pos + 7], "big") / 72057594037927936.0
-        self.pos += 7
-        return v
+            left = self.left = _draws(hashlib.sha256(self.key + b"#%d" % self.block).digest())
+        return left.pop()
+
+
+_M56 = (1 << 56) - 1
+
+
+def _draws(block: bytes) -> list[float]:
+    """A block's four draws, the last one first (``random()`` pops them)."""
+    x = int.from_bytes(block[:28], "big")
+    return [(x & _M56) / 72057594037927936.0, (x >> 56 & _M56) / 72057594037927936.0,
+            (x >> 112 & _M56) / 72057594037927936.0, (x >> 168) / 72057594037927936.0]
 
 
 class _Format:

@@ -123,3 +123,31 @@ def test_a_retail_tool_sets_ids_come_out_as_before():
     for k in range(6):
         key = f"7|entities|sc-0123456789|order|{k}"
         assert fmt.draw(_Stream(key)) == _first_string_for_pattern(fmt.pattern, _Stream(key))
+
+
+class _FirstStream:
+    """``entities._Stream`` as first written: a draw sliced from the block at each call."""
+
+    def __init__(self, key):
+        import hashlib
+        self.key, self.block, self.pos = key.encode(), 0, 0
+        self.buf = hashlib.sha256(self.key).digest()
+
+    def random(self):
+        import hashlib
+        if self.pos > 25:
+            self.block += 1
+            self.buf = hashlib.sha256(self.key + b"#%d" % self.block).digest()
+            self.pos = 0
+        v = int.from_bytes(self.buf[self.pos:self.pos + 7], "big") / 72057594037927936.0
+        self.pos += 7
+        return v
+
+
+def test_a_worlds_stream_draws_what_it_drew_block_after_block():
+    """The stream now cuts a block's four draws at once; the draws are the very same floats."""
+    from whileai_ray.world.entities import _Stream
+    for i in range(300):
+        key = f"{i}|entities|sc-{i:010x}|order|{i % 6}" + "é" * (i % 3)
+        new, old = _Stream(key), _FirstStream(key)
+        assert [new.random() for _ in range(57)] == [old.random() for _ in range(57)], key

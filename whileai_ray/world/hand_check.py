@@ -18,10 +18,7 @@ import re
 __all__ = ["flat_rules", "flat_ok"]
 
 _TOP = frozenset(("type", "properties", "required", "additionalProperties", "description", "title", "$schema"))
-_LEAF = frozenset(("type", "description", "title", "examples", "default"))
-# the rules a property may carry and still be checked by hand (each as jsonschema applies it)
-_RULES = _LEAF | {"pattern", "enum", "minLength", "maxLength", "minimum", "maximum", "items", "minItems", "maxItems",
-                  "uniqueItems"}
+_LEAF = frozenset(("type", "description", "title", "examples", "default"))     # no rule in these
 _TYPES = frozenset(("string", "boolean", "integer", "number"))
 
 
@@ -46,7 +43,7 @@ def _leaf(sub, depth: int = 0):
     rules a real tool puts beside it (a pattern, an enum of strings, lengths, bounds, item
     counts), each read as jsonschema reads it; None for anything else (jsonschema checks it).
     Returns ``(type, rules)``, ``rules`` None when the type is all there is."""
-    if not isinstance(sub, dict) or set(sub) - _RULES or depth > 1:
+    if not isinstance(sub, dict) or depth > 1:
         return None
     kind = sub.get("type")
     rules: dict = {}
@@ -73,7 +70,7 @@ def _leaf(sub, depth: int = 0):
             return None
         rules["items"] = items
         if "uniqueItems" in sub:            # of strings only: their equality is ==, as jsonschema's
-            if sub["uniqueItems"] is not True and sub["uniqueItems"] is not False or items[0] != "string":
+            if not isinstance(sub["uniqueItems"], bool) or items[0] != "string":
                 return None
             rules["uniqueItems"] = sub["uniqueItems"]
         for key in ("minItems", "maxItems"):
@@ -89,7 +86,7 @@ def _leaf(sub, depth: int = 0):
                 rules[key] = sub[key]
     elif kind != "boolean":
         return None
-    if any(k not in _LEAF and k not in rules for k in sub):     # a rule this type does not take
+    if any(k not in _LEAF and k not in rules for k in sub):     # a rule not read above: jsonschema's
         return None
     return kind, rules or None
 
@@ -147,9 +144,6 @@ def flat_ok(flat, arguments) -> bool:
         if leaf is None:
             if closed:
                 return False
-        elif leaf[1] is None and leaf[0] != "array":
-            if not _typed(leaf[0], value):
-                return False
-        elif not _leaf_ok(leaf, value):
+        elif not (_typed(leaf[0], value) if leaf[1] is None else _leaf_ok(leaf, value)):   # (an array has rules)
             return False
     return True

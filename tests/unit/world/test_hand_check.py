@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from whileai_ray.world.schema_breaks import _apply, breaks_of
 from whileai_ray.world.schema_values import draw_value
 from whileai_ray.world.hand_check import flat_ok as _flat_ok, flat_rules as _flat
 from whileai_ray.world.validation import ToolValidator, _jsonschema_validator
@@ -77,6 +78,9 @@ def _arguments(params, rnd, flat, single=False):
         for key in keys:
             for value in ODD:
                 yield {**base, key: copy.deepcopy(value)}
+        for _keyword, path, new in breaks_of(params, base, params):     # and each break the world makes
+            if path:
+                yield _apply(copy.deepcopy(base), path, new)
     for _ in range(40):
         args = json.loads(json.dumps(base))
         for _ in range(rnd.randint(1, 3)):

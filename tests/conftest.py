@@ -7,9 +7,9 @@ One Ray serves every module in turn while it is clean: after a module, the warm 
 and rollout actors this process keeps are released (``warm_pools.release_all``) and, if any
 actor is still alive (a module that started its own and left it; Ray Data's own singletons
 excepted), that Ray is shut down and the next module starts a fresh one. The modules that use
-it run back to back, after the others (``pytest_collection_modifyitems``). A module that shut Ray down itself, or started another (chaos
-clusters, Jobs heads), simply gets a fresh one. Starting and stopping a Ray costs 3-5 s on this
-2-core machine: 40 modules once each was over two minutes of the suite."""
+it run back to back, after the others (``pytest_collection_modifyitems``). A module that shut
+Ray down itself, or started another (chaos clusters, Jobs heads), simply gets a fresh one.
+Starting and stopping a Ray costs 3-5 s on this 2-core machine: 40 modules once each was over two minutes of the suite."""
 import os
 
 import pytest
@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(session, config, items):
     """The modules that ask for ``ray_local`` run last, back to back, each in its place among
     them; the others keep their order before them. A module without it between two with it shut
     the shared Ray down (``pytest_runtest_setup``), and the next one started another: ten such
-    gaps were ~45 s of the suite. A sort by one flag is stable: nothing else moves."""
+    gaps, 3-5 s each. A sort by one flag is stable: nothing else moves."""
     uses: dict = {}
     for item in items:
         module = getattr(item, "module", None)

@@ -9,7 +9,8 @@ actor is still alive (a module that started its own and left it; Ray Data's own 
 excepted), that Ray is shut down and the next module starts a fresh one. The modules that use
 it run back to back, after the others (``pytest_collection_modifyitems``). A module that shut
 Ray down itself, or started another (chaos clusters, Jobs heads), simply gets a fresh one.
-Starting and stopping a Ray costs 3-5 s on this 2-core machine: 40 modules once each was over two minutes of the suite."""
+Starting and stopping a Ray costs 3-5 s on this 2-core machine: 40 modules once each was over
+two minutes of the suite."""
 import os
 
 import pytest

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from .row_values import clean_str, json_default, json_value
 
-__all__ = ["dumps", "clean_dumps", "repaired", "clean_str", "REPAIRS_KEY", "gc_paused"]
+__all__ = ["dumps", "clean_dumps", "plain_dumps", "repaired", "clean_str", "REPAIRS_KEY", "gc_paused"]
 
 REPAIRS_KEY = "json_repairs"
 _FAST = json.JSONEncoder(separators=(",", ":"), default=json_default, allow_nan=False).encode
@@ -45,6 +45,26 @@ def clean_dumps(obj: Any) -> str | None:
     try:
         text = _FAST(obj)
     except (ValueError, TypeError):     # NaN/Infinity, a key of no JSON type, a circular reference
+        return None
+    return text if "\\ud" not in text or not _LONE.search(text) else None
+
+
+def _not_plain(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is no plain JSON value")
+
+
+# _FAST's settings, but a value json_default would convert raises instead
+_PLAIN = json.JSONEncoder(separators=(",", ":"), default=_not_plain, allow_nan=False).encode
+
+
+def plain_dumps(obj: Any) -> str | None:
+    """``dumps(obj)`` when ``obj`` is plain JSON data that needs no repair (no value of no JSON type,
+    no NaN or infinity, no lone surrogate), else None. Such a text is ``dumps``'s, and also what any
+    encoder of these separators writes of ``obj`` (``spill_text.lane_text`` splices it). A value too
+    deep to encode raises, as in ``dumps``."""
+    try:
+        text = _PLAIN(obj)
+    except (ValueError, TypeError):     # NaN/Infinity, a value of no JSON type, a circular reference
         return None
     return text if "\\ud" not in text or not _LONE.search(text) else None
 

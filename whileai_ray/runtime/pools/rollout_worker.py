@@ -40,8 +40,8 @@ from ...agents.play_model import play_model_row
 from ...agents.routing import EndpointClients
 from ...agents.row_builder import build_row
 from ...search.edge_asks import AskBuilder, AskDesk
-from ...store.checkpoint.edge_lines import Digest, encoded
-from ...store.parquet.spill_text import edge_text
+from ...store.checkpoint.edge_lines import Digest, Plain, encoded_plain
+from ...store.parquet.spill_text import edge_text, lane_text
 from ...store.shards.storage import ShardWriter, check_probe
 from .pull_threads import PullThreads
 from ...world.faults import is_fault_parent
@@ -203,8 +203,9 @@ class RolloutWorker:
         row["_node"] = self.node_id
         seconds = time.monotonic() - t0
         row["_seconds"] = round(seconds, 4)         # "_" keys: not in the stored line (edge_lines.py)
-        line, digest = edge if edge is not None and not unusable else (None, None)
-        text = edge_text(row) if line is not None else None     # the spool's row_json, stamps in
+        line, digest, plain = edge if edge is not None and not unusable else (None, None, None)
+        # the spool's row_json, stamps in: from the line's text when the row begins with its stored form
+        text = None if line is None else edge_text(row) if plain is None else lane_text(row, *plain)
         return RolloutResult(unit=unit, row=None if unusable else row, unusable=unusable, seconds=seconds,
                              timed_out=bool(row.get("_timed_out")), fault_parent=is_fault_parent(row),
                              error=row.get("_error"), line=line, digest=digest, text=text)
@@ -216,13 +217,14 @@ def _ray_node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-def storable(row: dict) -> tuple[tuple[str, str] | None, tuple[bytes, Digest | None] | None]:
+def storable(row: dict) -> tuple[tuple[str, str] | None, tuple[bytes, Digest | None, Plain | None] | None]:
     """``(problem, edge)``: ``problem`` is ``(cause, message)`` when ``row`` cannot be stored or
     sent back (a circular or 5,000-deep value an agent returned), else None; ``edge`` is the
     row's checkpoint line and key digest (``store/checkpoint/edge_lines.py``), made by the very
-    encoding that checks it, and sent to the Driver so that it appends bytes."""
+    encoding that checks it, and sent to the Driver so that it appends bytes, and the stored form
+    and its text when plain (``encoded_plain``: the spool text is then made from them)."""
     try:
-        return None, encoded(row)
+        return None, encoded_plain(row)
     except (ValueError, RecursionError, TypeError) as exc:
         kind = "circular" if "ircular" in str(exc) else "too deep" if isinstance(exc, RecursionError) else "not JSON"
         return (UNSERIALIZABLE, f"the rollout's row cannot be stored ({kind}: {type(exc).__name__}: "

@@ -19,11 +19,13 @@ from typing import Any
 
 from ...core.identity import key_digest, row_key
 from ...core.rows import stored_row
+from ...core.strict_json import plain_dumps
 from .lines import dump_line
 
-__all__ = ["Digest", "encoded", "line_text"]
+__all__ = ["Digest", "Plain", "encoded", "encoded_plain", "line_text"]
 
 Digest = tuple[int, int, str]      # key_digest's (a, b, key_string)
+Plain = tuple[dict, str]           # a stored form that is plain JSON data, and its text
 
 
 def encoded(row: dict[str, Any]) -> tuple[bytes, Digest | None]:
@@ -31,13 +33,22 @@ def encoded(row: dict[str, Any]) -> tuple[bytes, Digest | None]:
     checkpoint would write, and its key's digest. Raises what ``dumps`` raises on a row that
     cannot be stored (circular, too deep). A key that cannot be digested here gives None: the
     Driver then computes it, and fails, exactly as without the edge's help."""
+    line, digest, _ = encoded_plain(row)
+    return line, digest
+
+
+def encoded_plain(row: dict[str, Any]) -> tuple[bytes, Digest | None, Plain | None]:
+    """``encoded(row)`` and, when the stored form is plain JSON data (``strict_json.plain_dumps``:
+    its line is then that text and a newline), the stored form and its text: the lane makes the
+    row's spool text from them (``spill_text.lane_text``) instead of encoding the row again."""
     stored = stored_row(row)
-    line = dump_line(stored)
+    text = plain_dumps(stored)
+    line = dump_line(stored) if text is None else (text + "\n").encode("ascii")
     try:
         digest: Digest | None = key_digest(row_key(stored))
     except Exception:       # a prompt of no str type, say: the Driver decides, as before
         digest = None
-    return line, digest
+    return line, digest, None if text is None else (stored, text)
 
 
 def line_text(line: bytes) -> str:

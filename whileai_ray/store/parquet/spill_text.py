@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 
-__all__ = ["dump_row", "EncodedRow", "edge_text", "with_landed", "encoded_row", "LANDED_KEY"]
+__all__ = ["dump_row", "EncodedRow", "edge_text", "lane_text", "with_landed", "encoded_row", "LANDED_KEY"]
 
 LANDED_KEY = "_landed_s"
 
@@ -55,6 +55,26 @@ def edge_text(row: dict) -> str | None:
     except (TypeError, ValueError, RecursionError):
         return None
     return text if text[:1] == "{" and text[-1:] == "}" else None
+
+
+def lane_text(row: dict, stored: dict, stored_text: str) -> str | None:
+    """``edge_text(row)``, given ``stored_text``: the plain JSON text (``strict_json.plain_dumps``)
+    of ``stored``, the row's stored form (``edge_lines.encoded_plain``). A row whose first members
+    are ``stored``'s, the same keys in the same order holding the very same values, as a lane's row
+    is (its public fields first, then the ``_`` stamps the lane adds), has as its text the stored
+    text's members and then the others': only those are encoded (a row's text was encoded whole
+    once more, ~18 us a row on the lane). Any other row: ``edge_text(row)``."""
+    n = len(stored)
+    keys = list(row)
+    if not n or keys[:n] != list(stored) or any(row[k] is not v for k, v in stored.items()):
+        return edge_text(row)
+    if len(keys) == n:
+        return stored_text
+    try:
+        rest = _PLAIN({k: row[k] for k in keys[n:]})
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return stored_text[:-1] + "," + rest[1:]
 
 
 def with_landed(text: str, landed: float) -> str:

@@ -38,7 +38,7 @@ def land(folder, sessions, edge=True, lane=None, compact=(True, True)):
         for batch in batches:
             for row, graded in batch:
                 row = copy.deepcopy(row)
-                line, digest = (storable(row)[1] or (None, None)) if edge else (None, None)
+                line, digest = (storable(row)[1] or (None, None))[:2] if edge else (None, None)
                 res = pickle.loads(pickle.dumps(RolloutResult(unit=units[0], row=row, line=line, digest=digest)))
                 landing.played(res.with_verdict(dict(VERDICT)) if graded else res)
             landing.flush()

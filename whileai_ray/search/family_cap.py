@@ -37,8 +37,10 @@ _IDS = re.compile(r"\b[\w-]*?\d[\w-]*\b")                               # ids, n
 _DIGIT = re.compile(r"\d")
 _WORDISH = re.compile(r"[\w-]*")                                          # a run of word characters and "-"
 _TOKEN = re.compile(r"[A-Za-z'#$@]+|[.!?]")
-_STOPS = frozenset(".!?")
+_STOPS_AS_DOTS = str.maketrans("!?", "..")      # every stop a "." (a sentence ends at each)
 _BLANKED = frozenset(("#", "$", "@", "D"))
+SENTENCES_KEPT = 20_000              # sentences and their blanked words kept (then forgotten at once: ~4 MB)
+_SENTENCES: dict[str, str] = {}
 
 
 def skeleton(prompt: str) -> str:
@@ -49,14 +51,32 @@ def skeleton(prompt: str) -> str:
     if "$" in text:
         text = _AMOUNT.sub(" $ ", text)
     text = _ids_blanked(_dates_blanked(text))
+    # sentence by sentence (see _sentence), each one's words blanked once per process
+    parts = []
+    kept = _SENTENCES
+    for sentence in text.translate(_STOPS_AS_DOTS).split("."):
+        out = kept.get(sentence)
+        if out is None:
+            if len(kept) >= SENTENCES_KEPT:
+                kept.clear()
+            out = kept[sentence] = _sentence(sentence)
+        if out:
+            parts.append(out)
+    return " ".join(parts)
+
+
+def _sentence(text: str) -> str:
+    """The blanked words of a stretch of text without a stop (".", "!", "?"), as ``skeleton`` blanks
+    them anywhere. Every stop is a token of its own (``_TOKEN``), and the first word after one
+    starts afresh: it is never a name (a capitalised word that starts a sentence), so it leaves no
+    name behind it to merge with. A text's blanked words are therefore its sentences' blanked
+    words, in order: written sentences come back again and again (a template's, with a blank
+    where an id or a date was), so each is blanked once and looked up after (``SENTENCES_KEPT``)."""
     out: list[str] = []
     append = out.append
     start = True                       # a capitalised word that starts a sentence is not a name
     name = False                       # the last word kept was a name blank
     for tok in _TOKEN.findall(text):
-        if tok in _STOPS:
-            start = True
-            continue
         if tok in _BLANKED:
             name = False
         elif not start and tok[0].isupper() and tok != "I" and not tok.startswith("I'"):

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from .row_values import clean_str, json_default, json_value
 
-__all__ = ["dumps", "clean_dumps", "plain_dumps", "repaired", "clean_str", "REPAIRS_KEY", "gc_paused"]
+__all__ = ["dumps", "clean_dumps", "plain_dumps", "not_plain", "repaired", "clean_str", "REPAIRS_KEY", "gc_paused"]
 
 REPAIRS_KEY = "json_repairs"
 _FAST = json.JSONEncoder(separators=(",", ":"), default=json_default, allow_nan=False).encode
@@ -49,12 +49,13 @@ def clean_dumps(obj: Any) -> str | None:
     return text if "\\ud" not in text or not _LONE.search(text) else None
 
 
-def _not_plain(value: object) -> object:
+def not_plain(value: object) -> object:
+    """An encoder's ``default`` that refuses what ``json_default`` would convert (TypeError)."""
     raise TypeError(f"{type(value).__name__} is no plain JSON value")
 
 
 # _FAST's settings, but a value json_default would convert raises instead
-_PLAIN = json.JSONEncoder(separators=(",", ":"), default=_not_plain, allow_nan=False).encode
+_PLAIN = json.JSONEncoder(separators=(",", ":"), default=not_plain, allow_nan=False).encode
 
 
 def plain_dumps(obj: Any) -> str | None:

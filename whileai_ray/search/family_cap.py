@@ -39,7 +39,8 @@ _WORDISH = re.compile(r"[\w-]*")                                          # a ru
 _TOKEN = re.compile(r"[A-Za-z'#$@]+|[.!?]")
 _STOPS_AS_DOTS = str.maketrans("!?", "..")      # every stop a "." (a sentence ends at each)
 _BLANKED = frozenset(("#", "$", "@", "D"))
-SENTENCES_KEPT = 20_000              # sentences and their blanked words kept (then forgotten at once: ~4 MB)
+SENTENCES_KEPT = 20_000              # sentences and their blanked words kept (then forgotten at once)
+SENTENCE_CHARS = 400                 # the longest sentence kept: the kept ones hold ~20 MB at most
 _SENTENCES: dict[str, str] = {}
 
 
@@ -57,9 +58,11 @@ def skeleton(prompt: str) -> str:
     for sentence in text.translate(_STOPS_AS_DOTS).split("."):
         out = kept.get(sentence)
         if out is None:
-            if len(kept) >= SENTENCES_KEPT:
-                kept.clear()
-            out = kept[sentence] = _sentence(sentence)
+            out = _sentence(sentence)
+            if len(sentence) <= SENTENCE_CHARS:        # (a long one, text pasted in a prompt, is not kept)
+                if len(kept) >= SENTENCES_KEPT:
+                    kept.clear()
+                kept[sentence] = out
         if out:
             parts.append(out)
     return " ".join(parts)

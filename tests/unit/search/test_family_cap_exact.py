@@ -84,6 +84,8 @@ def test_kept_sentences_give_the_same_skeleton_as_new_ones(monkeypatch):
     for t in texts + texts:                                  # new, then (mostly) kept
         assert skeleton(t) == old_skeleton(t), repr(t)
     assert 0 < len(fc._SENTENCES) <= 50
+    long = "Maria Lopez and " * 100 + "Tom"               # one sentence past SENTENCE_CHARS: not kept
+    assert skeleton(long) == old_skeleton(long) and long not in fc._SENTENCES
 
 
 def test_the_cap_decides_as_before_on_near_copies():

@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import math
 
+from ...core.strict_json import not_plain
+
 __all__ = ["dump_row", "EncodedRow", "edge_text", "lane_text", "with_landed", "encoded_row", "LANDED_KEY"]
 
 LANDED_KEY = "_landed_s"
@@ -31,12 +33,8 @@ LANDED_KEY = "_landed_s"
 dump_row = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
-def _refuse(value: object) -> object:
-    raise TypeError(f"{type(value).__name__} is no plain JSON value")
-
-
 # dump_row's settings, but a value of no JSON type raises instead of becoming its str()
-_PLAIN = json.JSONEncoder(separators=(",", ":"), default=_refuse).encode
+_PLAIN = json.JSONEncoder(separators=(",", ":"), default=not_plain).encode
 
 
 class EncodedRow(dict):

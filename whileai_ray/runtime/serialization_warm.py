@@ -21,8 +21,13 @@ import ray
 
 __all__ = ["warm_serialization", "SERIALIZER_MODULES"]
 
-# what ray.util.serialization_addons.apply imports when a context is made (Ray 2.60)
-SERIALIZER_MODULES = ("ray._common.pydantic_compat", "ray._private.arrow_serialization")
+# what ray.util.serialization_addons.apply imports when a context is made (Ray 2.60): its modules,
+# and what their functions import when called (pydantic's v1 field type for the compat serializer,
+# starlette's State, Arrow and its JSON reader for the datasets serializers): ~40 ms of a cold
+# worker's first call otherwise, on the way to a run's first row
+SERIALIZER_MODULES = ("ray._common.pydantic_compat", "ray._private.arrow_serialization",
+                      "pydantic.fields", "pydantic.v1.fields", "starlette.datastructures",
+                      "pyarrow", "pyarrow.json")
 
 
 def _import_serializers() -> None:

@@ -32,7 +32,7 @@ KNOBS: dict[str, tuple[str, float, float, float]] = {
     "completions_per_request": ("int", 1, 1, 8),
     "round_size": ("int", 64, 1, 4096),
     "lag": ("int", 8, 1, 64),            # rounds in flight: 8 x 64 = 512 units, 2x a concurrency of 256
-    "chunk_size": ("int", 32, 1, 1024),
+    "chunk_size": ("int", 64, 1, 1024),
     "copies_needed": ("int", 5, 1, 1000),
     "judge_concurrency": ("int", 32, 1, 4096),
     "judge_timeout": ("number", 0.0, 0.0, 86400.0),     # seconds one verdict may take; 0 = no limit

@@ -47,7 +47,7 @@ class Knobs:
     completions_per_request: int = 1
     round_size: int = 64
     lag: int = 8
-    chunk_size: int = 32
+    chunk_size: int = 64
     copies_needed: int = 5
     judge_concurrency: int = 32
     judge_timeout: float = 0.0            # 0: no limit

@@ -57,7 +57,7 @@ class JobSpec:
     snapshot_every_s: float = 0.0
     reproducible: bool = True                  # decide round r + lag from what landed by round r only
     lag: int = 8                               # rounds in flight (reproducible mode)
-    chunk_size: int = 32                       # units per call to a rollout lane
+    chunk_size: int = 64                       # units per call to a rollout lane (most)
     concurrency: int = 32                      # rollouts in flight, all lanes together
     time_budget: float | None = None           # seconds from simulate()'s call; None: no clock
     started_at: float | None = None            # wall clock (time.time()) when simulate() was called

@@ -39,7 +39,7 @@ from ...search.planner.rounds import RoundBook
 from . import rules
 from .caller_watch import CALLER_GONE
 from .chunk_retry import ChunkRetry
-from .chunk_sizing import ChunkSizing
+from .chunk_sizing import ChunkSizing, unit_seconds
 from .flights import STUCK_GRACE_S, Flight, watch_stuck
 from .landing import Landing
 from .lending import OWN, Lending
@@ -324,8 +324,6 @@ class DriverLoop:
                 self.lending.back(flight.lane, n, flight.owner)
             elif flight.kind == "roll":
                 self.load[flight.lane] -= n
-                if error is None and self.sizing.came_back(self.clock() - flight.sent_at):
-                    self._resized()
             else:
                 self.alone = None
         if error is not None:
@@ -337,6 +335,9 @@ class DriverLoop:
             self.rollouts.alone_ok()
         if error is None and flight.kind != "judge" and self.unpack is not None:
             results = self.unpack(flight.items, results)
+        if error is None and flight.kind == "roll" and flight.owner == OWN and results is not None and \
+                self.sizing.came_back(self.clock() - flight.sent_at, unit_seconds(results)):
+            self._resized()
         landed, to_judge = [], []
         assert results is not None
         for (r, i, item), res in zip(flight.items, results):

@@ -10,7 +10,7 @@ __all__ = ["LoopSettings"]
 class LoopSettings:
     reproducible: bool = True
     lag: int = 8
-    chunk_size: int = 32
+    chunk_size: int = 64
     concurrency: int = 32
     judge_chunk: int = 32
     time_budget: float | None = None       # seconds; the deadline is DriverLoop(deadline=) (from the call), else t0 + this

@@ -15,7 +15,7 @@ from whileai_ray.core.rows import export_row
 from whileai_ray.core.unit import RunMeta
 from whileai_ray.runtime.driver import rules
 from whileai_ray.runtime.driver.chunk_retry import NODE_LOST, WORKER_CRASHED
-from whileai_ray.runtime.driver.chunk_sizing import SLOW_S
+from whileai_ray.runtime.driver.chunk_sizing import QUICK_SLOTS, SLOW_S
 from whileai_ray.runtime.driver.loop import DriverLoop, LoopSettings
 from whileai_ray.runtime.pools.judge_worker import JudgeWorker
 from whileai_ray.runtime.driver.landing import Landing
@@ -479,10 +479,11 @@ class _Peak:
     """The seeded agent behind a 20 ms wait, with the most calls in progress at once, before and
     after ``split`` seconds."""
 
-    def __init__(self, split: float):
+    def __init__(self, split: float, wait: float = 0.02):
         import threading
         self.inner, self.lock = seeded_agent(TOOLS, rate=0.35, seed=3), threading.Lock()
         self.now, self.peak, self.early_peak, self.split, self.t0 = 0, 0, 0, split, None
+        self.wait = wait
         self.__name__ = "seeded_agent"
 
     def __call__(self, message):
@@ -493,7 +494,8 @@ class _Peak:
             self.peak = max(self.peak, self.now)
             if time.monotonic() - self.t0 < self.split:
                 self.early_peak = max(self.early_peak, self.now)
-        time.sleep(0.02)
+        if self.wait:
+            time.sleep(self.wait)
         with self.lock:
             self.now -= 1
         return self.inner(message)
@@ -540,6 +542,23 @@ def test_a_fast_agents_chunks_carry_twice_a_lanes_slots_and_no_more_than_its_slo
     sizes = [n for _, n, _, _ in lanes.chunks]
     assert sizes[0] == 4 and loop.chunk == 8 and max(sizes) == 8
     assert agent.peak <= 8, agent.peak
+
+
+def test_a_quick_agents_chunks_carry_four_times_a_lanes_slots_and_its_rows_are_the_same():
+    """An agent whose units play in well under ``QUICK_UNIT_S`` (it waits on nothing): once a chunk
+    comes back fast its calls carry four times a lane's slots (``chunk_size`` permitting), no more
+    than ``concurrency`` units play at once, and the rows are those of a run sent in chunks of 4."""
+    agent = _Peak(split=0.0, wait=0.0)
+    lanes = rollout_lanes(lanes=2, slots=4, agent=agent)
+    loop, landed = run(planner(budget=200), lanes, concurrency=8, chunk_size=64)
+    _, small = run(planner(budget=200), rollout_lanes(lanes=2, slots=4), concurrency=8, chunk_size=4)
+    assert played(landed) == played(small) and loop.stopped_because == "budget"
+    sizes = [n for _, n, _, _ in lanes.chunks]
+    assert sizes[0] == 4 and max(sizes) == 16 == 4 * QUICK_SLOTS
+    assert agent.peak <= 8, agent.peak
+    capped = rollout_lanes(lanes=2, slots=4, agent=_Peak(split=0.0, wait=0.0))
+    run(planner(budget=200), capped, concurrency=8, chunk_size=6)
+    assert max(n for _, n, _, _ in capped.chunks) == 6          # chunk_size still caps it
 
 
 def test_a_slow_agents_chunks_stay_a_lanes_slots():

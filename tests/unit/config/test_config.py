@@ -380,7 +380,7 @@ def test_advanced_values_and_knob_helper():
                          "llm_spec": "openai:gpt-4.1"})
     assert cfg.advanced.probe == 4 and isinstance(cfg.advanced.probe, int)
     assert cfg.advanced.arm_weights == {"structured": 2.0} and cfg.advanced.opening == 0.3
-    assert knob(cfg, "chunk_size") == 32 and knob(cfg, "opening") == 0.3
+    assert knob(cfg, "chunk_size") == 64 and knob(cfg, "opening") == 0.3
     assert knob(cfg, "seed_prompts") == [] and knob(cfg, "agent_max_tokens") == 768
     with pytest.raises(KeyError):
         knob(cfg, "bogus")

@@ -16,7 +16,7 @@ from whileai_ray.config.knobs import Knobs
 # Every numeric knob at its default, in the order the old validate_advanced filled them in.
 _NUMERIC = [("progress_every_rows", 10), ("progress_every_s", 10.0), ("pass_threshold", 0.5),
             ("dead_agent_errors", 16), ("per_round", 64), ("probe", 2), ("completions_per_request", 1),
-            ("round_size", 64), ("lag", 8), ("chunk_size", 32), ("copies_needed", 5), ("judge_concurrency", 32),
+            ("round_size", 64), ("lag", 8), ("chunk_size", 64), ("copies_needed", 5), ("judge_concurrency", 32),
             ("judge_timeout", 0.0), ("family_cap", 3), ("plan_snapshot_s", 10.0), ("spill_rows", 50000),
             ("cluster_grade_rows", 100000), ("caller_timeout_s", 10.0)]
 

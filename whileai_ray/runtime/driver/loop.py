@@ -370,10 +370,9 @@ class DriverLoop:
         self.ahead = self.target + rules.reserve(self.s.concurrency)
 
     def _failed(self, flight: Flight, error: BaseException) -> list | None:
-        """A chunk came back as an error. Its lane is replaced when it died; a judge chunk goes
-        to the judges again; a rollout chunk is sent again as it is (its node was lost) or its
-        units become suspects, tried alone; a suspect that failed alone too is settled as lost
-        with its cause (the result to land is returned), else None."""
+        """A chunk came back as an error. Its lane is replaced when it died; a judge chunk goes to the judges
+        again; a rollout chunk is sent again as it is (its node was lost) or its units become suspects, tried
+        alone; a suspect that failed alone too is settled as lost with its cause (the result to land), else None."""
         self.landing.errors.append(f"{type(error).__name__}: {error}"[:300])
         self.chunks_reissued += 1
         if flight.kind == "judge":

@@ -290,7 +290,7 @@ def _run_once(cfg: RunConfig, settings, cells, run_id, eval_run, roles, started:
                 if (r.get("scenario_id"), r["_key"][2]) in cut:
                     r["group_cut"] = True
         row_store(rows).update(mark)         # rows on disk: rewritten a batch at a time
-        facts = None
+        # (the facts read from the spill stand: ``group_cut`` is no report column, REPORT_COLUMNS)
     n, resumed = result.row_count, result.resumed_count
     final = last.copy()                      # the last line says it ended, and why
     final.update({"rows": n, "landed": n - resumed, "resumed": resumed, "inflight": 0, "cap": max(0, cfg.budget),

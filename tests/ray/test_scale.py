@@ -171,7 +171,7 @@ def test_the_driver_hands_back_files_not_rows_and_a_resume_keeps_the_order(ray_l
     assert not is_arrow(mem.trajectories) and is_arrow(disk.trajectories)
     assert [_stable(r) for r in disk] == [_stable(r) for r in mem]
     assert disk.search["rollouts"]["resumed"] == mem.search["rollouts"]["resumed"] == 300
-    same = lambda rep: {k: v for k, v in rep.items() if k not in ("run_id", "knobs")}   # noqa: E731
+    same = _same_report
     assert same(disk.report()) == same(mem.report()) and str(disk.pass_at) == str(mem.pass_at)
 
 
@@ -197,6 +197,14 @@ def test_runs_and_tasks_stamp_lineage_on_rows_on_disk(ray_local):
     assert is_arrow(replay.trajectories) and all(r["lineage"]["replayed"] for r in replay)
 
 
+def _same_report(rep: dict) -> dict:
+    """A report less what differs between two runs of the same rows: the run id, the knobs, and
+    whether its Driver and actors were started or reused (the first run of a module starts them)."""
+    out = {k: v for k, v in rep.items() if k not in ("run_id", "knobs")}
+    out["placement"] = {k: v for k, v in out.get("placement", {}).items() if k != "warm"}
+    return out
+
+
 def test_a_spilled_run_read_back_as_a_list_reports_from_the_spills_columns(ray_local, monkeypatch):
     """A run of 10,000 to 50,000 rows spills on the Driver and comes back as a list. Its report
     once computed every row's fact columns again from that list: ~1 s of a 20,000-row run, after
@@ -212,6 +220,27 @@ def test_a_spilled_run_read_back_as_a_list_reports_from_the_spills_columns(ray_l
     assert type(spilled.trajectories) is list and len(spilled) == 160
     assert computed == []                                         # the report read the spill's columns
     assert [_stable(r) for r in spilled] == [_stable(r) for r in plain]
-    same = lambda rep: {k: v for k, v in rep.items() if k not in ("run_id", "knobs")}   # noqa: E731
+    same = _same_report
     assert same(spilled.report()) == same(plain.report()) and str(spilled.pass_at) == str(plain.pass_at)
     assert [str(w) for w in spilled.warnings] == [str(w) for w in plain.warnings]
+
+
+def test_an_rl_run_whose_budget_cut_groups_reports_from_the_spills_columns(ray_local, monkeypatch):
+    """An rl run's groups the budget cut have their rows marked ``group_cut`` once it ended. That
+    is no report column, so a spilled run read back as a list still reports from the spill's
+    columns (it computed every row's facts again: ~20 us a row of the caller's CPU) and says what
+    a run that never spilled says."""
+    from whileai_ray import simulation
+    from whileai_ray.result import row_store
+    run = dict(tools=TOOLS, simulator=False, seed=5, budget=150, mode="rl")
+    plain = wai.simulate(wai.seeded_agent(TOOLS), **run, advanced=QUIET)
+    assert any(r.get("group_cut") for r in plain)                  # the budget cut a group
+    monkeypatch.setattr(simulation, "DRIVER_LIST_ROWS", 50)       # the Driver spills past 50 rows
+    computed, real = [], row_store.facts_table
+    monkeypatch.setattr(row_store, "facts_table", lambda rows: computed.append(len(rows)) or real(rows))
+    spilled = wai.simulate(wai.seeded_agent(TOOLS), **run, advanced=QUIET)
+    assert type(spilled.trajectories) is list and len(spilled) == 150 and computed == []
+    assert [_stable(r) for r in spilled] == [_stable(r) for r in plain]
+    assert [r.get("group_cut") for r in spilled] == [r.get("group_cut") for r in plain]
+    same = _same_report
+    assert same(spilled.report()) == same(plain.report()) and str(spilled.pass_at) == str(plain.pass_at)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 import zlib
@@ -25,6 +24,7 @@ import zlib
 from ..agents.seeded import seeded_agent
 from ..simulation import simulate
 from ..testing.seeded_rows import TOOLS
+from .fresh_process import figures_of
 
 __all__ = ["HangingAgent", "MemoryHog", "bench_hung_calls", "bench_oom_killed", "chaos_lane_lines", "format_hung_line",
            "format_oom_line"]
@@ -107,15 +107,8 @@ def bench_oom_killed(rows: int = 60, limit_s: float = 300.0) -> dict:
     """``MemoryHog`` on a Ray of its own (a subprocess); its figures, or ``{"error": ...}``."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env.setdefault("RAY_AUTH_MODE", "disabled")
-    try:
-        out = subprocess.run([sys.executable, "-m", "whileai_ray.bench.chaos_lanes", "--oom", str(rows)], env=env,
-                             capture_output=True, text=True, timeout=limit_s)
-    except subprocess.TimeoutExpired:
-        return {"error": f"the run did not return in {limit_s:.0f}s", "budget": rows}
-    line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if line is None:
-        return {"error": (out.stdout + out.stderr)[-400:].strip().replace("\n", " | "), "budget": rows}
-    return json.loads(line[len("RESULT "):])
+    out = figures_of("whileai_ray.bench.chaos_lanes", ["--oom", rows], "RESULT ", limit_s, env=env)
+    return {**out, "budget": rows} if "error" in out else out
 
 
 def format_hung_line(c: dict) -> str:

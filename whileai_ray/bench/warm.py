@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
 import time
 
 from ..simulation import simulate
+from .fresh_process import figures_of
 from ..testing.seeded_rows import TOOLS
 from .sleepy import SleepyAgent
 
@@ -56,16 +56,7 @@ def first_in_process(rows: int = 1000, concurrency: int = 32, latency_s: float =
     """The first run of a fresh process (``python -m whileai_ray.bench.warm --first``): it starts
     its own Ray (or joins ``RAY_ADDRESS``'s, as a user's process would), then plays one run, timed
     from the call; its figures, or ``{"error": ...}`` when the process failed."""
-    cmd = [sys.executable, "-m", "whileai_ray.bench.warm", "--first", str(rows), str(concurrency), str(latency_s)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=FIRST_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"error": f"no answer in {FIRST_TIMEOUT_S:.0f} s"}
-    for line in reversed(done.stdout.splitlines()):
-        if line.startswith(FIRST_MARK):
-            return json.loads(line[len(FIRST_MARK):])
-    tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-    return {"error": f"exit status {done.returncode}: {tail[0][:200]}"}
+    return figures_of("whileai_ray.bench.warm", ["--first", rows, concurrency, latency_s], FIRST_MARK, FIRST_TIMEOUT_S)
 
 
 def _first_here(rows: int, concurrency: int, latency_s: float) -> None:

@@ -29,6 +29,7 @@ from .serialization_warm import warm_serialization
 NAMESPACE = "whileai_ray"
 PRELOAD = ("whileai_ray.runtime.driver.actor",    # imports the rollout actor's modules too
            "whileai_ray.runtime.serialization_warm")
+INLINE_REPLY_BYTES = 4 * 1024**2     # a call's answer up to this size crosses in its reply, not via plasma
 
 
 def _local_node_ip() -> str | None:
@@ -53,7 +54,8 @@ def ensure_ray(**overrides) -> None:
     else:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         kwargs["address"] = "local"          # a new Ray, not whatever `ray start` left on the machine
-        kwargs["_system_config"] = {"preload_python_modules": list(PRELOAD)}
+        kwargs["_system_config"] = {"preload_python_modules": list(PRELOAD),
+                                    "max_direct_call_object_size": INLINE_REPLY_BYTES}
         kwargs["include_dashboard"] = False
         kwargs["object_store_memory"] = int(os.environ.get("WHILEAI_RAY_OBJECT_STORE", 512 * 1024**2))
         ip = _local_node_ip()

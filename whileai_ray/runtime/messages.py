@@ -73,6 +73,7 @@ class RolloutResult(NamedTuple):
     digest: tuple[int, int, str] | None = None   # key_digest(row_key(row))
     text: str | None = None                 # dump_row(row), lane stamps in (store/parquet/spill_text.py)
     facts: tuple | None = None              # a slim result's fact values (row is its stub)
+    marks: tuple | None = None              # search.coverage.row_marks(row), made by the lane
 
     @classmethod
     def not_started(cls, unit: Any) -> "RolloutResult":
@@ -97,24 +98,20 @@ class RolloutResult(NamedTuple):
 
     def slim(self, stub: dict, facts: tuple) -> "RolloutResult":
         """This result as a slim one: ``stub`` for its row, ``facts`` its fact values."""
-        return RolloutResult(self.unit, stub, self.skipped, self.unusable, self.timed_out, self.fault_parent,
-                             self.error, self.seconds, self.verdict, self.line, self.digest, self.text, facts)
+        return self._replace(row=stub, facts=facts)
 
     def full(self) -> "RolloutResult":
         """A slim result with its whole row (decoded from ``text``, which is that row); any other as it is."""
         if self.facts is None or self.text is None:
             return self
-        return RolloutResult(self.unit, _LOADS(self.text), self.skipped, self.unusable, self.timed_out,
-                             self.fault_parent, self.error, self.seconds, self.verdict, self.line, self.digest,
-                             self.text)
+        return self._replace(row=_LOADS(self.text), facts=None)
 
     def with_verdict(self, verdict: dict) -> "RolloutResult":
         """This result with the judge's verdict on its row. The verdict changes the row's public
-        fields on the Driver (``driver/landing.py``), so the lane's line and text are dropped: the
-        Driver encodes the graded row itself."""
+        fields on the Driver (``driver/landing.py``), so the lane's line, text and marks are dropped:
+        the Driver encodes and reads the graded row itself."""
         r = self.full()                     # (a slim result's stub is not the row a verdict changes)
-        return RolloutResult(r.unit, r.row, r.skipped, r.unusable, r.timed_out, r.fault_parent,
-                             r.error, r.seconds, verdict, line=None, digest=None, text=None)
+        return r._replace(verdict=verdict, line=None, digest=None, text=None, marks=None)
 
 
 ChunkKind = Literal["roll", "judge", "asks"]   # "asks": asks to write (driver/edge_writing.py)

@@ -34,7 +34,9 @@ from ..situations.grid import cell_key
 from ..core.columns import Column, DigestSet, State, digest, prompt_digest
 from .targeting import action_shape
 
-__all__ = ["UNTIL", "validate_until", "ignores_exhaustion", "CoverageTracker"]
+__all__ = ["UNTIL", "validate_until", "ignores_exhaustion", "CoverageTracker", "row_marks", "Marks"]
+
+Marks = tuple   # (scenario id digest, signature digest or None, cell key or None, action shape): ``row_marks``
 
 UNTIL = ("compute", "saturation", "first", "budget_only")
 
@@ -56,6 +58,16 @@ def _cell_of(row: dict) -> str | None:
     if not dims or dims.get("origin") == "realized":
         return None
     return cell_key(dims)
+
+
+def row_marks(row: dict) -> Marks:
+    """What ``CoverageTracker.observe`` (and ``ShapeTargets.observe``) compute of a row: its
+    scenario id's and signature's digests, its grid cell's key and its action shape. A pure
+    function of the row, so the rollout lane that built the row computes it
+    (``RolloutResult.marks``) and the Driver, the run's one serial process, only counts."""
+    sig = row.get("behavior_signature")
+    return (digest(row.get("scenario_id")), None if sig is None else digest(sig), _cell_of(row),
+            action_shape(row.get("tools_used")))
 
 
 class CoverageTracker:
@@ -96,22 +108,22 @@ class CoverageTracker:
         self._curve_logged = 0                   # points in it
 
     # ------------------------------------------------------------------ feeding
-    def observe(self, row: dict, arm_weights: dict | None = None, prompt_key: int | None = None) -> tuple[bool, bool]:
+    def observe(self, row: dict, arm_weights: dict | None = None, prompt_key: int | None = None,
+                marks: Marks | None = None) -> tuple[bool, bool]:
         """Count one landed row; returns ``(new_signature, new_cell)``.
 
         ``arm_weights`` (the bandit's current weights) goes into a curve point if this row
         completes one. ``prompt_key``: ``prompt_digest(row["prompt"])`` when the caller knows it
-        (the planner keeps each wording's).
+        (the planner keeps each wording's). ``marks``: ``row_marks(row)``, when its lane made them.
         """
         self.rows += 1
         if prompt_key is None:
             prompt = row.get("prompt")
             prompt_key = prompt_digest(prompt) if isinstance(prompt, str) else digest(prompt)
         fresh = self.prompts.add(prompt_key)
-        self.scenario_ids.add(digest(row.get("scenario_id")))
-        sig = row.get("behavior_signature")
-        new_sig = sig is not None and self.signatures.add(digest(sig))
-        key = _cell_of(row)
+        scenario, sig, key, shape = marks if marks is not None else row_marks(row)
+        self.scenario_ids.add(scenario)
+        new_sig = sig is not None and self.signatures.add(sig)
         new_cell = False
         if key is not None:
             n = self.cells.get(key, 0)
@@ -125,7 +137,6 @@ class CoverageTracker:
                     self._empty -= 1
                 if n + 1 == self.copies_needed:
                     self._below_needed -= 1
-        shape = action_shape(row.get("tools_used"))
         self.shapes[shape] = self.shapes.get(shape, 0) + 1
         y = self._yields.setdefault(row.get("arm") or "structured", [0, 0, 0])
         y[0] += 1; y[1] += new_sig; y[2] += new_cell

@@ -66,9 +66,11 @@ class ShapeTargets:
         self.aimed: dict[str, int] = {s: 0 for s in self.planned}
         self._uncovered = set(self.planned)
 
-    def observe(self, tools_used) -> bool:
-        """Count one landed row's shape; True when the shape is new to the run."""
-        shape = action_shape(tools_used)
+    def observe(self, tools_used, shape: str | None = None) -> bool:
+        """Count one landed row's shape; True when the shape is new to the run. ``shape``:
+        ``action_shape(tools_used)``, when it is known already (``coverage.row_marks``)."""
+        if shape is None:
+            shape = action_shape(tools_used)
         n = self.counts.get(shape, 0)
         self.counts[shape] = n + 1
         self._uncovered.discard(shape)

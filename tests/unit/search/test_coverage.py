@@ -157,3 +157,25 @@ def test_a_restored_curve_goes_on_like_the_uninterrupted_one_through_more_snapsh
     cut = dict(second.logs, curve=second.logs["curve"][:-3])
     with pytest.raises(ValueError, match="curve"):
         torn.load_state(type(second)(second.meta, logs=cut, tables=second.tables))
+
+
+def test_a_lanes_marks_count_as_the_row_itself():
+    """A rollout lane sends each row's ``row_marks`` (digests, cell key, shape: issue 32, the edges
+    compute) and the Driver's tracker counts those instead of reading the row: the counts, the
+    curve and what each row reports new are the same either way, realized cells, rows without
+    a signature and tool-less rows included."""
+    from whileai_ray.search.coverage import row_marks
+    rows = [_row(i, CELLS[i % 4] if i % 5 else None, sig="s%d" % (i % 6),
+                 tools=() if i % 3 == 0 else ("lookup_order",) * (1 + i % 2), sid="sc-%d" % (i % 11))
+            for i in range(60)]
+    for r in rows[::7]:
+        del r["behavior_signature"]                   # (a row without one: no signature counted)
+    read, told = CoverageTracker(CELLS[:5], AXES, every=10), CoverageTracker(CELLS[:5], AXES, every=10)
+    said_read = [read.observe(r) for r in rows]
+    # (what the marks hold left out of the row: counted from the marks or not at all)
+    said_told = [told.observe({k: r[k] for k in ("prompt", "arm", "scenario_dimensions")}, None, None, row_marks(r))
+                 for r in rows]
+    assert said_told == said_read and any(new for new, _cell in said_read) and any(c for _new, c in said_read)
+    assert told.report_keys() == read.report_keys() and told.shapes == read.shapes
+    assert told.curve == read.curve and told.cells == read.cells
+    assert row_marks(_row(1, None))[2] is None and row_marks(_row(2, tools=()))[3] == "no_tool"

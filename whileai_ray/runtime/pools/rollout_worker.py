@@ -39,6 +39,7 @@ from ...agents.play_callable import play_async_unit, play_callable_unit
 from ...agents.play_model import play_model_row
 from ...agents.routing import EndpointClients
 from ...agents.row_builder import build_row
+from ...search.coverage import row_marks
 from ...search.edge_asks import AskBuilder, AskDesk
 from ...store.checkpoint.edge_lines import Digest, Plain, encoded_plain
 from ...store.parquet.spill_text import edge_text, lane_text
@@ -208,7 +209,8 @@ class RolloutWorker:
         text = None if line is None else edge_text(row) if plain is None else lane_text(row, *plain)
         return RolloutResult(unit=unit, row=None if unusable else row, unusable=unusable, seconds=seconds,
                              timed_out=bool(row.get("_timed_out")), fault_parent=is_fault_parent(row),
-                             error=row.get("_error"), line=line, digest=digest, text=text)
+                             error=row.get("_error"), line=line, digest=digest, text=text,
+                             marks=None if unusable else row_marks(row))     # (the planner's counts, made here)
 
 
 def _ray_node_id() -> str:

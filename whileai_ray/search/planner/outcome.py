@@ -25,3 +25,4 @@ class Outcome:
     graded_failure: bool = False          # the judge scored it under the pass threshold
     failed_markers: tuple = ()
     key_digest: tuple | None = None       # the row's ``identity.key_digest`` as its lane made it, if it did
+    marks: tuple | None = None            # the row's ``coverage.row_marks`` as its lane made them, if it did

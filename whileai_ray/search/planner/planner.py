@@ -337,9 +337,9 @@ class Planner(PlannerState, PlannerStatsReport):
                 ka, kb, _ = o.key_digest or key_digest(row_key(o.row))     # (its lane's, when it made one)
                 self._landed_ka.append(ka)
                 self._landed_kb.append(kb)
-                self.tracker.observe(o.row, None, int(self.words.digest[wid]))
+                self.tracker.observe(o.row, None, int(self.words.digest[wid]), o.marks)
                 if self.shapes is not None:
-                    self.shapes.observe(o.row.get("tools_used"))
+                    self.shapes.observe(o.row.get("tools_used"), o.marks[3] if o.marks is not None else None)
                 more = self.book.observe(wid, o.label)
                 if o.fault_parent and self.s.mutate:
                     self._parents.push(wid, "world_fault")

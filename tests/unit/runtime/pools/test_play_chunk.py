@@ -5,7 +5,9 @@ else in a result changes on the way."""
 import asyncio
 import pickle
 
+from whileai_ray.core.columns import digest
 from whileai_ray.runtime.messages import RolloutResult, pack_units, unpack_units
+from whileai_ray.search.coverage import row_marks
 from whileai_ray.runtime.pools.rollout_worker import RolloutWorker
 
 from planned_units import planned_units
@@ -31,6 +33,19 @@ def test_play_chunk_answers_run_chunks_results_as_tuples_without_their_units():
                 back = RolloutResult.from_wire(unit, w)
                 assert back.unit is unit and back.text is not None
                 _same(back, f)
+                assert back.marks == row_marks(f.row) and back.marks[0] == digest(unit.situation.scenario_id)
+
+
+def test_the_driver_takes_a_lanes_marks_unless_a_verdict_changed_the_row():
+    """The planner counts a row by the ``row_marks`` its lane made (``Outcome.marks``); a row a
+    judge graded on the Driver is read there instead (its lane's line, text and marks dropped)."""
+    from whileai_ray.runtime.driver.landing import Landing
+    unit = planned_units(1)[0]
+    res = asyncio.run(RolloutWorker(odd_reply, META, concurrency=1, node_id="n").run_chunk([unit]))[0]
+    assert res.marks is not None
+    assert Landing().played(res).marks == res.marks
+    graded = res.with_verdict({"reward": 1.0, "judge_status": "ok"})
+    assert graded.marks is None and Landing(judge_name="j").played(graded).marks is None
 
 
 def test_units_cross_pickled_unless_plain_pickle_refuses_one():
@@ -55,7 +70,7 @@ def test_a_result_with_every_field_set_comes_back_whole_from_its_wire_form():
     unit = planned_units(1)[0]
     res = RolloutResult(unit, {"prompt": "p"}, skipped=True, unusable="timed_out", timed_out=True, fault_parent=True,
                         error="e", seconds=1.5, verdict={"reward": 1.0}, line=b"{}\n", digest=(1, 2, "k"),
-                        text="{}", facts=(1, "x"))
+                        text="{}", facts=(1, "x"), marks=(3, 4, "cell", "shape"))
     defaults = RolloutResult._field_defaults
     assert all(getattr(res, name) != defaults[name] for name in RolloutResult._fields if name not in ("unit", "row"))
     wire = pickle.loads(pickle.dumps(res.wire()))

@@ -21,7 +21,7 @@ import numpy as np
 
 from .novelty import BANDS, K, MAX_BITS, NoveltyIndex, _BAND, _bits_for, _slots, _stored, _text_key
 
-__all__ = ["similarity_many", "add_many"]
+__all__ = ["similarity_many", "add_many", "equal_counts", "most_equal_into"]
 
 _BYTES = np.uint64(0x0101010101010101)
 _CHUNK = 2048                  # sketches compared at once at most
@@ -59,7 +59,7 @@ def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = Non
         valid = cands >= 0
         # (n, BANDS * steps, K) bool; ``np.take`` gathers whole rows ~4x faster than ``a[idx]``
         same = np.take(index._sk._a, np.where(valid, cands, 0), axis=0) == stored[:, None, :]
-        eq = _equal_counts(same)
+        eq = equal_counts(same)
         # the most equal values, then the smallest id (``similarity`` takes the first of its sorted ids)
         score = np.where(valid, (eq << 32) - cands, np.iinfo(np.int64).min)
         best = score.argmax(axis=1)
@@ -77,7 +77,7 @@ def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = Non
     return ids, sims
 
 
-def _equal_counts(same: np.ndarray) -> np.ndarray:
+def equal_counts(same: np.ndarray) -> np.ndarray:
     """The True flags of each last-axis row of ``same`` (K bools), as int64: the K one-byte flags
     read as K/8 uint64 words, the words added lane by lane (a byte lane holds at most K/8: no
     carry), then the bytes of the sum added by one multiply (the top byte of x * 0x0101... is the
@@ -87,6 +87,15 @@ def _equal_counts(same: np.ndarray) -> np.ndarray:
     for j in range(1, words.shape[-1]):
         total += words[..., j]
     return ((total * _BYTES) >> np.uint64(56)).astype(np.int64)
+
+
+EQUAL_COUNTS_ROWS = 96    # from this many rows, equal_counts beats a bool sum (B=64: 4.7 us against 3.8; 1,024: 12 against 31)
+
+
+def most_equal_into(most: np.ndarray, batch: np.ndarray, stored: np.ndarray) -> None:
+    """``most[i] = max(most[i], equal values of batch[i] and stored)``, in place, for every row."""
+    same = batch == stored
+    np.maximum(most, equal_counts(same) if len(batch) >= EQUAL_COUNTS_ROWS else same.sum(axis=1), out=most)
 
 
 def add_many(index: NoveltyIndex, sketches, texts: list[str] | None = None) -> list[int]:

@@ -38,7 +38,7 @@ from .ask_batching import ALT_INSTANCE_STRIDE, situation_units
 from .ask_forecast import AskForecast
 from .edge_asks import PROBE
 from .novelty import K, _stored, sketch
-from .novelty_batch import add_many, similarity_many
+from .novelty_batch import add_many, most_equal_into, similarity_many
 
 __all__ = ["RoundNovelty", "BATCH_SLACK", "PROBES_SCORED"]
 
@@ -95,7 +95,7 @@ class RoundNovelty:
             self._most = np.zeros(len(sks), dtype=np.int64)
             self.batched += len(sks)
             for row in self._picks[:len(self._texts)]:      # (none: a round begins with no pick)
-                np.maximum(self._most, (self._batch == row).sum(axis=1), out=self._most)
+                most_equal_into(self._most, self._batch, row)
 
     def _drop_answers(self) -> None:
         self._answers, self._sims = {}, []
@@ -133,7 +133,7 @@ class RoundNovelty:
         self._picks[n] = stored = _stored(sk) if row is None else self._batch[row]     # (a batch row: stored)
         self._texts.append(text)
         if len(self._most):                   # each batch candidate's most equal values with a pick
-            np.maximum(self._most, (self._batch == stored).sum(axis=1), out=self._most)
+            most_equal_into(self._most, self._batch, stored)
 
     def end(self) -> None:
         """The round is over: its picks go into the archive, in order; its answers are dropped."""

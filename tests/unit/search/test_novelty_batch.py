@@ -116,3 +116,21 @@ def test_add_many_of_nothing_changes_nothing_and_an_exact_index_needs_texts():
     assert _tables(ix) == before
     with pytest.raises(ValueError, match="texts="):
         add_many(ix, np.stack([sketch("a b c")]))
+
+
+def test_most_equal_into_counts_as_a_plain_sum_on_either_side_of_its_threshold():
+    """A round's batch keeps, per candidate, its most equal values with any pick
+    (``RoundNovelty.add``); from ``EQUAL_COUNTS_ROWS`` rows that count is read as packed words,
+    below it as a bool sum: the same numbers either way, up to all K equal."""
+    from whileai_ray.search.novelty import K
+    from whileai_ray.search.novelty_batch import EQUAL_COUNTS_ROWS, most_equal_into
+    rng = np.random.default_rng(7)
+    for rows in (1, EQUAL_COUNTS_ROWS - 1, EQUAL_COUNTS_ROWS, 700):
+        batch = rng.integers(0, 4, (rows, K)).astype(np.uint16)      # (few values: many equal)
+        batch[0] = 9
+        most = np.zeros(rows, dtype=np.int64)
+        for stored in (batch[rows // 2].copy(), rng.integers(0, 4, K).astype(np.uint16), np.full(K, 9, np.uint16)):
+            want = np.maximum(most, (batch == stored).sum(axis=1))
+            most_equal_into(most, batch, stored)
+            assert (most == want).all()
+        assert most[0] == K and most[rows // 2] == K

@@ -89,7 +89,7 @@ class RolloutResult(NamedTuple):
         """This result as a rollout actor answers the Driver (``RolloutWorker.play_chunk``): every
         field but the unit, as a plain tuple. The Driver holds each unit it sent and puts it back
         (``from_wire``), so a unit is not pickled back, nor this class by name."""
-        return tuple(self)[1:]
+        return self[1:]                     # (a tuple's slice is a plain tuple)
 
     @classmethod
     def from_wire(cls, unit: Any, wire: tuple) -> "RolloutResult":

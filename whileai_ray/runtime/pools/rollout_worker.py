@@ -210,7 +210,8 @@ class RolloutWorker:
         return RolloutResult(unit=unit, row=None if unusable else row, unusable=unusable, seconds=seconds,
                              timed_out=bool(row.get("_timed_out")), fault_parent=is_fault_parent(row),
                              error=row.get("_error"), line=line, digest=digest, text=text,
-                             marks=None if unusable else row_marks(row))     # (the planner's counts, made here)
+                             # the planner's counts, made here (a shard's entry carries none: pools/dataplane.py)
+                             marks=None if unusable or self.shards is not None else row_marks(row))
 
 
 def _ray_node_id() -> str:

@@ -76,7 +76,15 @@ class DigestTable:
     def __contains__(self, d: int) -> bool:
         if d == 0:
             return self._zero is not None
-        return self._keys[self._slot(d)] == d
+        keys, mask = self._keys, self._mask        # (``_slot`` inline: the planner asks several times a row)
+        i = ((d * _GOLD) & _M64) >> self._shift
+        while True:
+            k = keys[i]
+            if k == d:
+                return True
+            if k == 0:
+                return False
+            i = (i + 1) & mask
 
     def add(self, d: int, value: int = 0) -> bool:
         """Add ``d`` (with ``value`` in a map); True when it was new (a present one keeps its value)."""
@@ -85,13 +93,20 @@ class DigestTable:
                 return False
             self._zero = value
             return True
-        i = self._slot(d)
-        if self._keys[i] == d:
-            return False
+        keys, mask = self._keys, self._mask        # (``_slot`` inline: one lookup a new member, several a row)
+        i = ((d * _GOLD) & _M64) >> self._shift
+        while True:
+            k = keys[i]
+            if k == d:
+                return False
+            if k == 0:
+                break
+            i = (i + 1) & mask
         if self._n >= self._limit:
             self._grow()
             i = self._slot(d)
-        self._keys[i] = d
+            keys = self._keys
+        keys[i] = d
         if self._vals is not None:
             self._vals[i] = value
         self._n += 1
@@ -100,9 +115,15 @@ class DigestTable:
     def get(self, d: int, default: int | None = None) -> int | None:
         if d == 0:
             return default if self._zero is None else self._zero
-        i = self._slot(d)
-        if self._keys[i] != d:
-            return default
+        keys, mask = self._keys, self._mask        # (``_slot`` inline, as in ``__contains__``)
+        i = ((d * _GOLD) & _M64) >> self._shift
+        while True:
+            k = keys[i]
+            if k == d:
+                break
+            if k == 0:
+                return default
+            i = (i + 1) & mask
         assert self._vals is not None, "DigestTable.get needs a map (values=True)"
         return self._vals[i]
 

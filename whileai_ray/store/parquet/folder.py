@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from ..atomic import atomic_path
 from ...core.strict_json import gc_paused
+from .encodings import writer_options
 from .key_tally import KeyTally
 from .limits import byte_budget, check_footer, checked_file, read_row_group
 from .swap import recover, replace_folder, work_folder, write_into
@@ -74,7 +75,8 @@ def write_parquet(rows: Iterable[dict], path: PathArg, row_group_size: int = 200
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     it = iter(rows)
-    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION) as writer:
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION,
+                                                    **writer_options(arrow_schema())) as writer:
         while True:
             chunk = list(islice(it, max(1, row_group_size)))
             if not chunk:
@@ -304,7 +306,8 @@ class ParquetSink:
         table = rows_to_table(rows, keys=keys, texts=texts if any(t is not None for t in texts) else None)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **tally.meta()})
         write_into(self.folder, path.name, lambda tmp: pq.write_table(       # built beside, renamed in
-            table, tmp, row_group_size=self.row_group_size, compression=_COMPRESSION))
+            table, tmp, row_group_size=self.row_group_size, compression=_COMPRESSION,
+            **writer_options(table.schema)))
         self._next_part += 1
         self.rows_written += len(rows)
 
@@ -338,7 +341,7 @@ class ParquetSink:
         # their keys where one has none)
         seen = RowKeySet() if self._cut_short() else None
         tally = KeyTally()
-        with pq.ParquetWriter(out, arrow_schema(), compression=_COMPRESSION) as writer:
+        with pq.ParquetWriter(out, arrow_schema(), compression=_COMPRESSION, **writer_options(arrow_schema())) as writer:
             pending: list[pa.Table] = []
             count = 0
             for source in sources:                # a row group at a time: a million rows are never all read

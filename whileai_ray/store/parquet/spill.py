@@ -32,6 +32,7 @@ from typing import Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .encodings import writer_options
 from .spill_text import EncodedRow, dump_row     # (the encoder and its carrier: spill_text.py, no pyarrow)
 
 __all__ = ["SpillWriter", "OwnedFolder", "LandedRows", "SPILL_VERSION_KEY", "SPILL_VERSION", "PART_GLOB",
@@ -149,7 +150,7 @@ class SpillWriter:
         if self._writer is None:
             path = self.folder / f"part-{len(self.files):05d}.parquet"
             self._writer = pq.ParquetWriter(path.with_name(path.name + ".tmp"), self.schema,
-                                            compression=_COMPRESSION)
+                                            compression=_COMPRESSION, **writer_options(self.schema))
             self.files.append(str(path))
         self._writer.write_table(self.table_of(rows), row_group_size=self.group_rows)
         self.rows_written += len(rows)

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from whileai_ray.core.strict_json import clean_dumps, dumps, gc_paused
+from whileai_ray.store.parquet.encodings import writer_options
 from whileai_ray.store.parquet.folder import ParquetSink, rows_to_table
 from whileai_ray.store.parquet.json_text import text_encoder
 from whileai_ray.store.parquet.nested_steps import NESTED, dict_column, nested_column, nested_types
@@ -261,7 +262,8 @@ def test_the_sinks_part_files_hold_the_reference_table(tmp_path):
         ref = ref_rows_to_table(rows[4 * n:4 * n + 4])
         assert {k: meta[k] for k in ref.schema.metadata} == ref.schema.metadata
         out = io.BytesIO()
-        pq.write_table(ref.replace_schema_metadata(meta), out, row_group_size=4, compression="zstd")
+        pq.write_table(ref.replace_schema_metadata(meta), out, row_group_size=4, compression="zstd",
+                       **writer_options(ref.schema))          # (row_json plain: store/parquet/encodings.py)
         assert part.read_bytes() == out.getvalue()
 
 

@@ -341,7 +341,8 @@ class ParquetSink:
         # their keys where one has none)
         seen = RowKeySet() if self._cut_short() else None
         tally = KeyTally()
-        with pq.ParquetWriter(out, arrow_schema(), compression=_COMPRESSION, **writer_options(arrow_schema())) as writer:
+        schema = arrow_schema()
+        with pq.ParquetWriter(out, schema, compression=_COMPRESSION, **writer_options(schema)) as writer:
             pending: list[pa.Table] = []
             count = 0
             for source in sources:                # a row group at a time: a million rows are never all read

@@ -64,7 +64,9 @@ class DigestTable:
         return self._n + (self._zero is not None)
 
     def _slot(self, d: int) -> int:
-        """The slot holding ``d``, or the empty slot where it would go."""
+        """The slot holding ``d``, or the empty slot where it would go. (``__contains__``, ``add``
+        and ``get`` run this probe written out, a call less on the Driver's hot path: a change to
+        the probe sequence changes all four.)"""
         keys, mask = self._keys, self._mask
         i = ((d * _GOLD) & _M64) >> self._shift
         while True:

@@ -136,7 +136,7 @@ class Landing:
                        graded_failure=verdict is not None and bool(verdict) and is_graded_failure(verdict),
                        failed_markers=tuple(failed_markers(verdict)) if verdict else (),
                        key_digest=res.digest if row is not None else None,   # (a verdict keeps the key)
-                       marks=res.marks if row is not None and verdict is None else None)
+                       marks=res.marks if row is not None else None)     # (a verdict drops them: with_verdict)
 
     def flush(self, on_batch: Callable[[list], None] | None = None) -> None:
         """Write the rows landed since the last flush: one batch to the checkpoint and the stream,

@@ -74,9 +74,9 @@ def write_parquet(rows: Iterable[dict], path: PathArg, row_group_size: int = 200
     dirs created); return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    it = iter(rows)
-    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, arrow_schema(), compression=_COMPRESSION,
-                                                    **writer_options(arrow_schema())) as writer:
+    it, schema = iter(rows), arrow_schema()
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema, compression=_COMPRESSION,
+                                                    **writer_options(schema)) as writer:
         while True:
             chunk = list(islice(it, max(1, row_group_size)))
             if not chunk:

@@ -28,7 +28,9 @@ __all__ = ["AskForecast", "heap_shares"]
 
 SLACK = 8             # pairs kept ahead of each heap beyond its expected share of the window
 REFUSED = 0.25        # picks a new situation may take beyond its own (asks refused as copies or past the cap)
-PROBES_AHEAD = 32     # open-ended probes named ahead of the planner's next one (topped up when half are used)
+PROBES_AHEAD = 96     # open-ended probes named ahead of the planner's next one (topped up when half are used):
+                      # ~4 a round of 64 new situations, so about the grid's window (driver/edge_writing.py);
+                      # with 32, 70% of an explore run's probes came too late and the Driver wrote them
 
 
 def heap_shares(classes, hard_share: float, fault_rate: float) -> dict:

@@ -79,18 +79,29 @@ def similarity_many(index: NoveltyIndex, sketches, texts: list[str] | None = Non
 
 def equal_counts(same: np.ndarray) -> np.ndarray:
     """The True flags of each last-axis row of ``same`` (K bools), as int64: the K one-byte flags
-    read as K/8 uint64 words, the words added lane by lane (a byte lane holds at most K/8: no
-    carry), then the bytes of the sum added by one multiply (the top byte of x * 0x0101... is the
-    sum of x's bytes, at most K < 256). ~8x faster than a reduce over the words."""
+    read as K/8 uint64 words. With numpy's ``bitwise_count`` (numpy 2), each word's set bits are
+    its True flags: the K/8 one-byte counts of a row (at most 8 each) are read as one integer and
+    added by one multiply (its top byte is the sum of its bytes), ~40% less than the fallback's
+    passes; otherwise the words are added lane by lane (a byte lane holds at most K/8: no carry)
+    and the bytes of the sum added the same way. Either is ~8x faster than a reduce over the words."""
     words = same.view(np.uint64)
+    if _POPCOUNT is not None and words.shape[-1] == 4:            # (K = 32: four counts, one uint32)
+        counts = _POPCOUNT(words).view(np.uint32)[..., 0]
+        counts *= _BYTES32
+        counts >>= np.uint32(24)
+        return counts.astype(np.int64)
     total = words[..., 0].copy()
     for j in range(1, words.shape[-1]):
         total += words[..., j]
     return ((total * _BYTES) >> np.uint64(56)).astype(np.int64)
 
 
-# from this many rows equal_counts beats a bool sum (64 rows: 4.7 us against 3.8; 1,024: 12 against 31)
-EQUAL_COUNTS_ROWS = 96
+_POPCOUNT = getattr(np, "bitwise_count", None)     # numpy >= 2.0 (the project runs on 1.26 too)
+_BYTES32 = np.uint32(0x01010101)
+
+# from this many rows equal_counts beats a bool sum (64 rows: 4.7 us against 3.8; 1,024: 12 against 31;
+# with bitwise_count, 60 rows: 2.0 against 1.9, 142 rows: 2.1 against 3.5)
+EQUAL_COUNTS_ROWS = 96 if _POPCOUNT is None else 64
 
 
 def most_equal_into(most: np.ndarray, batch: np.ndarray, stored: np.ndarray) -> None:

@@ -118,13 +118,22 @@ def test_add_many_of_nothing_changes_nothing_and_an_exact_index_needs_texts():
         add_many(ix, np.stack([sketch("a b c")]))
 
 
-def test_most_equal_into_counts_as_a_plain_sum_on_either_side_of_its_threshold():
+@pytest.mark.parametrize("popcount", [None, getattr(np, "bitwise_count", None)], ids=["words", "bitwise_count"])
+def test_most_equal_into_counts_as_a_plain_sum_on_either_side_of_its_threshold(popcount, monkeypatch):
     """A round's batch keeps, per candidate, its most equal values with any pick
-    (``RoundNovelty.add``); from ``EQUAL_COUNTS_ROWS`` rows that count is read as packed words,
+    (``RoundNovelty.add``); from ``EQUAL_COUNTS_ROWS`` rows that count is read as packed words
+    (their bits counted by numpy 2's ``bitwise_count``, or the words added: numpy 1.26),
     below it as a bool sum: the same numbers either way, up to all K equal."""
+    import whileai_ray.search.novelty_batch as nb
     from whileai_ray.search.novelty import K
-    from whileai_ray.search.novelty_batch import EQUAL_COUNTS_ROWS, most_equal_into
+    from whileai_ray.search.novelty_batch import EQUAL_COUNTS_ROWS, equal_counts, most_equal_into
+    monkeypatch.setattr(nb, "_POPCOUNT", popcount)
     rng = np.random.default_rng(7)
+    for shape in ((1, K), (5, 96, K), (300, K)):          # a batch's picks, similarity_many's candidates
+        same = rng.random(shape) < 0.5
+        same[0, ...] = True
+        got = equal_counts(same)
+        assert got.dtype == np.int64 and (got == same.sum(axis=-1)).all() and got.reshape(-1)[0] == K
     for rows in (1, EQUAL_COUNTS_ROWS - 1, EQUAL_COUNTS_ROWS, 700):
         batch = rng.integers(0, 4, (rows, K)).astype(np.uint16)      # (few values: many equal)
         batch[0] = 9

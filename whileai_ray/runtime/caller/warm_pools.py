@@ -14,9 +14,9 @@ rollout actors beside the host and the host stops its old ones.
 
 Bounds: rollout actors that reserve resources (CPUs, GPUs, custom) are stopped after their run
 (only the host waits); at most ``MAX_IDLE`` hosts wait (the most recent); one that idles ``IDLE_S`` seconds is
-stopped; all are stopped at interpreter exit. Every actor here is owned by this process
-(never detached), so Ray also ends them with it, and a ``ray.shutdown()`` ends them at once (a
-host of another Ray session is simply forgotten). A run that fails, is interrupted, or stops
+stopped; all end at interpreter exit, with this process's Ray (``_at_exit``). Every actor here is
+owned by this process (never detached), so Ray also ends them with it, and a ``ray.shutdown()``
+ends them at once (a host of another Ray session is simply forgotten). A run that fails, is interrupted, or stops
 because its caller went quiet stops its host instead of handing it back.
 """
 from __future__ import annotations
@@ -174,4 +174,23 @@ def claimed(run_id: str):
             _running.discard(run_id)
 
 
-atexit.register(release_all)
+def _at_exit() -> None:
+    """At interpreter exit: the kept hosts and their rollout actors end with this process's Ray,
+    all at once (``ray.shutdown()``, what Ray's own exit hook does a moment later). Stopping them
+    one by one first (``release_all``) made a local Ray start fresh idle workers in their place,
+    which its shutdown then killed while they imported: each printed a "*** SIGTERM received ***"
+    stack at the end of every script, ``whileai-ray demo`` included."""
+    with _lock:
+        idle = list(_idle)
+        _idle.clear()
+    for warm in idle:
+        if warm.timer is not None:
+            warm.timer.cancel()
+    if idle and ray.is_initialized():
+        try:
+            ray.shutdown()
+        except Exception:
+            pass
+
+
+atexit.register(_at_exit)

@@ -119,12 +119,17 @@ def discard(warm: Warm) -> None:
 
 
 def release_all() -> None:
-    """Stop every idle host and its rollout actors (at exit; tests that want a fresh start)."""
+    """Stop every idle host and its rollout actors (tests and benches that want a fresh start)."""
+    for warm in _take_idle():
+        _stop(warm)
+
+
+def _take_idle() -> list[Warm]:
+    """The idle hosts, no longer kept."""
     with _lock:
         idle = list(_idle)
         _idle.clear()
-    for warm in idle:
-        _stop(warm)
+    return idle
 
 
 def _expire(warm: Warm) -> None:
@@ -179,14 +184,9 @@ def _at_exit() -> None:
     all at once (``ray.shutdown()``, what Ray's own exit hook does a moment later). Stopping them
     one by one first (``release_all``) made a local Ray start fresh idle workers in their place,
     which its shutdown then killed while they imported: each printed a "*** SIGTERM received ***"
-    stack at the end of every script, ``whileai-ray demo`` included."""
-    with _lock:
-        idle = list(_idle)
-        _idle.clear()
-    for warm in idle:
-        if warm.timer is not None:
-            warm.timer.cancel()
-    if idle and ray.is_initialized():
+    stack at the end of every script, ``whileai-ray demo`` included. (An idle timer that fires
+    later finds its host no longer kept: ``_expire``.)"""
+    if _take_idle() and ray.is_initialized():
         try:
             ray.shutdown()
         except Exception:

@@ -37,15 +37,31 @@ MMAP_THRESHOLD = 1 << 20
 
 
 def _libc_calls():
-    """``(malloc_trim, mallopt)`` of glibc, or ``(None, None)``."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim, opt = libc.malloc_trim, libc.mallopt
-    except (OSError, AttributeError):
-        return None, None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    opt.argtypes, opt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return trim, opt
+    """``(malloc_trim, mallopt)`` of glibc, or ``(None, None)``; looked up once per process."""
+    global _LIBC_CALLS
+    if _LIBC_CALLS is None:
+        _LIBC_CALLS = _load_libc_calls()
+    return _LIBC_CALLS
+
+
+_LIBC_CALLS: tuple | None = None
+
+
+def _load_libc_calls():
+    """glibc by its soname first: ``ctypes.util.find_library`` runs ``ldconfig -p`` in a child
+    process to learn it (1-2 ms on an idle machine, ~50 ms in a new Driver on a busy one: it
+    stood between a first run's call and its first units). Elsewhere (musl, macOS) the search."""
+    names = (["libc.so.6"] if sys.platform.startswith("linux") else []) + [None]
+    for name in names:
+        try:
+            libc = ctypes.CDLL(name or ctypes.util.find_library("c") or "libc.so.6")
+            trim, opt = libc.malloc_trim, libc.mallopt
+        except (OSError, AttributeError):
+            continue
+        trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+        opt.argtypes, opt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        return trim, opt
+    return None, None
 
 
 class HeapTrim:

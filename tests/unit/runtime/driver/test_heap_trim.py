@@ -25,3 +25,26 @@ def test_a_trim_runs_here_with_pyarrow_loaded():
     trim = HeapTrim(every_s=10.0, clock=Clock())
     trim.now()
     assert trim.calls == 1 and trim._trim is not None    # glibc here: malloc_trim was found
+
+
+def test_glibc_is_found_once_a_process_and_without_a_child_process(monkeypatch):
+    """Every run's Driver makes a HeapTrim as it opens the run; ``ctypes.util.find_library``
+    learned glibc's name by running ``ldconfig -p`` (~50 ms in a new Driver on a busy machine,
+    before the first units went out). Here: no child process, and one lookup a process."""
+    import subprocess
+    from whileai_ray.runtime.driver import heap_trim
+    started = []
+    real = subprocess.Popen
+
+    class Recorded(real):                                   # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            started.append(args[0] if args else kwargs.get("args"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    monkeypatch.setattr(heap_trim, "_LIBC_CALLS", None, raising=False)   # as in a new process
+    first, second = HeapTrim(every_s=10.0, clock=Clock()), HeapTrim(every_s=10.0, clock=Clock())
+    assert started == []
+    assert first._trim is not None and second._trim is first._trim
+    first.now()
+    assert first.calls == 1

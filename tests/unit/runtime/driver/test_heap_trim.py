@@ -30,7 +30,9 @@ def test_a_trim_runs_here_with_pyarrow_loaded():
 def test_glibc_is_found_once_a_process_and_without_a_child_process(monkeypatch):
     """Every run's Driver makes a HeapTrim as it opens the run; ``ctypes.util.find_library``
     learned glibc's name by running ``ldconfig -p`` (~50 ms in a new Driver on a busy machine,
-    before the first units went out). Here: no child process, and one lookup a process."""
+    before the first units went out). Here: none of the programs it runs (``ldconfig``, then a
+    C compiler or ``ld``) is started, and one lookup a process."""
+    import os
     import subprocess
     from whileai_ray.runtime.driver import heap_trim
     started = []
@@ -38,7 +40,10 @@ def test_glibc_is_found_once_a_process_and_without_a_child_process(monkeypatch):
 
     class Recorded(real):                                   # type: ignore[misc, valid-type]
         def __init__(self, *args, **kwargs):
-            started.append(args[0] if args else kwargs.get("args"))
+            command = args[0] if args else kwargs.get("args")
+            program = os.path.basename(str(command[0] if isinstance(command, (list, tuple)) else command).split()[0])
+            if program in ("ldconfig", "gcc", "cc", "ld", "objdump"):
+                started.append(command)
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", Recorded)

@@ -27,6 +27,7 @@ import ctypes
 import ctypes.util
 import sys
 import time
+from functools import lru_cache
 from typing import Callable
 
 __all__ = ["HeapTrim"]
@@ -36,19 +37,11 @@ M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 1 << 20
 
 
+@lru_cache(maxsize=1)
 def _libc_calls():
-    """``(malloc_trim, mallopt)`` of glibc, or ``(None, None)``; looked up once per process."""
-    global _LIBC_CALLS
-    if _LIBC_CALLS is None:
-        _LIBC_CALLS = _load_libc_calls()
-    return _LIBC_CALLS
+    """``(malloc_trim, mallopt)`` of glibc, or ``(None, None)``; looked up once per process.
 
-
-_LIBC_CALLS: tuple | None = None
-
-
-def _load_libc_calls():
-    """glibc by its soname first: ``ctypes.util.find_library`` runs ``ldconfig -p`` in a child
+    glibc by its soname first: ``ctypes.util.find_library`` runs ``ldconfig -p`` in a child
     process to learn it (1-2 ms on an idle machine, ~50 ms in a new Driver on a busy one: it
     stood between a first run's call and its first units). Elsewhere (musl, macOS) the search."""
     names = (["libc.so.6"] if sys.platform.startswith("linux") else []) + [None]

@@ -47,7 +47,7 @@ def test_glibc_is_found_once_a_process_and_without_a_child_process(monkeypatch):
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", Recorded)
-    monkeypatch.setattr(heap_trim, "_LIBC_CALLS", None, raising=False)   # as in a new process
+    heap_trim._libc_calls.cache_clear()                     # as in a new process
     first, second = HeapTrim(every_s=10.0, clock=Clock()), HeapTrim(every_s=10.0, clock=Clock())
     assert started == []
     assert first._trim is not None and second._trim is first._trim

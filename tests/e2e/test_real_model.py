@@ -86,8 +86,10 @@ def llama_server():
     gguf = smollm2_gguf()
     port = free_port()
     log = pathlib.Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"
+    # one thread, as test_llama_servers.py runs its servers: on a 2-core box shared with Ray's
+    # actors, two llama.cpp threads wait on each other at every layer (~27 ms a token against ~18)
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL_ALIAS,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2",
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1",
            "--seed", "0"]
     with open(log, "wb") as sink:
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)

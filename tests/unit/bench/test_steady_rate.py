@@ -1,7 +1,7 @@
-"""The bench's steady rate (``bench/steady.py``) reads rows that land in bursts at their rate (no Ray here)."""
+"""The bench's steady rate (``bench/lines.py``: ``steady_rate``) reads rows that land in bursts at their rate (no Ray here)."""
 import math
 
-from whileai_ray.bench.steady import steady_rate
+from whileai_ray.bench.lines import steady_rate
 
 
 def _bursts(size: int, every_s: float, count: int) -> list[float]:

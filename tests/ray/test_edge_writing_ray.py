@@ -80,7 +80,11 @@ def test_the_lanes_write_no_more_asks_than_the_budget_can_use(ray_local, tools):
     knobs = {"ray": {"rollout_actors": 2}}
     data = wai.simulate(agent, tools=tools, simulator=False, budget=300, seed=8, advanced=knobs)
     figures = data.search["edge_asks"]
-    assert len(data) == 300 and figures["hits"] > 0 and figures["failed_calls"] == 0, figures
+    # the lanes were asked (calls); whether an answer lands before the Driver needs it is timing: a
+    # 300-row run of a no-delay agent may decide its whole plan first (CI once saw 480 asks written,
+    # none in time), so asks taken from the lanes are asserted where the plan is decided as the run
+    # goes (the tests above)
+    assert len(data) == 300 and figures["calls"] > 0 and figures["failed_calls"] == 0, figures
     per_pick = 2                                 # novelty_candidates: two competing instances a pick
     assert figures["written"] <= (math.ceil(300 * 1.25) + 4) * per_pick, figures
     taken = figures["hits"] + figures["misses"]

@@ -15,7 +15,7 @@ def test_bursts_of_a_lanes_chunk_read_at_their_rate_not_a_burst_high():
     first_to_last = (len(seconds) - 1) / (max(seconds) - min(seconds))
     assert first_to_last > 168                          # the first burst counted as landed in no time
     assert abs(steady_rate(seconds) - 160) < 0.5
-    # three lanes whose bursts interleave: 480 rows/s, the same reading either way round
+    # three lanes whose bursts interleave: 480 rows/s, three times one lane's reading
     three = sorted(t + lane * 0.2 / 3 for lane in range(3) for t in seconds)
     assert abs(steady_rate(three) - 480) < 1.5
     assert abs(steady_rate(three) / steady_rate(seconds) - 3) < 0.01

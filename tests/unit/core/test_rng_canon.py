@@ -61,6 +61,22 @@ def test_random_mixes_encode_exactly():
         assert _canon(parts) == reference(parts), parts
 
 
+def test_lists_and_tuples_of_plain_keys_encode_exactly():
+    """A group's key ``[scenario id, phrasing]`` is a part of the rl policy's draws (groups.py)."""
+    r = random.Random(33)
+    alphabet = ["a", "Z", " ", "\"", "\\", "\n", "é", "😀", "\ud83d", "\x01", "-", "0"]
+
+    def item():
+        return r.choice([r.randrange(-10**20, 10**20), "".join(r.choices(alphabet, k=r.randrange(12))),
+                         r.random(), None, r.random() < 0.5, [], [1, "a"], {"k": 1}, (2, "b")])
+    for _ in range(3000):
+        parts = tuple(r.choice([item(), [item() for _ in range(r.randrange(4))],
+                                tuple(item() for _ in range(r.randrange(4)))]) for _ in range(r.randrange(5)))
+        assert _canon(parts) == reference(parts), parts
+    for parts in [(3, "explore-hazard", ["sc-0a1b2c3d4e", 0], 2), ([],), ((),), (["é", 2**70],), ((1, "a"), [2])]:
+        assert _canon(parts) == reference(parts), parts
+
+
 def test_the_draws_built_on_it_are_unchanged():
     # the draws hash exactly the bytes json.dumps gave (the encoding of commit 50aa2a8)
     assert short_hash("family", "check order # for N") == stable_hash("family", "check order # for N")[:10]

@@ -324,6 +324,24 @@ class Planner(PlannerState, PlannerStatsReport):
             self.bandit.update(self.tracker.take_yields())
 
     def _observe(self, outcomes: list[Outcome]) -> None:
+        # the landed rows' columns grow once a call, in order (five appends a row were ~1 us of it)
+        wids: list[int] = []
+        ris: list[int] = []
+        ordinals: list[int] = []
+        kas: list[int] = []
+        kbs: list[int] = []
+        try:
+            self._observe_each(outcomes, wids, ris, ordinals, kas, kbs)
+        finally:
+            if wids:
+                self._landed_wid.extend(wids)
+                self._landed_ri.extend(ris)
+                self._landed_ordinal.extend(ordinals)
+                self._landed_ka.extend(kas)
+                self._landed_kb.extend(kbs)
+
+    def _observe_each(self, outcomes: list[Outcome], wids: list, ris: list, ordinals: list, kas: list,
+                      kbs: list) -> None:
         for o in outcomes:
             self.outstanding -= 1
             u = o.unit
@@ -331,12 +349,12 @@ class Planner(PlannerState, PlannerStatsReport):
             if o.row is not None:
                 if not (o.resumed and self.s.precounted):
                     self.landed += 1
-                self._landed_wid.append(wid)
-                self._landed_ri.append(u.rollout_index)
-                self._landed_ordinal.append(u.ordinal)
+                wids.append(wid)
+                ris.append(u.rollout_index)
+                ordinals.append(u.ordinal)
                 ka, kb, _ = o.key_digest or key_digest(row_key(o.row))     # (its lane's, when it made one)
-                self._landed_ka.append(ka)
-                self._landed_kb.append(kb)
+                kas.append(ka)
+                kbs.append(kb)
                 self.tracker.observe(o.row, None, int(self.words.digest[wid]), o.marks)
                 if self.shapes is not None:
                     self.shapes.observe(o.row.get("tools_used"), o.marks[3] if o.marks is not None else None)

@@ -42,7 +42,7 @@ from ..round_novelty import RoundNovelty
 from .outcome import Outcome
 from .parents import ParentQueue
 from .settings import PlanSettings
-from .state import PlannerState
+from .state import PlannerState, land_rows
 from .stats import PlannerStatsReport
 from .rounds import round_room
 from ..targeting import ShapeTargets
@@ -324,72 +324,54 @@ class Planner(PlannerState, PlannerStatsReport):
             self.bandit.update(self.tracker.take_yields())
 
     def _observe(self, outcomes: list[Outcome]) -> None:
-        # the landed rows' columns grow once a call, in order (five appends a row were ~1 us of it)
-        wids: list[int] = []
-        ris: list[int] = []
-        ordinals: list[int] = []
-        kas: list[int] = []
-        kbs: list[int] = []
+        landed: list[tuple] = []           # (wid, rollout index, ordinal, ka, kb) a row: land_rows (state.py)
         try:
-            self._observe_each(outcomes, wids, ris, ordinals, kas, kbs)
+            for o in outcomes:
+                self.outstanding -= 1
+                u = o.unit
+                wid = u.group
+                if o.row is not None:
+                    if not (o.resumed and self.s.precounted):
+                        self.landed += 1
+                    ka, kb, _ = o.key_digest or key_digest(row_key(o.row))     # (its lane's, when it made one)
+                    landed.append((wid, u.rollout_index, u.ordinal, ka, kb))
+                    self.tracker.observe(o.row, None, int(self.words.digest[wid]), o.marks)
+                    if self.shapes is not None:
+                        self.shapes.observe(o.row.get("tools_used"), o.marks[3] if o.marks is not None else None)
+                    more = self.book.observe(wid, o.label)
+                    if o.fault_parent and self.s.mutate:
+                        self._parents.push(wid, "world_fault")
+                        self.mutation_aims["world_fault"]["parents"] += 1
+                    elif o.graded_failure and self.s.mutate and self.s.mutate_graded:
+                        # the verdict steers like a tool fault: the failed ask is mutated into new ones
+                        self._parents.push(wid, "graded_failure")
+                        self.mutation_aims["graded_failure"]["parents"] += 1
+                    for name in o.failed_markers:
+                        self.failure_criteria[name] = self.failure_criteria.get(name, 0) + 1
+                    for ri in more:
+                        self._backlog.append(self._unit_for(wid, ri))
+                        self.allocator["verify"] += 1
+                    self._release(wid)
+                    continue
+                reason = o.unusable or "agent_error"
+                if reason == "agent_error":
+                    self.agent_errors += 1
+                    if o.timed_out:                 # an agent error that was a call timeout: said as such
+                        self.timed_out += 1
+                        reason = TIMED_OUT
+                final = reason == "worker_crashed" or (reason in POISON_REASONS and u.attempt + 1 >= POISON_TRIES)
+                if u.attempt < self.s.k and not final:
+                    self.rerolled_by[reason] = self.rerolled_by.get(reason, 0) + 1    # (a snapshot may predate a reason)
+                    self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
+                                              rollout_index=u.rollout_index, eval_run=u.eval_run,
+                                              attempt=u.attempt + 1, faults=u.faults, seed=u.seed, group=wid))
+                else:
+                    self.lost_by[reason] = self.lost_by.get(reason, 0) + 1
+                    for ri in self.book.observe(wid, None):
+                        self._backlog.append(self._unit_for(wid, ri))
+                    self._release(wid)
         finally:
-            if wids:
-                self._landed_wid.extend(wids)
-                self._landed_ri.extend(ris)
-                self._landed_ordinal.extend(ordinals)
-                self._landed_ka.extend(kas)
-                self._landed_kb.extend(kbs)
-
-    def _observe_each(self, outcomes: list[Outcome], wids: list, ris: list, ordinals: list, kas: list,
-                      kbs: list) -> None:
-        for o in outcomes:
-            self.outstanding -= 1
-            u = o.unit
-            wid = u.group
-            if o.row is not None:
-                if not (o.resumed and self.s.precounted):
-                    self.landed += 1
-                wids.append(wid)
-                ris.append(u.rollout_index)
-                ordinals.append(u.ordinal)
-                ka, kb, _ = o.key_digest or key_digest(row_key(o.row))     # (its lane's, when it made one)
-                kas.append(ka)
-                kbs.append(kb)
-                self.tracker.observe(o.row, None, int(self.words.digest[wid]), o.marks)
-                if self.shapes is not None:
-                    self.shapes.observe(o.row.get("tools_used"), o.marks[3] if o.marks is not None else None)
-                more = self.book.observe(wid, o.label)
-                if o.fault_parent and self.s.mutate:
-                    self._parents.push(wid, "world_fault")
-                    self.mutation_aims["world_fault"]["parents"] += 1
-                elif o.graded_failure and self.s.mutate and self.s.mutate_graded:
-                    # the verdict steers like a tool fault: the failed ask is mutated into new ones
-                    self._parents.push(wid, "graded_failure")
-                    self.mutation_aims["graded_failure"]["parents"] += 1
-                for name in o.failed_markers:
-                    self.failure_criteria[name] = self.failure_criteria.get(name, 0) + 1
-                for ri in more:
-                    self._backlog.append(self._unit_for(wid, ri))
-                    self.allocator["verify"] += 1
-                self._release(wid)
-                continue
-            reason = o.unusable or "agent_error"
-            if reason == "agent_error":
-                self.agent_errors += 1
-                if o.timed_out:                 # an agent error that was a call timeout: said as such
-                    self.timed_out += 1
-                    reason = TIMED_OUT
-            final = reason == "worker_crashed" or (reason in POISON_REASONS and u.attempt + 1 >= POISON_TRIES)
-            if u.attempt < self.s.k and not final:
-                self.rerolled_by[reason] = self.rerolled_by.get(reason, 0) + 1    # (a snapshot may predate a reason)
-                self._rerolls.append(Unit(run_id=u.run_id, situation=u.situation,
-                                          rollout_index=u.rollout_index, eval_run=u.eval_run,
-                                          attempt=u.attempt + 1, faults=u.faults, seed=u.seed, group=wid))
-            else:
-                self.lost_by[reason] = self.lost_by.get(reason, 0) + 1
-                for ri in self.book.observe(wid, None):
-                    self._backlog.append(self._unit_for(wid, ri))
-                self._release(wid)
+            land_rows(self, landed)          # the landed columns grow once a call, not five appends a row
 
     # ------------------------------------------------------------------ stopping
     def stop_reason(self) -> str | None:

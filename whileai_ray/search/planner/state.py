@@ -94,6 +94,14 @@ def iter_landed_keys(p, stop: int, chunk: int = 8192):
         yield from _landed_keys(p, start, min(stop, start + chunk))
 
 
+def land_rows(p, landed: list[tuple]) -> None:
+    """The rows ``Planner.observe`` saw land, ``(wid, rollout index, ordinal, key digest a, b)`` each,
+    onto the landed columns in order, one extend a column (five appends a row were ~1 us of it)."""
+    columns = (p._landed_wid, p._landed_ri, p._landed_ordinal, p._landed_ka, p._landed_kb)
+    for column, values in zip(columns, zip(*landed)):
+        column.extend(values)
+
+
 def landed_digests(p) -> tuple[np.ndarray, np.ndarray]:
     """The 128-bit ``row_key`` digests (``identity.key_digest``) of every landed row observed, in
     order, as two arrays: what a resume claims the settled rows on disk by."""

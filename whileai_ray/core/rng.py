@@ -25,27 +25,23 @@ def _canon(parts: tuple[object, ...]) -> bytes:
     rl group may grow: ~4 us a draw through ``json.dumps``) is written the same way, as the JSON
     array ``json.dumps`` writes for either. Anything else (a bool, a float, a dict, a list holding
     one of those or another list) goes through ``json.dumps``."""
-    out = []
-    for part in parts:
-        if type(part) is str:
-            out.append(_json_str(part))
-        elif type(part) is int:
-            out.append(int.__repr__(part))
-        elif (type(part) is list or type(part) is tuple) and (inner := _plain_array(part)) is not None:
-            out.append(inner)
-        else:
-            return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return ("[" + ",".join(out) + "]").encode()
+    text = _plain_json(parts)
+    if text is None:
+        return json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return text.encode()
 
 
-def _plain_array(items: list | tuple) -> str | None:
-    """``items`` as ``json.dumps`` writes them when every one is a str or an int, else None."""
+def _plain_json(items: list | tuple, arrays: bool = True) -> str | None:
+    """``items`` as the JSON array ``json.dumps`` writes when each is a str, an int or (``arrays``)
+    a list or tuple of those, else None."""
     out = []
     for item in items:
         if type(item) is str:
             out.append(_json_str(item))
         elif type(item) is int:
             out.append(int.__repr__(item))
+        elif arrays and (type(item) is list or type(item) is tuple) and (inner := _plain_json(item, False)) is not None:
+            out.append(inner)
         else:
             return None
     return "[" + ",".join(out) + "]"

@@ -68,11 +68,7 @@ def test_a_3000_row_run_shows_its_rows_latency_and_pipe_on_the_metrics_endpoint(
     run_id = "metrics_3000"
     seen = {"inflight": None, "histogram": None, "at": 0.0}
 
-    def watch(snap):   # scrape while the run goes: gauges of a finished run's actors age out
-        if time.monotonic() - seen["at"] < 0.5 or snap["landed"] < 200:
-            return
-        seen["at"] = time.monotonic()
-        samples = scrape(metrics_ray)
+    def look(samples):
         for n, lab, v in samples:
             if lab.get("run_id") == run_id and lab.get("mode") == "rl":
                 if n == "ray_whileai_rollouts_inflight" and seen["inflight"] is None:
@@ -80,23 +76,34 @@ def test_a_3000_row_run_shows_its_rows_latency_and_pipe_on_the_metrics_endpoint(
                 if n == "ray_whileai_rollout_seconds_count" and v > 0:
                     seen["histogram"] = v
 
+    def watch(snap):   # scrape while the run goes, every 0.5 s once 200 rows have landed
+        if time.monotonic() - seen["at"] < 0.5 or snap["landed"] < 200:
+            return
+        seen["at"] = time.monotonic()
+        look(scrape(metrics_ray))
+
     data = wai.simulate(flaky_agent(tools), tools=tools, simulator=False, budget=3000, mode="rl", seed=3,
                         grader=lambda row: 0.0 if row.get("seeded") else 1.0, on_progress=watch,
                         advanced={"run_id": run_id, "progress_every_rows": 50})
     landed = data.search["rollouts"]["landed"]
     assert len(data.rows()) == landed == 3000
-    assert seen["inflight"] is not None, "the in-flight gauge never showed while the run went"
-    assert seen["histogram"], "the rollout latency histogram never showed while the run went"
 
     ro = data.search["rollouts"]
     deadline = time.monotonic() + 30
-    while True:   # the last counts reach the endpoint within a report interval or two (the Driver's
-        samples = scrape(metrics_ray)   # and the rollout actors' each on their own clock)
+    # The last counts reach the endpoint within a report interval or two (the Driver's and the
+    # rollout actors' each on their own clock). A run that ends within one interval of its 200th
+    # row shows its in-flight gauge only now: the warm Driver keeps its last report.
+    while True:
+        samples = scrape(metrics_ray)
+        look(samples)
         rows = total(samples, "ray_whileai_rows_landed_total", run_id=run_id, mode="rl")
         timed = total(samples, "ray_whileai_rollout_seconds_count", run_id=run_id)
-        if (rows == landed and timed >= landed + ro["rerolled"]) or time.monotonic() > deadline:
+        done = rows == landed and timed >= landed + ro["rerolled"] and seen["inflight"] is not None
+        if done or time.monotonic() > deadline:
             break
         time.sleep(0.5)
+    assert seen["inflight"] is not None, "the in-flight gauge never showed"
+    assert seen["histogram"], "the rollout latency histogram never showed"
     assert rows == landed
     assert ro["rerolled_by"].get("agent_error", 0) > 0
     assert total(samples, "ray_whileai_rerolls_total", run_id=run_id, cause="agent_error") == \

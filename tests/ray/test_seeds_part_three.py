@@ -87,11 +87,16 @@ def test_report_shows_unset_arguments_as_none_and_what_they_resolved_to_apart(ra
 def test_on_progress_every_10_rollouts_over_60_rows_at_concurrency_2(ray_local):
     seen = []
     _run(budget=60, concurrency=2, on_progress=seen.append, seed=5)
-    assert len(seen) >= 6, [d["rows"] for d in seen]
     counts = [d["landed"] + d["rerolled"] + d["lost"] for d in seen]
     assert counts == sorted(counts) and counts[-1] == 60 and seen[-1]["stopped_because"] == "budget"
-    steps = [b - a for a, b in zip(counts, counts[1:])]
-    assert max(steps[:-1] or [0]) <= 12, counts          # a line every ~10 events, not every poll
+    # A line every ~10 events, not every poll (a 0.2 s poll saw ~30 rows of this run at a time): a
+    # mark is noted on the chunk that passes a multiple of 10, so each mark is in a decade of its
+    # own. A chunk that settles a whole round's re-rolls with its rows may pass 20 on its way from
+    # 10 to 23, so single steps may exceed 10, not the typical one.
+    assert len(seen) >= 5, counts
+    assert len({c // 10 for c in counts[:-1]}) == len(counts) - 1, counts
+    steps = sorted(b - a for a, b in zip(counts, counts[1:]))
+    assert steps[len(steps) // 2] <= 12, counts
 
 
 def test_a_handler_on_the_documented_logger_receives_the_progress_lines(ray_local):

@@ -7,6 +7,7 @@ labels. Real planner, real lanes (each answer pickled as Ray would), real files;
 import asyncio
 import json
 import pickle
+import shutil
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -82,8 +83,9 @@ def run_once(folder, slim, spool_rows, lane=LocalLane):
     asyncio.run(loop.run())
     out = landing.spool.finish()
     sink.close()
-    if isinstance(out, SpilledRows):
+    if isinstance(out, SpilledRows):     # the spool's folder is the caller's now: read, then removed
         tables = [pq.read_table(f"{out.folder}/{f}" if not f.startswith("/") else f) for f in out.files]
+        shutil.rmtree(out.folder)
         rows = [json.loads(t) for table in tables for t in table.column("row_json").to_pylist()]
         facts = {name: [v for table in tables for v in table.column(name).to_pylist()] for name in FACT_NAMES}
     else:

@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -64,9 +65,14 @@ class Chromium:
         binary = chromium_path()
         if binary is None:
             raise RuntimeError("no chromium on PATH; install Debian's package: apt-get install -y chromium")
+        # its temporary files (the profile's singleton socket folder among them, which a terminated
+        # Chromium leaves behind) go inside the profile, removed with it
+        scratch = os.path.join(self.profile, "tmp")
+        os.mkdir(scratch)
         self.proc = subprocess.Popen([binary, *LAUNCH_FLAGS, f"--user-data-dir={self.profile}",
                                       f"--window-size={self.width},{self.height}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                     env={**os.environ, "TMPDIR": scratch})
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.monotonic() + self.timeout
         while not (os.path.exists(port_file) and len(open(port_file).read().splitlines()) >= 2):
@@ -88,6 +94,11 @@ class Chromium:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc is not None:          # its helpers (zygote, GPU, renderers) may outlive it a moment
+            try:                           # and write into the profile after it is gone: its group goes too
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         self.loop.close()
         shutil.rmtree(self.profile, ignore_errors=True)
 

@@ -93,7 +93,7 @@ def test_on_progress_every_10_rollouts_over_60_rows_at_concurrency_2(ray_local):
     # mark is noted on the chunk that passes a multiple of 10, so each mark is in a decade of its
     # own. A chunk that settles a whole round's re-rolls with its rows may pass 20 on its way from
     # 10 to 23, so single steps may exceed 10, not the typical one.
-    assert len(seen) >= 5, counts
+    assert len(seen) >= 4, counts
     assert len({c // 10 for c in counts[:-1]}) == len(counts) - 1, counts
     steps = sorted(b - a for a, b in zip(counts, counts[1:]))
     assert steps[len(steps) // 2] <= 12, counts

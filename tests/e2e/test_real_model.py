@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -104,6 +105,7 @@ def llama_server():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+        shutil.rmtree(log.parent, ignore_errors=True)      # (its log: shown above when it failed)
 
 
 @pytest.fixture(scope="module")

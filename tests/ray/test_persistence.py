@@ -224,6 +224,38 @@ def test_an_exact_resume_continues_from_the_planner_snapshot_and_equals_the_unin
     assert _plain(early.rows()) == _plain(full.rows())
 
 
+def _strict_grader(row):
+    """Fails the seeded agent's guesses, with a marker that says which criterion failed."""
+    ok = not row["seeded"]
+    return {"reward": 1.0 if ok else 0.0, "markers": {"no_guess": 1.0 if ok else 0.0}}
+
+
+@pytest.mark.parametrize("mode", ["explore", "rl"])
+def test_a_graded_run_resumed_after_a_crash_steers_as_the_uninterrupted_one(ray_local, tools, tmp_path, mode):
+    """The grader steers the search (a graded failure is a parent to mutate, its failed markers are
+    counted). Rows settled from the checkpoint on resume steered nothing: a graded rl run of 400
+    rows cut to its first 150 resumed to 52 rows other than the uninterrupted run's, and a graded
+    explore run to the same rows but a search report short of 32 of its 106 graded-failure parents."""
+    agent = wai.seeded_agent(tools)
+    ck = tmp_path / "ck.jsonl"
+    kw = dict(tools=tools, simulator=False, budget=240, seed=3, checkpoint=str(ck), concurrency=8,
+              grader=_strict_grader, advanced={"progress_every_rows": 10**6, "progress_every_s": 3600.0},
+              **({"mode": "rl", "repeats": 4} if mode == "rl" else {}))
+    full = wai.simulate(agent, **kw)
+    lines = ck.read_text().splitlines(keepends=True)
+    ck.write_text("".join(lines[:90]))                          # the run "died" here
+    resumed = wai.simulate(agent, **kw)
+    assert resumed.search["rollouts"]["resumed"] == 90
+    assert full.search["mutation_aims"]["graded_failure"]["parents"] > 0
+    assert resumed.search["mutation_aims"] == full.search["mutation_aims"]
+    assert resumed.search["failure_criteria"] == full.search["failure_criteria"] and full.search["failure_criteria"]
+    def same_pass(rows):           # lineage.scoring_run_id names each call's scoring pass (the docs)
+        return [{**r, "lineage": {k: v for k, v in r["lineage"].items() if k != "scoring_run_id"}}
+                for r in _plain(rows)]
+    assert same_pass(resumed.rows()) == same_pass(full.rows())
+    assert [r["reward"] for r in resumed.rows()] == [r["reward"] for r in full.rows()]
+
+
 def test_a_larger_budget_resumes_from_the_snapshot_before_the_budget_cut_and_appends_to_it(
         ray_local, tools, tmp_path):
     """A run given more budget afterwards equals the run that had it from the start: it continues

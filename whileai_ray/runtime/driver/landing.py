@@ -92,8 +92,13 @@ class Landing:
         label = (1 if reward >= 0.5 else 0) if isinstance(reward, (int, float)) and not isinstance(reward, bool) \
             else row.get("behavior_signature")
         stub_fp = row.get("_fp")            # a shared-storage stub carries its flag (pools/dataplane.py)
+        # a row the run's judge graded steers as it did when it was played (``played``): a failure
+        # is a parent to mutate, its failed markers are counted; read from the verdict's fields on the row
+        graded = row.get("judge_status") is not None
         return Outcome(unit=unit, row=row, label=label, resumed=True,
-                       fault_parent=bool(stub_fp) if stub_fp is not None else is_fault_parent(row))
+                       fault_parent=bool(stub_fp) if stub_fp is not None else is_fault_parent(row),
+                       graded_failure=graded and is_graded_failure(row),
+                       failed_markers=tuple(failed_markers(row)) if graded else ())
 
     def played(self, res: RolloutResult) -> Outcome:
         """A unit's result from a rollout lane (with its verdict when the run is graded)."""

@@ -224,6 +224,29 @@ def test_an_exact_resume_continues_from_the_planner_snapshot_and_equals_the_unin
     assert _plain(early.rows()) == _plain(full.rows())
 
 
+def test_a_run_that_is_not_reproducible_keeps_every_row_on_disk_when_resumed(ray_local, tools, tmp_path):
+    """``reproducible=False`` draws another plan on every call, so a resume cannot replay it: the
+    rows on disk count toward the budget and stay in the result (the docs: "the returned
+    SimulationData is the union"). Replayed as if it were exact, a 300-row run cut to 120 rows
+    left 21 of them out of the result and played 21 more (321 rows in the file)."""
+    agent = wai.seeded_agent(tools)
+    ck = tmp_path / "ck.jsonl"
+    kw = dict(tools=tools, simulator=False, budget=300, seed=3, checkpoint=str(ck), concurrency=16,
+              reproducible=False, advanced={"progress_every_rows": 10**6, "progress_every_s": 3600.0})
+    wai.simulate(agent, **kw)
+    lines = ck.read_text().splitlines(keepends=True)
+    ck.write_text("".join(lines[:120]))                          # the run "died" here
+    kept = {row_key(json.loads(x)) for x in lines[:120]}
+    resumed = wai.simulate(agent, **kw)
+    assert resumed.search["resume"]["mode"] == "precount" and resumed.search["rollouts"]["resumed"] == 120
+    keys = [row_key(r) for r in resumed.rows()]
+    assert len(keys) == 300 and len(set(keys)) == 300 and kept <= set(keys)
+    assert {row_key(r) for r in resumed.rows() if r["lineage"].get("resumed")} == kept
+    body = _body_lines(ck)
+    assert len(body) == 300 and {row_key(r) for r in body} == set(keys)
+    assert not any("left out" in w for w in resumed.warnings)
+
+
 def _strict_grader(row):
     """Fails the seeded agent's guesses, with a marker that says which criterion failed."""
     ok = not row["seeded"]

@@ -11,8 +11,9 @@ Two modes, chosen by the plan fingerprint stored in the checkpoint header:
 * ``exact`` (same seed and planning arguments): the replay decides the same units, so every
   row on disk is matched where it was; with a deterministic agent the result equals an
   uninterrupted run. Rows on disk the plan never reaches are left out (and said so).
-* ``precount`` (the arguments changed): the rows on disk count toward the budget up front,
-  their prompts are never drawn again, and they are kept in the result.
+* ``precount`` (the arguments changed, or the run is not reproducible: ``reproducible=False`` or
+  a clock, whose plan is not a function of the seed, ``driver/setup.py``): the rows on disk count
+  toward the budget up front, their prompts are never drawn again, and they are kept in the result.
 
 The rows on disk come as ``DiskRows`` (key digests known, rows decoded when used): only the rows
 a replay settles are decoded while the run goes; the rest are decoded once, at the end. The

@@ -52,10 +52,12 @@ def add_resume_and_replay_notes(data, cfg, result: RunResult, pinned_info, resul
         for problem in resume.get("snapshot_errors", ()):
             data.warnings.append(RunWarning(f"planner snapshot beside {cfg.checkpoint}: {problem}", "snapshot_error"))
     if resume.get("loaded"):
-        line = (f"resumed {resume['loaded']} rows from {cfg.checkpoint}: {resume['matched']} matched this run's "
-                f"plan ({resume['mode']} replay" if resume["mode"] == "exact" else
-                f"resumed {resume['loaded']} rows from {cfg.checkpoint}: they count toward the budget and stay in "
-                f"the result (the plan was drawn anew, not replayed: {resume['matched']} of them matched it")
+        line = f"resumed {resume['loaded']} rows from {cfg.checkpoint}: "
+        if resume["mode"] == "exact":
+            line += f"{resume['matched']} matched this run's plan (exact replay"
+        else:
+            line += (f"they count toward the budget and stay in the result (the plan was drawn anew, not "
+                     f"replayed: {resume['matched']} of them matched it")
         if resume.get("snapshot_round") is not None:
             line += f", continued from the planner snapshot after round {resume['snapshot_round']}"
         line += ")"

@@ -99,11 +99,9 @@ async def open_run(spec, lane: LaneOpener | None = None) -> OpenedRun:
     if loaded:
         gc.freeze()   # the rows on disk live as long as the run: keep the collector off them
     header = sink.header if sink is not None else None
-    # an exact replay needs a plan that is a function of the seed: a run that is not reproducible
-    # (reproducible=False, or a clock) draws another plan on resume, and its rows on disk count
-    # toward the budget and stay in the result, as the docs say of a resume (``precount``)
+    # a run that is not reproducible draws another plan on resume: never replayed (store/checkpoint/resume.py)
     replays = spec.reproducible or bool(spec.planner.settings.pinned)
-    resume = await asyncio.to_thread(ResumeIndex, loaded, header, spec.plan_fingerprint if replays else None)
+    resume = await asyncio.to_thread(ResumeIndex, loaded, header, spec.plan_fingerprint, replays)
     snapshots = PlanSnapshots(spec.snapshot, spec.snapshot_every_s, (header or {}).get("created") if sink else None,
                               spec.plan_fingerprint, budget=spec.cap)
     usable = snapshots.enabled and resume.mode == "exact" and resume.total

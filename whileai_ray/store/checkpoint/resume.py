@@ -12,7 +12,7 @@ Two modes, chosen by the plan fingerprint stored in the checkpoint header:
   row on disk is matched where it was; with a deterministic agent the result equals an
   uninterrupted run. Rows on disk the plan never reaches are left out (and said so).
 * ``precount`` (the arguments changed, or the run is not reproducible: ``reproducible=False`` or
-  a clock, whose plan is not a function of the seed, ``driver/setup.py``): the rows on disk count
+  a clock, whose plan is not a function of the seed: ``replays=False``): the rows on disk count
   toward the budget up front, their prompts are never drawn again, and they are kept in the result.
 
 The rows on disk come as ``DiskRows`` (key digests known, rows decoded when used): only the rows
@@ -43,7 +43,10 @@ def _distinct(at: np.ndarray, size: int) -> bool:
 
 
 class ResumeIndex:
-    def __init__(self, loaded: DiskRows | list[dict], header: dict | None, plan_fingerprint: str | None) -> None:
+    def __init__(self, loaded: DiskRows | list[dict], header: dict | None, plan_fingerprint: str | None,
+                 replays: bool = True) -> None:
+        """``replays``: whether the run's plan is a function of its seed (False: ``reproducible=False``
+        or a clock, and no pinned tasks), without which no resume is ``exact``."""
         rows = loaded if isinstance(loaded, DiskRows) else DiskRows.of(loaded)
         self._rows = rows
         self.total = len(rows)
@@ -59,7 +62,8 @@ class ResumeIndex:
         self._left = self.total
         self._claimed: np.ndarray = np.zeros(0, dtype=np.int64)
         stored = ((header or {}).get("fingerprint") or {}).get("plan")
-        self.mode = "exact" if (not self.total or (plan_fingerprint and stored == plan_fingerprint)) else "precount"
+        same_plan = replays and plan_fingerprint and stored == plan_fingerprint
+        self.mode = "exact" if (not self.total or same_plan) else "precount"
 
     # ------------------------------------------------------------------ lookups
     def _index(self, key: Sequence[object]) -> int | None:

@@ -59,6 +59,9 @@ def test_a_changed_plan_counts_the_rows_on_disk_and_avoids_their_prompts():
     assert over["precounted"] == 5 and over["avoid_prompt_shas"] == frozenset(row_key(r)[1] for r in rows)
     same = ResumeIndex(rows, {"fingerprint": {"plan": "p"}}, "p")
     assert same.mode == "exact" and same.planner_overrides() == {} and same.leftover_count() == 0
+    # a plan that is not a function of the seed (reproducible=False, a clock) is never replayed
+    drawn = ResumeIndex(rows, {"fingerprint": {"plan": "p"}}, "p", replays=False)
+    assert drawn.mode == "precount" and drawn.planner_overrides()["precounted"] == 5 and drawn.leftover_count() == 5
     assert np.array_equal(DiskRows.of(rows).digests[0], ResumeIndex(rows, None, None)._rows.digests[0])
 
 
